@@ -1,0 +1,39 @@
+# paimon_sink — built with PGXS.
+MODULE_big = paimon_sink
+OBJS = \
+	src/paimon_sink.o \
+	src/shared_state.o \
+	src/launcher.o \
+	src/committer.o \
+	src/writer.o \
+	src/handoff.o \
+	src/fdw.o \
+	src/staged_file.o \
+	src/catalog.o \
+	src/functions.o
+
+EXTENSION = paimon_sink
+DATA = sql/paimon_sink--0.1.sql
+PGFILEDESC = "paimon_sink - exactly-once transactional sink"
+
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK = -luuid
+
+# pg_regress inputs live in sql/, outputs in expected/ (PGXS defaults).
+REGRESS = setup append errors
+REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf
+
+ISOLATION = concurrent_checkpoint
+ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
+	--temp-config=$(srcdir)/test/paimon_sink.conf
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: check-format
+check-format:
+	clang-format --dry-run --Werror src/*.c src/*.h

@@ -1,0 +1,204 @@
+/* paimon_sink--0.1.sql: exactly-once transactional sink */
+
+\echo Use "CREATE EXTENSION paimon_sink" to load this file. \quit
+
+-- Catalog tables ----------------------------------------------------------
+
+CREATE TABLE paimon_sink.sink_definition (
+	sink_id serial PRIMARY KEY,
+	sink_name text NOT NULL UNIQUE,
+	target_table regclass NOT NULL,
+	foreign_table regclass,
+	owner_role regrole NOT NULL,
+	mode text NOT NULL CHECK (mode IN ('append', 'upsert')),
+	buckets integer NOT NULL CHECK (buckets BETWEEN 1 AND 1024),
+	bucket_key text[],
+	checkpoint_interval interval,
+	default_commit_user text NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE paimon_sink.sink_definition IS
+	'One row per sink: its target table, foreign table, owner, mode, buckets and own commit user.';
+
+-- A commit user's marks: the last checkpoint id prepared and committed.
+-- last_committed_checkpoint is the high-water mark that makes commits
+-- idempotent (Paimon: the identifier of the commit user's latest snapshot).
+CREATE TABLE paimon_sink.commit_user_state (
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	commit_user text NOT NULL CHECK (commit_user ~ '^[A-Za-z0-9._:-]{1,64}$'),
+	last_prepared_checkpoint bigint NOT NULL DEFAULT 0,
+	last_committed_checkpoint bigint NOT NULL DEFAULT 0,
+	last_snapshot_id bigint,
+	last_committed_at timestamptz,
+	PRIMARY KEY (sink_id, commit_user)
+);
+COMMENT ON TABLE paimon_sink.commit_user_state IS
+	'One row per (sink, commit user): last prepared and last committed checkpoint id and last snapshot id.';
+
+-- One staged file recorded for a checkpoint (Paimon: CommitMessage).
+CREATE TABLE paimon_sink.committable (
+	file_name text PRIMARY KEY,
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	commit_user text NOT NULL,
+	checkpoint_id bigint NOT NULL,
+	writer_id integer NOT NULL,
+	bucket integer NOT NULL,
+	row_count bigint NOT NULL,
+	byte_count bigint NOT NULL,
+	excluded_offsets bigint[] NOT NULL DEFAULT '{}',
+	prepared_at timestamptz NOT NULL DEFAULT now(),
+	snapshot_id bigint
+);
+CREATE INDEX committable_pending ON paimon_sink.committable
+	(sink_id, commit_user, checkpoint_id) WHERE snapshot_id IS NULL;
+COMMENT ON TABLE paimon_sink.committable IS
+	'One row per sealed staged file: the checkpoint it belongs to, its rows and bytes, the batch offsets it leaves out, and the snapshot that committed it.';
+
+-- The commit log: one row per committed checkpoint (Paimon: Snapshot).
+CREATE TABLE paimon_sink.snapshot_log (
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	snapshot_id bigint NOT NULL,
+	commit_user text NOT NULL,
+	commit_identifier bigint NOT NULL,
+	commit_kind text NOT NULL,
+	row_count bigint NOT NULL,
+	file_count integer NOT NULL,
+	committed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (sink_id, snapshot_id),
+	UNIQUE (sink_id, commit_user, commit_identifier)
+);
+COMMENT ON TABLE paimon_sink.snapshot_log IS
+	'One row per committed checkpoint; (sink, commit user, commit identifier) is unique.';
+
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.commit_user_state', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.committable', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.snapshot_log', '');
+
+GRANT USAGE ON SCHEMA paimon_sink TO PUBLIC;
+GRANT SELECT ON paimon_sink.sink_definition, paimon_sink.commit_user_state,
+	paimon_sink.committable, paimon_sink.snapshot_log TO PUBLIC;
+
+-- Foreign-data wrapper ----------------------------------------------------
+
+CREATE FUNCTION paimon_sink.fdw_handler() RETURNS fdw_handler
+	AS 'MODULE_PATHNAME', 'paimon_sink_fdw_handler' LANGUAGE C STRICT;
+CREATE FUNCTION paimon_sink.fdw_validator(text[], oid) RETURNS void
+	AS 'MODULE_PATHNAME', 'paimon_sink_fdw_validator' LANGUAGE C STRICT;
+CREATE FOREIGN DATA WRAPPER paimon_sink
+	HANDLER paimon_sink.fdw_handler VALIDATOR paimon_sink.fdw_validator;
+CREATE SERVER paimon_sink FOREIGN DATA WRAPPER paimon_sink;
+COMMENT ON SERVER paimon_sink IS 'Server of every sink''s foreign table.';
+-- create_sink creates the foreign table as its caller; INSERT on it is the
+-- sink owner's to grant.
+GRANT USAGE ON FOREIGN SERVER paimon_sink TO PUBLIC;
+
+-- Functions ---------------------------------------------------------------
+
+CREATE FUNCTION paimon_sink.create_sink(
+	sink_name text,
+	target regclass,
+	mode text DEFAULT 'append',
+	buckets integer DEFAULT 1,
+	bucket_key text[] DEFAULT NULL,
+	checkpoint_interval interval DEFAULT NULL,
+	OUT sink_name text, OUT foreign_table regclass, OUT commit_user text)
+	AS 'MODULE_PATHNAME', 'paimon_sink_create_sink' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval) IS
+$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode is 'append' ('upsert' is not supported yet); buckets (1-1024) and bucket_key (column names) route rows to writers; checkpoint_interval is recorded for periodic checkpoints. Errors: 22023 bad name, mode or buckets; 0A000 upsert; 42809 target not a table; 42501 no INSERT right on target; 42703 unknown bucket key column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded.$$;
+
+CREATE FUNCTION paimon_sink.drop_sink(sink_name text, force boolean DEFAULT false)
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.drop_sink(text, boolean) IS
+$$Drops a sink, its foreign table and its catalog rows; its staged files are removed after the transaction commits. Errors: 42704 unknown sink; 42501 caller is not the sink owner or a member; 55006 an in-doubt prepared transaction of the sink exists, or (without force) prepared checkpoints are not committed.$$;
+
+CREATE FUNCTION paimon_sink.prepare_commit(
+	sink_name text, commit_user text, checkpoint_id bigint, writer_id integer DEFAULT NULL)
+	RETURNS TABLE (checkpoint_id bigint, file_name text, writer_id integer, bucket integer,
+		row_count bigint, byte_count bigint)
+	AS 'MODULE_PATHNAME', 'paimon_sink_prepare_commit' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer) IS
+$$The barrier (Paimon prepareCommit, SeaTunnel SinkWriter.prepareCommit): seals the staged files of the commit user's streams (only writer_id's when given; NULL commit_user means the sink's own) and records their committables for checkpoint_id, in one transaction; returns the checkpoint's committables (checkpoint_id bigint, file_name text, writer_id integer, bucket integer, row_count bigint, byte_count bigint). A checkpoint holds the rows of transactions committed before the call. A retry with nothing written since returns the same committables. Not undone by a later rollback; refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user, checkpoint id not above the last committed one, or below the last prepared one; 25001 inside a transaction block; 55000 max_prepared_transactions = 0, writers not running.$$;
+
+CREATE FUNCTION paimon_sink.commit(sink_name text, commit_user text, checkpoint_id bigint)
+	RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint,
+		file_count integer, committed_at timestamptz, newly_committed boolean)
+	AS 'MODULE_PATHNAME', 'paimon_sink_commit' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.commit(text, text, bigint) IS
+$$Commits, in ascending order, every prepared checkpoint of the commit user with id <= checkpoint_id that is not committed yet, each as one snapshot inside PREPARE TRANSACTION / COMMIT PREPARED (Paimon CommitterOperator, SeaTunnel SinkCommitter.commit); returns the snapshots it made and the existing one of checkpoint_id (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint, file_count integer, committed_at timestamptz, newly_committed boolean). Calling it again is harmless. Not undone by a later rollback of a caller (a DO block or function); refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user; 25001 inside a transaction block; 55000 max_prepared_transactions = 0; 58P01 a staged file is missing; 23xxx a row does not fit the target (nothing applied, retry after fixing the target).$$;
+
+CREATE FUNCTION paimon_sink.checkpoint(sink_name text)
+	RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint,
+		file_count integer, committed_at timestamptz, newly_committed boolean)
+	AS 'MODULE_PATHNAME', 'paimon_sink_checkpoint' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.checkpoint(text) IS
+$$For SQL users: prepare_commit and commit of the next checkpoint id of the sink's own commit user; returns the snapshots made (no row when nothing was written), in the shape of commit(). Errors as prepare_commit and commit.$$;
+
+CREATE FUNCTION paimon_sink.last_committed_checkpoint(sink_name text, commit_user text)
+	RETURNS bigint AS 'MODULE_PATHNAME', 'paimon_sink_last_committed_checkpoint' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.last_committed_checkpoint(text, text) IS
+$$The commit user's high-water mark (bigint): the checkpoint id up to which everything is committed; 0 before its first commit, NULL for a commit user the sink has never seen. What a job asks before it advances its source or after a failed commit. Errors: 42704 unknown sink; 22023 invalid commit user.$$;
+
+CREATE FUNCTION paimon_sink.writer_status(
+	OUT writer integer, OUT pid integer, OUT ready boolean, OUT rows_staged bigint,
+	OUT bytes_staged bigint, OUT files_open integer, OUT queues_in_use integer)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_writer_status' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.writer_status() IS
+$$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use. Error: 55000 library not preloaded.$$;
+
+CREATE FUNCTION paimon_sink.start_workers() RETURNS void
+	AS 'MODULE_PATHNAME', 'paimon_sink_start_workers' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.start_workers() IS
+$$Asks the launcher to run this database's committer and writers (CREATE EXTENSION calls it). Error: 55000 library not preloaded.$$;
+
+REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval),
+	paimon_sink.drop_sink(text, boolean),
+	paimon_sink.prepare_commit(text, text, bigint, integer),
+	paimon_sink.commit(text, text, bigint),
+	paimon_sink.checkpoint(text),
+	paimon_sink.start_workers() FROM PUBLIC;
+
+-- Views -------------------------------------------------------------------
+
+CREATE VIEW paimon_sink.sinks AS
+	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table, s.owner_role, s.mode,
+		s.buckets, s.bucket_key, s.checkpoint_interval, s.default_commit_user,
+		u.last_prepared_checkpoint, u.last_committed_checkpoint, u.last_snapshot_id,
+		u.last_committed_at, s.created_at
+	FROM paimon_sink.sink_definition s
+	LEFT JOIN paimon_sink.commit_user_state u
+		ON u.sink_id = s.sink_id AND u.commit_user = s.default_commit_user;
+COMMENT ON VIEW paimon_sink.sinks IS 'Sinks with the marks of their own commit user.';
+
+CREATE VIEW paimon_sink.snapshots AS
+	SELECT s.sink_name, l.snapshot_id, l.commit_user, l.commit_identifier, l.commit_kind,
+		l.row_count, l.file_count, l.committed_at
+	FROM paimon_sink.snapshot_log l JOIN paimon_sink.sink_definition s USING (sink_id);
+COMMENT ON VIEW paimon_sink.snapshots IS 'The commit log: one row per committed checkpoint.';
+
+CREATE VIEW paimon_sink.pending_checkpoints AS
+	SELECT s.sink_name, c.commit_user, c.checkpoint_id, count(*) AS file_count,
+		sum(c.row_count)::bigint AS row_count, sum(c.byte_count)::bigint AS byte_count,
+		min(c.prepared_at) AS prepared_at
+	FROM paimon_sink.committable c JOIN paimon_sink.sink_definition s USING (sink_id)
+	WHERE c.snapshot_id IS NULL
+	GROUP BY s.sink_name, c.commit_user, c.checkpoint_id;
+COMMENT ON VIEW paimon_sink.pending_checkpoints IS 'Checkpoints prepared but not committed yet.';
+
+CREATE VIEW paimon_sink.in_doubt AS
+	SELECT p.gid, p.prepared, p.owner, s.sink_name,
+		split_part(p.gid, ':', 4)::bigint AS checkpoint_id,
+		substr(p.gid, length(array_to_string((string_to_array(p.gid, ':'))[1:4], ':')) + 2) AS commit_user
+	FROM pg_catalog.pg_prepared_xacts p
+	LEFT JOIN paimon_sink.sink_definition s ON s.sink_id = split_part(p.gid, ':', 3)::integer
+	WHERE p.gid LIKE 'paimon_sink:%' AND p.database = current_database();
+COMMENT ON VIEW paimon_sink.in_doubt IS
+	'Prepared transactions of paimon_sink in this database that are not yet committed.';
+
+CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
+COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use.';
+
+GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
+	paimon_sink.in_doubt, paimon_sink.writers TO PUBLIC;
+
+SELECT paimon_sink.start_workers();

@@ -1,0 +1,181 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reading and writing paimon_sink's catalog tables with SPI.
+ *
+ * The catalog tables belong to the extension's owner and are readable by
+ * everyone; writes from a user's session (create_sink, drop_sink) run as the
+ * extension's owner after the caller's rights were checked, the way
+ * PostgreSQL's own maintenance commands switch to a table's owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "access/genam.h"
+
+#define SINK_COLUMNS \
+	"sink_id, sink_name, target_table::oid, foreign_table::oid, owner_role::oid, " \
+	"mode, buckets, bucket_key, default_commit_user"
+
+/* catalog_extension_owner returns the role that owns the extension. */
+Oid
+catalog_extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			owner = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("paimon_sink"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"paimon_sink\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION paimon_sink.")));
+	return owner;
+}
+
+/*
+ * catalog_execute runs one statement with SPI (the caller is connected) and
+ * returns SPI's result code; as_catalog_owner runs it as the extension's
+ * owner.  Errors propagate.
+ */
+int
+catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
+				bool as_catalog_owner)
+{
+	Oid			saved_user;
+	int			saved_context;
+	int			result;
+
+	if (!as_catalog_owner)
+		return SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
+
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(catalog_extension_owner(),
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		result = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+static bool
+lookup_sink(const char *where, Oid type, Datum value, SinkInfo *info)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *query = psprintf("SELECT " SINK_COLUMNS
+								 " FROM paimon_sink.sink_definition WHERE %s = $1", where);
+	bool		found = false;
+
+	SPI_connect();
+	if (SPI_execute_with_args(query, 1, &type, &value, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read paimon_sink.sink_definition");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		key;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		found = true;
+		info->sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		info->name = SPI_getvalue(tuple, desc, 2);
+		info->target = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
+		info->foreign_table = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+		info->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
+		info->mode = SPI_getvalue(tuple, desc, 6);
+		info->buckets = DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull));
+		info->bucket_key = NIL;
+		key = SPI_getbinval(tuple, desc, 8, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elements;
+			int			count;
+
+			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elements, NULL, &count);
+			for (int i = 0; i < count; i++)
+				info->bucket_key = lappend(info->bucket_key, TextDatumGetCString(elements[i]));
+		}
+		info->default_commit_user = SPI_getvalue(tuple, desc, 9);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return found;
+}
+
+/* catalog_sink_by_name looks a sink up by name; false when there is none. */
+bool
+catalog_sink_by_name(const char *name, SinkInfo *info)
+{
+	return lookup_sink("sink_name", TEXTOID, CStringGetTextDatum(name), info);
+}
+
+/* catalog_sink_by_id looks a sink up by id; false when there is none. */
+bool
+catalog_sink_by_id(int32 sink_id, SinkInfo *info)
+{
+	return lookup_sink("sink_id", INT4OID, Int32GetDatum(sink_id), info);
+}
+
+/* catalog_require_sink returns a sink or raises ERRCODE_UNDEFINED_OBJECT. */
+SinkInfo *
+catalog_require_sink(const char *name)
+{
+	SinkInfo   *info = palloc0(sizeof(SinkInfo));
+
+	if (name == NULL || !catalog_sink_by_name(name, info))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("sink \"%s\" does not exist", name ? name : "(null)"),
+				 errdetail("No row of paimon_sink.sinks has that name."),
+				 errhint("Create it with paimon_sink.create_sink(), or list the sinks with SELECT * FROM paimon_sink.sinks.")));
+	return info;
+}
+
+/*
+ * catalog_check_owner raises ERRCODE_INSUFFICIENT_PRIVILEGE unless the
+ * current user is the sink's owner or a member of it.
+ */
+void
+catalog_check_owner(const SinkInfo *sink, const char *action)
+{
+	if (!has_privs_of_role(GetUserId(), sink->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s sink \"%s\"", action, sink->name),
+				 errdetail("Only the owner of the sink, role \"%s\", or a member of it may %s it.",
+						   GetUserNameFromId(sink->owner, false), action),
+				 errhint("Run it as the owner, or GRANT the owner role to this role.")));
+}

@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  Access to paimon_sink's catalog tables (schema paimon_sink) through
+ *	  SPI: sink definitions, commit users and their high-water marks,
+ *	  committables and snapshots.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_CATALOG_H
+#define PAIMON_SINK_CATALOG_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "nodes/pg_list.h"
+#include "paimon_sink.h"
+
+typedef struct SinkInfo
+{
+	int32		sink_id;
+	char	   *name;
+	Oid			target;
+	Oid			foreign_table;
+	Oid			owner;
+	char	   *mode;
+	int32		buckets;
+	List	   *bucket_key;		/* column names, char * */
+	char	   *default_commit_user;
+} SinkInfo;
+
+extern bool catalog_sink_by_name(const char *name, SinkInfo *info);
+extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
+extern SinkInfo *catalog_require_sink(const char *name);
+extern void catalog_check_owner(const SinkInfo *sink, const char *action);
+extern Oid	catalog_extension_owner(void);
+extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
+							const char *nulls, bool as_catalog_owner);
+
+#endif							/* PAIMON_SINK_CATALOG_H */

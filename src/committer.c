@@ -1,0 +1,1096 @@
+/*-------------------------------------------------------------------------
+ *
+ * committer.c
+ *	  The committer background worker and the request queue it serves.
+ *
+ * Every prepare, commit and checkpoint of a database runs here, one at a
+ * time, so no two of them race and the database needs one prepared
+ * transaction slot.  A checkpoint is committed as in Paimon's
+ * CommitterOperator: in ascending order, each identifier once, skipping those
+ * the commit user's high-water mark already covers.  Per checkpoint: load
+ * the staged files with COPY FROM's own code (as the sink's owner, inside a
+ * security-restricted operation), record the snapshot and raise the mark,
+ * PREPARE TRANSACTION with a gid carrying (database, sink, checkpoint id,
+ * commit user), then COMMIT PREPARED.  A prepared transaction is only ever
+ * created for a complete checkpoint, so recovery commits every in-doubt one
+ * of ours (as Citus's transaction recovery, filtered by prefix and
+ * database).  The worker drives its own transaction block the way
+ * exec_simple_query drives BEGIN ... PREPARE TRANSACTION.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/table.h"
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "catalog.h"
+#include "catalog/pg_class.h"
+#include "commands/copy.h"
+#include "commands/extension.h"
+#include "committer.h"
+#include "executor/executor.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "writer.h"
+
+static int	MyDatabaseIndex;
+static DatabaseEntry *MyDatabaseEntry;
+static BackgroundWorkerHandle **writer_handles;
+static MemoryContext committer_context;
+
+/* One staged file being loaded, and the batch offsets it leaves out. */
+typedef struct LoadFile
+{
+	char	   *name;
+	char		path[MAXPGPATH];
+	int64	   *excluded;
+	int			excluded_count;
+	int64		row_count;
+} LoadFile;
+
+/* COPY's data-source callback has no argument: its state is static. */
+static struct
+{
+	List	   *files;
+	int			file_index;
+	File		file;
+	off_t		file_size;
+	off_t		offset;
+	int			next_excluded;
+	StringInfoData batch;
+	int			batch_position;
+}			load;
+
+/* committer_start registers a committer worker for a database entry. */
+BackgroundWorkerHandle *
+committer_start(int database_index)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "paimon_sink");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "paimon_sink_committer_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "paimon_sink committer");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "paimon_sink committer");
+	worker.bgw_main_arg = Int32GetDatum(database_index);
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
+/*
+ * committer_submit queues a request for a database's committer and waits for
+ * its outcome, which it copies back into *request; an error of the committer
+ * is raised again here with its SQLSTATE, detail and hint.  A cancelled wait
+ * leaves the request to finish on its own (it is not undone).
+ */
+void
+committer_submit(int database_index, CommitterRequest *request)
+{
+	DatabaseEntry *db = shared_database(database_index);
+	CommitterRequest *slot = NULL;
+
+	for (;;)
+	{
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		{
+			if (db->requests[i].state == REQUEST_FREE)
+			{
+				slot = &db->requests[i];
+				memcpy(slot, request, sizeof(*slot));
+				slot->state = REQUEST_QUEUED;
+				slot->seq = ++db->next_request_seq;
+				slot->requester = MyProc;
+				slot->sqlerrcode = 0;
+				break;
+			}
+		}
+		LWLockRelease(PaimonSinkState->lock);
+		if (slot != NULL)
+			break;
+		ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+	if (db->committer_proc != NULL)
+		SetLatch(&db->committer_proc->procLatch);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			bool		done;
+
+			ConditionVariablePrepareToSleep(&db->request_done);
+			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+			done = slot->state == REQUEST_DONE;
+			if (done)
+			{
+				memcpy(request, slot, sizeof(*request));
+				slot->state = REQUEST_FREE;
+			}
+			LWLockRelease(PaimonSinkState->lock);
+			if (done)
+				break;
+			ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+			CHECK_FOR_INTERRUPTS();
+		}
+		ConditionVariableCancelSleep();
+	}
+	PG_CATCH();
+	{
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		slot->state = slot->state == REQUEST_DONE ? REQUEST_FREE : REQUEST_ABANDONED;
+		LWLockRelease(PaimonSinkState->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	ConditionVariableBroadcast(&db->request_done);
+
+	if (request->sqlerrcode != 0)
+		ereport(ERROR,
+				(errcode(request->sqlerrcode),
+				 errmsg_internal("%s", request->message),
+				 request->detail[0] ? errdetail_internal("%s", request->detail) : 0,
+				 request->hint[0] ? errhint("%s", request->hint) : 0));
+}
+
+/* Run a query of the catalog (within a transaction, SPI connected). */
+static void
+execute(const char *query, int nargs, Oid *types, Datum *values, int expected)
+{
+	int			result = SPI_execute_with_args(query, nargs, types, values, NULL, false, 0);
+
+	if (result != expected)
+		elog(ERROR, "paimon_sink committer: \"%s\" returned %d", query, result);
+}
+
+static void
+begin_work(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+end_work(void)
+{
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+}
+
+/* Commit every in-doubt prepared transaction of ours in this database. */
+static void
+recover_in_doubt(void)
+{
+	List	   *gids = NIL;
+	ListCell   *lc;
+	char	   *pattern = psprintf("%s:%u:%%", PAIMON_SINK_GID_PREFIX, MyDatabaseId);
+	Oid			type = TEXTOID;
+	Datum		value = CStringGetTextDatum(pattern);
+
+	begin_work();
+	execute("SELECT gid FROM pg_catalog.pg_prepared_xacts "
+			"WHERE database = pg_catalog.current_database() AND gid LIKE $1 ORDER BY prepared",
+			1, &type, &value, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(committer_context);
+
+		gids = lappend(gids, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		MemoryContextSwitchTo(old);
+	}
+	end_work();
+
+	foreach(lc, gids)
+	{
+		char	   *gid = lfirst(lc);
+
+		StartTransactionCommand();
+		FinishPreparedTransaction(gid, true);
+		CommitTransactionCommand();
+		ereport(LOG,
+				(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", gid),
+				 errdetail("A checkpoint is prepared only once it is complete, so recovery commits it.")));
+	}
+	list_free_deep(gids);
+}
+
+/* Remove staged files of committed checkpoints that a crash left behind. */
+static void
+remove_committed_files(void)
+{
+	begin_work();
+	execute("SELECT sink_id, file_name FROM paimon_sink.committable WHERE snapshot_id IS NOT NULL",
+			0, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		staged_file_path(path, MyDatabaseId, sink_id, name);
+		if (stat(path, &st) == 0)
+			(void) durable_unlink(path, LOG);
+	}
+	end_work();
+}
+
+/* Load callback: the rows of the included batches, file after file. */
+static int
+load_read(void *outbuf, int minread, int maxread)
+{
+	int			copied = 0;
+
+	while (copied < minread)
+	{
+		LoadFile   *file;
+		StagedBatchHeader header;
+		int			available = load.batch.len - load.batch_position;
+
+		if (available > 0)
+		{
+			int			take = Min(available, maxread - copied);
+
+			memcpy((char *) outbuf + copied, load.batch.data + load.batch_position, take);
+			load.batch_position += take;
+			copied += take;
+			continue;
+		}
+		if (load.file_index >= list_length(load.files))
+			break;
+		file = list_nth(load.files, load.file_index);
+		if (load.file < 0)
+		{
+			load.file = staged_file_open(file->path, NULL, &load.offset);
+			if (load.file < 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not open staged file \"%s\": %m", file->path)));
+			load.file_size = FileSize(load.file);
+			load.next_excluded = 0;
+		}
+		if (load.offset >= load.file_size)
+		{
+			FileClose(load.file);
+			load.file = -1;
+			load.file_index++;
+			continue;
+		}
+		if (!staged_file_read_batch(load.file, file->path, load.offset, load.file_size,
+									&header, &load.batch))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("staged file \"%s\" is damaged at offset %lld",
+							file->path, (long long) load.offset),
+					 errdetail("The batch record there is torn or fails its checksum; nothing of this checkpoint is applied.")));
+		load.batch_position = 0;
+		if (load.next_excluded < file->excluded_count &&
+			file->excluded[load.next_excluded] == load.offset)
+		{
+			load.next_excluded++;
+			load.batch.len = 0;
+		}
+		load.offset += sizeof(header) + header.payload_length;
+	}
+	return copied;
+}
+
+/* Column names of a sink's foreign table, in order: the staged row layout. */
+static List *
+foreign_table_columns(Oid foreign_table)
+{
+	Relation	rel = table_open(foreign_table, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *columns = NIL;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (!attr->attisdropped)
+			columns = lappend(columns, makeString(pstrdup(NameStr(attr->attname))));
+	}
+	table_close(rel, AccessShareLock);
+	return columns;
+}
+
+/*
+ * Load staged files into the target with COPY FROM's machinery, as the
+ * sink's owner.  BeginCopyFrom is called directly, so DoCopy's checks are
+ * redone here: INSERT privilege on the columns and no row-level security.
+ */
+static uint64
+load_files(SinkInfo *sink, List *files)
+{
+	Relation	rel;
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	List	   *columns = foreign_table_columns(sink->foreign_table);
+	List	   *options;
+	ListCell   *lc;
+	Oid			saved_user;
+	int			saved_context;
+	int			nest_level;
+	CopyFromState cstate;
+	uint64		rows;
+
+	rel = table_open(sink->target, RowExclusiveLock);
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(sink->owner,
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	nest_level = NewGUCNestLevel();
+
+	pstate = make_parsestate(NULL);
+	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
+	nsitem->p_rte->requiredPerms = ACL_INSERT;
+	foreach(lc, columns)
+	{
+		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), strVal(lfirst(lc)));
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
+							strVal(lfirst(lc)), sink->name, RelationGetRelationName(rel)),
+					 errhint("Restore the column, or drop and re-create the sink.")));
+		nsitem->p_rte->insertedCols = bms_add_member(nsitem->p_rte->insertedCols,
+													 attnum - FirstLowInvalidHeapAttributeNumber);
+	}
+	ExecCheckRTPerms(pstate->p_rtable, true);
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security",
+						sink->name, RelationGetRelationName(rel)),
+				 errhint("Disable row-level security on the target, or let its owner own the sink.")));
+
+	options = list_make1(makeDefElem("encoding",
+									 (Node *) makeString(pstrdup(GetDatabaseEncodingName())), -1));
+	load.files = files;
+	load.file_index = 0;
+	load.file = -1;
+	initStringInfo(&load.batch);
+	load.batch_position = 0;
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
+	rows = CopyFrom(cstate);
+	EndCopyFrom(cstate);
+	if (load.file >= 0)
+		FileClose(load.file);
+	load.file = -1;
+
+	AtEOXact_GUC(false, nest_level);
+	SetUserIdAndSecContext(saved_user, saved_context);
+	table_close(rel, NoLock);
+	return rows;
+}
+
+static Datum
+text_datum(const char *value)
+{
+	return CStringGetTextDatum(value);
+}
+
+/* Read the commit user's marks, creating its row on first use. */
+static void
+commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
+				  int64 *last_prepared, int64 *last_committed)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(sink_id), text_datum(commit_user)};
+	bool		isnull;
+
+	execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
+			"VALUES ($1, $2) ON CONFLICT DO NOTHING", 2, types, values, SPI_OK_INSERT);
+	execute(for_update ?
+			"SELECT last_prepared_checkpoint, last_committed_checkpoint "
+			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2 FOR UPDATE" :
+			"SELECT last_prepared_checkpoint, last_committed_checkpoint "
+			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2",
+			2, types, values, for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
+	*last_prepared = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												 1, &isnull));
+	*last_committed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												  2, &isnull));
+}
+
+static SinkInfo *
+require_sink_id(int32 sink_id)
+{
+	SinkInfo   *sink = palloc0(sizeof(SinkInfo));
+
+	if (!catalog_sink_by_id(sink_id, sink))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("sink %d does not exist", sink_id),
+				 errdetail("It was dropped while the request waited.")));
+	return sink;
+}
+
+/* Wait until a writer serves and has no barrier under way. */
+static WriterEntry *
+idle_writer(int index)
+{
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
+	TimestampTz start = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		bool		idle;
+
+		SpinLockAcquire(&writer->mutex);
+		idle = writer->ready && writer->barrier_state == BARRIER_IDLE;
+		SpinLockRelease(&writer->mutex);
+		if (idle)
+			return writer;
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("sink writer %d did not take the barrier", index),
+					 errdetail("It was not running, or still answering an earlier barrier, for %d ms.",
+							   PaimonSinkHandoffTimeoutMs),
+					 errhint("Retry; nothing of this checkpoint was prepared.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * The barrier: every writer seals the stream's files against one snapshot
+ * and reports its committables.  Returns a list of palloc'd records (with
+ * their excluded offsets following each), and each writer's barrier seq.
+ */
+static List *
+run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, uint64 *seqs)
+{
+	Snapshot	snapshot = GetLatestSnapshot();
+	shm_mq_handle **queues = palloc0(sizeof(shm_mq_handle *) * PaimonSinkWritersPerDatabase);
+	uint64	   *incarnations = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List	   *records = NIL;
+
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = idle_writer(w);
+		shm_mq	   *queue;
+
+		memcpy(shared_address(writer->barrier_xip_offset), snapshot->xip,
+			   sizeof(TransactionId) * snapshot->xcnt);
+		queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
+		shm_mq_set_receiver(queue, MyProc);
+		SpinLockAcquire(&writer->mutex);
+		shm_mq_set_sender(queue, writer->proc);
+		writer->barrier_sink_id = sink_id;
+		strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
+		writer->barrier_writer_id = writer_id;
+		writer->barrier_xmin = snapshot->xmin;
+		writer->barrier_xmax = snapshot->xmax;
+		writer->barrier_xcnt = snapshot->xcnt;
+		seqs[w] = ++writer->barrier_seq;
+		incarnations[w] = writer->incarnation;
+		writer->barrier_state = BARRIER_REQUESTED;
+		SpinLockRelease(&writer->mutex);
+		queues[w] = shm_mq_attach(queue, NULL, NULL);
+		SetLatch(&writer->proc->procLatch);
+	}
+
+	PG_TRY();
+	{
+		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+		{
+			WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
+
+			for (;;)
+			{
+				Size		length;
+				void	   *data;
+				shm_mq_result result = shm_mq_receive(queues[w], &length, &data, true);
+
+				if (result == SHM_MQ_SUCCESS)
+				{
+					CommittableRecord *record = data;
+
+					if (record->kind == BARRIER_RECORD_END)
+						break;
+					records = lappend(records, memcpy(palloc(length), data, length));
+					continue;
+				}
+				if (result == SHM_MQ_DETACHED || writer->incarnation != incarnations[w])
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("sink writer %d stopped during the barrier", w),
+							 errdetail("Nothing of this checkpoint was prepared; the rows stay staged."),
+							 errhint("Retry the prepare.")));
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+								 PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			shm_mq_detach(queues[w]);
+			queues[w] = NULL;
+		}
+	}
+	PG_CATCH();
+	{
+		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+			if (queues[w] != NULL)
+				shm_mq_detach(queues[w]);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return records;
+}
+
+/*
+ * Prepare checkpoint_id: barrier and record the committables in one
+ * transaction.  record_empty also moves the prepared mark when the barrier
+ * found nothing (a job's checkpoint happened even without rows).  Returns
+ * the number of committables recorded.
+ */
+static int
+do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
+		   bool record_empty)
+{
+	int64		last_prepared;
+	int64		last_committed;
+	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List	   *records;
+	ListCell   *lc;
+	int			recorded = 0;
+
+	begin_work();
+	(void) require_sink_id(sink_id);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	if (checkpoint_id <= last_committed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint id %lld is not above the last committed checkpoint %lld of commit user \"%s\"",
+						(long long) checkpoint_id, (long long) last_committed, commit_user),
+				 errdetail("Checkpoint ids of a commit user increase; committed ones are final."),
+				 errhint("Prepare checkpoint %lld or later, or ask paimon_sink.last_committed_checkpoint() where the commit user stands.",
+						 (long long) last_committed + 1)));
+	if (checkpoint_id < last_prepared)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint id %lld goes backwards: commit user \"%s\" already prepared checkpoint %lld",
+						(long long) checkpoint_id, commit_user, (long long) last_prepared),
+				 errdetail("Checkpoint ids of a commit user must not decrease."),
+				 errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
+
+	records = run_barrier(sink_id, commit_user, writer_id, seqs);
+	foreach(lc, records)
+	{
+		CommittableRecord *record = lfirst(lc);
+		int64	   *excluded = (int64 *) (record + 1);
+		Datum	   *offsets = palloc(sizeof(Datum) * Max(1, record->excluded_count));
+		Oid			types[9] = {TEXTOID, INT4OID, TEXTOID, INT8OID, INT4OID, INT4OID, INT8OID,
+		INT8OID, INT8ARRAYOID};
+		Datum		values[9];
+
+		for (int i = 0; i < record->excluded_count; i++)
+			offsets[i] = Int64GetDatum(excluded[i]);
+		values[0] = text_datum(record->file_name);
+		values[1] = Int32GetDatum(record->stream.sink_id);
+		values[2] = text_datum(record->stream.commit_user);
+		values[3] = Int64GetDatum(checkpoint_id);
+		values[4] = Int32GetDatum(record->stream.writer_id);
+		values[5] = Int32GetDatum(record->stream.bucket);
+		values[6] = Int64GetDatum(record->row_count);
+		values[7] = Int64GetDatum(record->byte_count);
+		values[8] = PointerGetDatum(construct_array(offsets, record->excluded_count, INT8OID,
+													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		execute("INSERT INTO paimon_sink.committable (file_name, sink_id, commit_user, "
+				"checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets) "
+				"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (file_name) DO NOTHING",
+				9, types, values, SPI_OK_INSERT);
+		recorded += SPI_processed;
+	}
+	if (recorded > 0 || record_empty)
+	{
+		Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+		Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
+		Int64GetDatum(checkpoint_id)};
+
+		execute("UPDATE paimon_sink.commit_user_state SET last_prepared_checkpoint = "
+				"greatest(last_prepared_checkpoint, $3) WHERE sink_id = $1 AND commit_user = $2",
+				3, types, values, SPI_OK_UPDATE);
+	}
+	end_work();
+
+	/* the writers may forget what is now recorded */
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
+
+		SpinLockAcquire(&writer->mutex);
+		writer->confirmed_barrier_seq = Max(writer->confirmed_barrier_seq, seqs[w]);
+		SpinLockRelease(&writer->mutex);
+	}
+	return recorded;
+}
+
+/* Commit one prepared checkpoint as one snapshot. */
+static void
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+{
+	char	   *gid = psprintf("%s:%u:%d:%lld:%s", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink_id,
+							   (long long) checkpoint_id, commit_user);
+	TimestampTz start = GetCurrentTimestamp();
+	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
+	Int64GetDatum(checkpoint_id)};
+	List	   *files = NIL;
+	List	   *paths = NIL;
+	StringInfoData missing;
+	SinkInfo   *sink;
+	int64		last_prepared;
+	int64		last_committed;
+	int64		snapshot_id;
+	int64		rows = 0;
+	uint64		loaded;
+	ListCell   *lc;
+	bool		isnull;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	BeginTransactionBlock();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	sink = require_sink_id(sink_id);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	if (checkpoint_id <= last_committed)
+		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+
+	execute("SELECT file_name, row_count, excluded_offsets FROM paimon_sink.committable "
+			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id = $3 "
+			"AND snapshot_id IS NULL ORDER BY prepared_at, file_name",
+			3, types, values, SPI_OK_SELECT);
+	initStringInfo(&missing);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		LoadFile   *file = palloc0(sizeof(LoadFile));
+		Datum		excluded;
+		struct stat st;
+
+		file->name = SPI_getvalue(tuple, SPI_tuptable->tupdesc, 1);
+		file->row_count = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
+		excluded = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elements;
+
+			deconstruct_array(DatumGetArrayTypePCopy(excluded), INT8OID, 8, FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &elements, NULL, &file->excluded_count);
+			file->excluded = palloc(sizeof(int64) * Max(1, file->excluded_count));
+			for (int e = 0; e < file->excluded_count; e++)
+				file->excluded[e] = DatumGetInt64(elements[e]);
+		}
+		staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
+		if (stat(file->path, &st) != 0)
+			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", file->path);
+		rows += file->row_count;
+		files = lappend(files, file);
+		paths = lappend(paths, file->path);
+	}
+	if (missing.len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("staged files of checkpoint %lld of commit user \"%s\" are missing",
+						(long long) checkpoint_id, commit_user),
+				 errdetail("Missing: %s. Nothing of the checkpoint was applied.", missing.data),
+				 errhint("The checkpoint cannot be committed without them; restore the files, or restore the job from an earlier checkpoint.")));
+
+	loaded = load_files(sink, files);
+
+	execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM paimon_sink.snapshot_log WHERE sink_id = $1",
+			1, types, values, SPI_OK_SELECT);
+	snapshot_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											  &isnull));
+	{
+		Oid			snapshot_types[6] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT4OID};
+		Datum		snapshot_values[6] = {Int32GetDatum(sink_id), Int64GetDatum(snapshot_id),
+			text_datum(commit_user), Int64GetDatum(checkpoint_id),
+		Int64GetDatum((int64) loaded), Int32GetDatum(list_length(files))};
+
+		execute("INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
+				"commit_identifier, commit_kind, row_count, file_count) "
+				"VALUES ($1, $2, $3, $4, 'APPEND', $5, $6)",
+				6, snapshot_types, snapshot_values, SPI_OK_INSERT);
+		execute("UPDATE paimon_sink.committable SET snapshot_id = $2 "
+				"WHERE sink_id = $1 AND commit_user = $3 AND checkpoint_id = $4 AND snapshot_id IS NULL",
+				4, snapshot_types, snapshot_values, SPI_OK_UPDATE);
+		execute("UPDATE paimon_sink.commit_user_state SET last_committed_checkpoint = $4, "
+				"last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
+				"WHERE sink_id = $1 AND commit_user = $3",
+				4, snapshot_types, snapshot_values, SPI_OK_UPDATE);
+	}
+	PopActiveSnapshot();
+	SPI_finish();
+
+	if (!PrepareTransactionBlock(gid))
+		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
+	CommitTransactionCommand();	/* PREPARE TRANSACTION happens here */
+
+	StartTransactionCommand();
+	FinishPreparedTransaction(gid, true);
+	CommitTransactionCommand();
+
+	foreach(lc, paths)
+		(void) durable_unlink(lfirst(lc), LOG);
+
+	ereport(LOG,
+			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", identifier %lld, %llu rows, %d files, %.3f ms",
+					(long long) snapshot_id, sink->name, commit_user, (long long) checkpoint_id,
+					(unsigned long long) loaded, list_length(files),
+					(double) (GetCurrentTimestamp() - start) / 1000.0)));
+}
+
+/*
+ * Commit every prepared checkpoint up to checkpoint_id, in ascending order,
+ * then raise the high-water mark over empty prepared ones.
+ */
+static void
+do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitterRequest *request)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
+	Int64GetDatum(checkpoint_id)};
+	List	   *identifiers = NIL;
+	ListCell   *lc;
+	int64		last_prepared;
+	int64		last_committed;
+	bool		isnull;
+
+	recover_in_doubt();
+	begin_work();
+	(void) require_sink_id(sink_id);
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
+	request->previous_last_committed = last_committed;
+	execute("SELECT DISTINCT checkpoint_id FROM paimon_sink.committable "
+			"WHERE sink_id = $1 AND commit_user = $2 AND snapshot_id IS NULL "
+			"AND checkpoint_id <= $3 ORDER BY 1", 3, types, values, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int64	   *identifier = MemoryContextAlloc(committer_context, sizeof(int64));
+
+		*identifier = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+												  1, &isnull));
+		identifiers = lappend(identifiers, identifier);
+	}
+	end_work();
+
+	foreach(lc, identifiers)
+		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
+	list_free_deep(identifiers);
+
+	begin_work();
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	if (Min(checkpoint_id, last_prepared) > last_committed)
+	{
+		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
+		execute("UPDATE paimon_sink.commit_user_state SET last_committed_checkpoint = $3 "
+				"WHERE sink_id = $1 AND commit_user = $2", 3, types, values, SPI_OK_UPDATE);
+		last_committed = Min(checkpoint_id, last_prepared);
+	}
+	end_work();
+	request->last_committed = last_committed;
+	request->result_checkpoint_id = checkpoint_id;
+}
+
+/* checkpoint(): barrier, prepare and commit the sink's own commit user. */
+static void
+do_checkpoint(int32 sink_id, CommitterRequest *request)
+{
+	SinkInfo   *sink;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int64		last_prepared;
+	int64		last_committed;
+	int64		checkpoint_id;
+
+	begin_work();
+	sink = require_sink_id(sink_id);
+	strlcpy(commit_user, sink->default_commit_user, sizeof(commit_user));
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
+	end_work();
+
+	checkpoint_id = Max(last_prepared, last_committed) + 1;
+	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
+	request->committable_count = do_prepare(sink_id, commit_user, checkpoint_id, -1, false);
+	do_commit(sink_id, commit_user, checkpoint_id, request);
+}
+
+/* Take the oldest queued request, or NULL. */
+static CommitterRequest *
+next_request(void)
+{
+	CommitterRequest *oldest = NULL;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+	{
+		CommitterRequest *request = &MyDatabaseEntry->requests[i];
+
+		if (request->state == REQUEST_QUEUED && (oldest == NULL || request->seq < oldest->seq))
+			oldest = request;
+	}
+	if (oldest != NULL)
+		oldest->state = REQUEST_RUNNING;
+	LWLockRelease(PaimonSinkState->lock);
+	return oldest;
+}
+
+static void
+finish_request(CommitterRequest *request, CommitterRequest *outcome)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (request->state == REQUEST_ABANDONED)
+		request->state = REQUEST_FREE;
+	else
+	{
+		int			seq = request->seq;
+
+		memcpy(request, outcome, sizeof(*request));
+		request->seq = seq;
+		request->state = REQUEST_DONE;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	ConditionVariableBroadcast(&MyDatabaseEntry->request_done);
+}
+
+/* Serve one request; an error goes back to the requester, state intact. */
+static void
+serve(CommitterRequest *request)
+{
+	CommitterRequest outcome;
+	MemoryContext old = MemoryContextSwitchTo(committer_context);
+
+	memcpy(&outcome, request, sizeof(outcome));
+	outcome.sqlerrcode = 0;
+	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
+	PG_TRY();
+	{
+		switch (outcome.kind)
+		{
+			case REQUEST_PREPARE:
+				outcome.committable_count = do_prepare(outcome.sink_id, outcome.commit_user,
+													   outcome.checkpoint_id, outcome.writer_id,
+													   true);
+				break;
+			case REQUEST_COMMIT:
+				do_commit(outcome.sink_id, outcome.commit_user, outcome.checkpoint_id, &outcome);
+				break;
+			case REQUEST_CHECKPOINT:
+				do_checkpoint(outcome.sink_id, &outcome);
+				break;
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(committer_context);
+		error = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		SPI_finish();
+		if (load.file >= 0)
+			FileClose(load.file);
+		load.file = -1;
+		outcome.sqlerrcode = error->sqlerrcode ? error->sqlerrcode : ERRCODE_INTERNAL_ERROR;
+		strlcpy(outcome.message, error->message ? error->message : "", sizeof(outcome.message));
+		strlcpy(outcome.detail, error->detail ? error->detail : "", sizeof(outcome.detail));
+		strlcpy(outcome.hint, error->hint ? error->hint : "", sizeof(outcome.hint));
+		ereport(LOG,
+				(errmsg("paimon_sink committer request failed: %s", outcome.message)));
+		FreeErrorData(error);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(committer_context);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	finish_request(request, &outcome);
+}
+
+/* Start the writers that do not run, once the previous ones have left. */
+static void
+start_writers(void)
+{
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
+		pid_t		pid;
+
+		if (writer_handles[w] != NULL &&
+			GetBackgroundWorkerPid(writer_handles[w], &pid) != BGWH_STOPPED)
+			continue;
+		if (writer->pid != 0)
+			continue;			/* an earlier writer is still leaving */
+		writer_handles[w] = writer_start(MyDatabaseIndex, w);
+		if (writer_handles[w] == NULL)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start paimon_sink writer %d", w),
+					 errhint("Raise max_worker_processes.")));
+	}
+}
+
+static bool
+extension_exists(void)
+{
+	bool		exists;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	exists = OidIsValid(get_extension_oid("paimon_sink", true));
+	CommitTransactionCommand();
+	return exists;
+}
+
+static void
+committer_exit(int code, Datum arg)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	MyDatabaseEntry->committer_pid = 0;
+	MyDatabaseEntry->committer_proc = NULL;
+	MyDatabaseEntry->committer_ready = false;
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+	{
+		CommitterRequest *request = &MyDatabaseEntry->requests[i];
+
+		if (request->state == REQUEST_RUNNING)
+		{
+			request->state = REQUEST_DONE;
+			request->sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+			strlcpy(request->message, "the paimon_sink committer stopped while serving this request",
+					sizeof(request->message));
+			strlcpy(request->detail, "Its outcome is not known: it may or may not have completed.",
+					sizeof(request->detail));
+			strlcpy(request->hint, "Retry the call: prepare and commit are idempotent.",
+					sizeof(request->hint));
+		}
+		else if (request->state == REQUEST_ABANDONED)
+			request->state = REQUEST_FREE;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	ConditionVariableBroadcast(&MyDatabaseEntry->request_done);
+	shared_wake_launcher();
+}
+
+/* paimon_sink_committer_main is the entry point of a committer worker. */
+void
+paimon_sink_committer_main(Datum main_arg)
+{
+	MyDatabaseIndex = DatumGetInt32(main_arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	MyDatabaseEntry = shared_database(MyDatabaseIndex);
+	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
+	pgstat_report_appname("paimon_sink committer");
+	committer_context = AllocSetContextCreate(TopMemoryContext, "paimon_sink committer",
+											  ALLOCSET_DEFAULT_SIZES);
+	writer_handles = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(BackgroundWorkerHandle *) * PaimonSinkWritersPerDatabase);
+
+	if (!extension_exists())
+	{
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		if (MyDatabaseEntry->state == DATABASE_WANTED)
+			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+		LWLockRelease(PaimonSinkState->lock);
+		proc_exit(0);
+	}
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (MyDatabaseEntry->committer_pid != 0)
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		proc_exit(0);			/* another committer serves this database */
+	}
+	MyDatabaseEntry->committer_pid = MyProcPid;
+	MyDatabaseEntry->committer_proc = MyProc;
+	MyDatabaseEntry->committer_incarnation++;
+	LWLockRelease(PaimonSinkState->lock);
+	before_shmem_exit(committer_exit, 0);
+
+	pgstat_report_activity(STATE_RUNNING, "recovering");
+	recover_in_doubt();
+	remove_committed_files();
+	MemoryContextReset(committer_context);
+
+	for (;;)
+	{
+		CommitterRequest *request;
+		bool		ready = true;
+
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		start_writers();
+		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+			ready = ready && shared_writer(MyDatabaseEntry, w)->ready;
+		MyDatabaseEntry->committer_ready = ready;
+
+		if (ready && (request = next_request()) != NULL)
+		{
+			serve(request);
+			continue;
+		}
+		if (!extension_exists())
+		{
+			ereport(LOG, (errmsg("paimon_sink committer stops: the extension was dropped")));
+			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+			LWLockRelease(PaimonSinkState->lock);
+			proc_exit(0);
+		}
+		pgstat_report_activity(STATE_IDLE, NULL);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ready ? 10000 : 100, PG_WAIT_EXTENSION);
+	}
+}

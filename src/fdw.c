@@ -1,0 +1,493 @@
+/*-------------------------------------------------------------------------
+ *
+ * fdw.c
+ *	  The foreign-data wrapper behind every sink's foreign table.
+ *
+ * Structure after contrib/postgres_fdw and file_fdw: a validator with a
+ * table of valid options, the insert callbacks (BeginForeignModify,
+ * ExecForeignInsert, ExecForeignBatchInsert, BeginForeignInsert for COPY),
+ * and scan callbacks that refuse reading, pointing at the target table.
+ *
+ * The executor does not check constraints of foreign tables, so each row is
+ * converted to the target's row type and checked with ExecConstraints here,
+ * so that a bad row fails the INSERT or COPY that brought it, not a later
+ * commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "access/table.h"
+#include "access/tupconvert.h"
+#include "catalog.h"
+#include "catalog/pg_foreign_table.h"
+#include "commands/defrem.h"
+#include "common/hashfn.h"
+#include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
+#include "fdw.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "handoff.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
+PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
+
+/* Rows per ExecForeignBatchInsert call. */
+#define SINK_BATCH_SIZE 100
+
+/* Per-statement insert state. */
+typedef struct SinkInsertState
+{
+	SinkInfo	sink;
+	StreamIdentity stream;
+	int			fixed_bucket;
+	int		   *bucket_attnums;	/* foreign table attnums, or NULL */
+	int			bucket_key_count;
+	int			column_count;
+	AttrNumber *columns;		/* non-dropped foreign table attnums */
+	FmgrInfo   *output_functions;
+	Relation	target;
+	ResultRelInfo *target_info;
+	TupleTableSlot *target_slot;
+	AttrNumber *target_map;		/* target attnum to foreign table attnum, by name */
+	EState	   *estate;
+	StringInfoData line;
+	MemoryContext row_context;
+} SinkInsertState;
+
+/* fdw_append_copy_text appends a value escaped for COPY's text format. */
+void
+fdw_append_copy_text(StringInfo buffer, const char *value)
+{
+	const char *start = value;
+	const char *p;
+
+	for (p = value; *p; p++)
+	{
+		char		c = *p;
+		char		escaped;
+
+		if ((unsigned char) c >= 0x20 && c != '\\' && c != 0x7f)
+			continue;
+		switch (c)
+		{
+			case '\b':
+				escaped = 'b';
+				break;
+			case '\f':
+				escaped = 'f';
+				break;
+			case '\n':
+				escaped = 'n';
+				break;
+			case '\r':
+				escaped = 'r';
+				break;
+			case '\t':
+				escaped = 't';
+				break;
+			case '\v':
+				escaped = 'v';
+				break;
+			case '\\':
+				escaped = '\\';
+				break;
+			default:
+				continue;		/* other bytes are taken literally */
+		}
+		appendBinaryStringInfo(buffer, start, p - start);
+		appendStringInfoChar(buffer, '\\');
+		appendStringInfoChar(buffer, escaped);
+		start = p + 1;
+	}
+	appendBinaryStringInfo(buffer, start, p - start);
+}
+
+/* The sink id option of a foreign table; errors when it is not a sink's. */
+static SinkInfo
+sink_of_foreign_table(Oid relid)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	ListCell   *lc;
+	int32		sink_id = -1;
+	SinkInfo	sink;
+
+	foreach(lc, table->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "sink_id") == 0)
+			sink_id = pg_strtoint32(defGetString(def));
+	}
+	if (sink_id < 0 || !catalog_sink_by_id(sink_id, &sink) || sink.foreign_table != relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("foreign table \"%s\" is not the foreign table of a sink",
+						get_rel_name(relid)),
+				 errdetail("Its sink_id option names no sink that owns this table."),
+				 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+	return sink;
+}
+
+static void
+refuse_reading(Oid relid)
+{
+	SinkInfo	sink = sink_of_foreign_table(relid);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot read from foreign table \"%s\" of sink \"%s\"",
+					get_rel_name(relid), sink.name),
+			 errdetail("A sink's foreign table only takes INSERT and COPY FROM; committed rows land in the target table."),
+			 errhint("Query the target table \"%s\" instead.",
+					 get_rel_name(sink.target))));
+}
+
+static void
+sinkGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	refuse_reading(foreigntableid);
+}
+
+static void
+sinkGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	refuse_reading(foreigntableid);
+}
+
+static ForeignScan *
+sinkGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
+				   ForeignPath *best_path, List *tlist, List *scan_clauses,
+				   Plan *outer_plan)
+{
+	refuse_reading(foreigntableid);
+	return NULL;
+}
+
+static void
+sinkBeginForeignScan(ForeignScanState *node, int eflags)
+{
+	refuse_reading(RelationGetRelid(node->ss.ss_currentRelation));
+}
+
+static TupleTableSlot *
+sinkIterateForeignScan(ForeignScanState *node)
+{
+	return NULL;
+}
+
+static void
+sinkReScanForeignScan(ForeignScanState *node)
+{
+}
+
+static void
+sinkEndForeignScan(ForeignScanState *node)
+{
+}
+
+static int
+sinkIsForeignRelUpdatable(Relation rel)
+{
+	return (1 << CMD_INSERT);
+}
+
+/* Set up the insert state of a statement (INSERT or COPY). */
+static SinkInsertState *
+begin_insert(ResultRelInfo *rinfo, EState *estate)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+	TupleDesc	desc = RelationGetDescr(rel);
+	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
+	const char *commit_user;
+	ListCell   *lc;
+	int			i;
+
+	state->sink = sink_of_foreign_table(RelationGetRelid(rel));
+	state->estate = estate;
+
+	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
+		PaimonSinkCommitUser : state->sink.default_commit_user;
+	paimon_sink_check_commit_user(commit_user);
+	state->stream.sink_id = state->sink.sink_id;
+	state->stream.writer_id = PaimonSinkWriterId;
+	strlcpy(state->stream.commit_user, commit_user, sizeof(state->stream.commit_user));
+	state->fixed_bucket = MyProcPid % state->sink.buckets;
+
+	state->columns = palloc(sizeof(AttrNumber) * desc->natts);
+	state->output_functions = palloc(sizeof(FmgrInfo) * desc->natts);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+		Oid			output;
+		bool		varlena;
+
+		if (attr->attisdropped)
+			continue;
+		getTypeOutputInfo(attr->atttypid, &output, &varlena);
+		fmgr_info(output, &state->output_functions[state->column_count]);
+		state->columns[state->column_count++] = attr->attnum;
+	}
+
+	state->bucket_key_count = list_length(state->sink.bucket_key);
+	if (state->bucket_key_count > 0)
+	{
+		i = 0;
+		state->bucket_attnums = palloc(sizeof(int) * state->bucket_key_count);
+		foreach(lc, state->sink.bucket_key)
+		{
+			AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
+
+			if (attnum == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
+								(char *) lfirst(lc), state->sink.name)));
+			state->bucket_attnums[i++] = attnum;
+		}
+	}
+
+	/* the target, for constraint checks; the commit takes the real locks */
+	state->target = table_open(state->sink.target, AccessShareLock);
+	state->target_info = makeNode(ResultRelInfo);
+	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
+	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
+	state->target_map = palloc0(sizeof(AttrNumber) * RelationGetDescr(state->target)->natts);
+	for (i = 0; i < RelationGetDescr(state->target)->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(state->target), i);
+
+		if (!attr->attisdropped)
+			state->target_map[i] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
+	}
+	initStringInfo(&state->line);
+	state->row_context = AllocSetContextCreate(CurrentMemoryContext, "paimon_sink row",
+											   ALLOCSET_SMALL_SIZES);
+	return state;
+}
+
+/* Check a row against the target's NOT NULL and CHECK constraints. */
+static void
+check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
+{
+	TupleTableSlot *target_slot = state->target_slot;
+	TupleDesc	target_desc = RelationGetDescr(state->target);
+
+	if (target_desc->constr == NULL)
+		return;
+	ExecClearTuple(target_slot);
+	for (int i = 0; i < target_desc->natts; i++)
+	{
+		AttrNumber	source = state->target_map[i];
+
+		if (source > 0)
+		{
+			target_slot->tts_values[i] = slot->tts_values[source - 1];
+			target_slot->tts_isnull[i] = slot->tts_isnull[source - 1];
+		}
+		else
+		{
+			target_slot->tts_values[i] = (Datum) 0;
+			target_slot->tts_isnull[i] = true;
+		}
+	}
+	ExecStoreVirtualTuple(target_slot);
+	if (target_desc->constr->has_generated_stored)
+		ExecComputeStoredGenerated(state->target_info, state->estate, target_slot, CMD_INSERT);
+	ExecConstraints(state->target_info, target_slot, state->estate);
+}
+
+static int
+row_bucket(SinkInsertState *state, TupleTableSlot *slot)
+{
+	uint32		hash = 0;
+
+	if (state->bucket_key_count == 0)
+		return state->fixed_bucket;
+	for (int i = 0; i < state->bucket_key_count; i++)
+	{
+		int			attnum = state->bucket_attnums[i];
+		uint32		value_hash = 0;
+
+		if (!slot->tts_isnull[attnum - 1])
+		{
+			int			column;
+			char	   *text;
+
+			for (column = 0; state->columns[column] != attnum; column++)
+				;
+			text = OutputFunctionCall(&state->output_functions[column],
+									  slot->tts_values[attnum - 1]);
+			value_hash = hash_bytes((const unsigned char *) text, strlen(text));
+		}
+		hash = hash_combine(hash, value_hash);
+	}
+	return hash % state->sink.buckets;
+}
+
+/* Check, encode and buffer one row. */
+static void
+insert_row(SinkInsertState *state, TupleTableSlot *slot)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->row_context);
+	PendingStream *pending;
+
+	slot_getallattrs(slot);
+	check_target_constraints(state, slot);
+
+	resetStringInfo(&state->line);
+	for (int i = 0; i < state->column_count; i++)
+	{
+		AttrNumber	attnum = state->columns[i];
+
+		if (i > 0)
+			appendStringInfoChar(&state->line, '\t');
+		if (slot->tts_isnull[attnum - 1])
+			appendStringInfoString(&state->line, "\\N");
+		else
+			fdw_append_copy_text(&state->line,
+								 OutputFunctionCall(&state->output_functions[i],
+													slot->tts_values[attnum - 1]));
+	}
+	appendStringInfoChar(&state->line, '\n');
+
+	state->stream.bucket = row_bucket(state, slot);
+	MemoryContextSwitchTo(old);
+	pending = handoff_stream(&state->stream,
+							 handoff_writer_for(state->stream.sink_id, state->stream.bucket));
+	handoff_append_row(pending, state->line.data, state->line.len);
+	MemoryContextReset(state->row_context);
+}
+
+static void
+sinkBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
+					   int subplan_index, int eflags)
+{
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
+}
+
+static TupleTableSlot *
+sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+					  TupleTableSlot *planSlot)
+{
+	insert_row(rinfo->ri_FdwState, slot);
+	return slot;
+}
+
+static TupleTableSlot **
+sinkExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
+						   TupleTableSlot **planSlots, int *numSlots)
+{
+	for (int i = 0; i < *numSlots; i++)
+		insert_row(rinfo->ri_FdwState, slots[i]);
+	return slots;
+}
+
+/* Batch unless RETURNING or row triggers need each row back (as postgres_fdw). */
+static int
+sinkGetForeignModifyBatchSize(ResultRelInfo *rinfo)
+{
+	if (rinfo->ri_projectReturning != NULL ||
+		(rinfo->ri_TrigDesc != NULL &&
+		 (rinfo->ri_TrigDesc->trig_insert_before_row ||
+		  rinfo->ri_TrigDesc->trig_insert_after_row)))
+		return 1;
+	return SINK_BATCH_SIZE;
+}
+
+static void
+end_insert(SinkInsertState *state)
+{
+	if (state == NULL)
+		return;
+	if (state->target != NULL)
+		table_close(state->target, NoLock);
+	state->target = NULL;
+}
+
+static void
+sinkEndForeignModify(EState *estate, ResultRelInfo *rinfo)
+{
+	end_insert(rinfo->ri_FdwState);
+}
+
+static void
+sinkBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
+{
+	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
+}
+
+static void
+sinkEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
+{
+	end_insert(rinfo->ri_FdwState);
+}
+
+/* paimon_sink_fdw_handler returns the FdwRoutine of the paimon_sink wrapper. */
+Datum
+paimon_sink_fdw_handler(PG_FUNCTION_ARGS)
+{
+	FdwRoutine *routine = makeNode(FdwRoutine);
+
+	routine->GetForeignRelSize = sinkGetForeignRelSize;
+	routine->GetForeignPaths = sinkGetForeignPaths;
+	routine->GetForeignPlan = sinkGetForeignPlan;
+	routine->BeginForeignScan = sinkBeginForeignScan;
+	routine->IterateForeignScan = sinkIterateForeignScan;
+	routine->ReScanForeignScan = sinkReScanForeignScan;
+	routine->EndForeignScan = sinkEndForeignScan;
+	routine->IsForeignRelUpdatable = sinkIsForeignRelUpdatable;
+	routine->BeginForeignModify = sinkBeginForeignModify;
+	routine->ExecForeignInsert = sinkExecForeignInsert;
+	routine->ExecForeignBatchInsert = sinkExecForeignBatchInsert;
+	routine->GetForeignModifyBatchSize = sinkGetForeignModifyBatchSize;
+	routine->EndForeignModify = sinkEndForeignModify;
+	routine->BeginForeignInsert = sinkBeginForeignInsert;
+	routine->EndForeignInsert = sinkEndForeignInsert;
+	PG_RETURN_POINTER(routine);
+}
+
+/*
+ * paimon_sink_fdw_validator accepts only "sink_id" on foreign tables and no
+ * option elsewhere (ERRCODE_FDW_INVALID_OPTION_NAME otherwise).
+ */
+Datum
+paimon_sink_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	ListCell   *lc;
+	bool		seen = false;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (catalog != ForeignTableRelationId || strcmp(def->defname, "sink_id") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("invalid option \"%s\"", def->defname),
+					 catalog == ForeignTableRelationId ?
+					 errhint("Valid options in this context are: sink_id") :
+					 errhint("There are no valid options in this context.")));
+		if (seen)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("conflicting or redundant options")));
+		seen = true;
+		(void) pg_strtoint32(defGetString(def));
+	}
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,531 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.c
+ *	  The SQL-callable functions of schema paimon_sink: create_sink,
+ *	  drop_sink, prepare_commit, commit, checkpoint,
+ *	  last_committed_checkpoint, and the status of writers.  Their COMMENT ON
+ *	  texts in the extension script give argument types, return shapes and
+ *	  SQLSTATEs; prepare_commit and commit follow Paimon's
+ *	  prepareCommit/commit and SeaTunnel's SinkWriter.prepareCommit /
+ *	  SinkCommitter.commit contracts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "committer.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "handoff.h"
+#include "miscadmin.h"
+#include "shared_state.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/array.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_create_sink);
+PG_FUNCTION_INFO_V1(paimon_sink_drop_sink);
+PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
+PG_FUNCTION_INFO_V1(paimon_sink_commit);
+PG_FUNCTION_INFO_V1(paimon_sink_checkpoint);
+PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
+PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
+PG_FUNCTION_INFO_V1(paimon_sink_start_workers);
+
+static char *
+text_argument(FunctionCallInfo fcinfo, int index)
+{
+	return PG_ARGISNULL(index) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(index));
+}
+
+/* Refuse a transaction block (ERRCODE_ACTIVE_SQL_TRANSACTION), as COMMIT PREPARED does. */
+static void
+refuse_transaction_block(const char *function)
+{
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("%s cannot run inside a transaction block", function),
+				 errdetail("It commits in its own transactions, which the surrounding transaction could not undo."),
+				 errhint("Call it on its own, outside BEGIN ... COMMIT.")));
+	PreventInTransactionBlock(true, function);
+}
+
+static void
+require_prepared_transactions(void)
+{
+	if (max_prepared_xacts == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("paimon_sink needs prepared transactions"),
+				 errdetail("max_prepared_transactions is 0; every checkpoint is committed with PREPARE TRANSACTION and COMMIT PREPARED."),
+				 errhint("Set max_prepared_transactions to at least 1 per database with sinks and restart the server.")));
+}
+
+/* Run a query under the latest snapshot and return its rows as the result set. */
+static void
+return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, Datum *values)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SPIPlanPtr	plan;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	plan = SPI_prepare(query, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare \"%s\"", query);
+	/* the committer committed after this statement's snapshot was taken */
+	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
+							 false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run \"%s\"", query);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	SPI_finish();
+}
+
+/* Resolve a sink for a call that needs its owner's rights. */
+static SinkInfo *
+owned_sink(FunctionCallInfo fcinfo, const char *action)
+{
+	char	   *name = text_argument(fcinfo, 0);
+	SinkInfo   *sink;
+
+	paimon_sink_require_preload();
+	sink = catalog_require_sink(name);
+	catalog_check_owner(sink, action);
+	return sink;
+}
+
+static char *
+commit_user_argument(FunctionCallInfo fcinfo, int index, SinkInfo *sink)
+{
+	char	   *commit_user = text_argument(fcinfo, index);
+
+	if (commit_user == NULL)
+		commit_user = sink->default_commit_user;
+	paimon_sink_check_commit_user(commit_user);
+	return commit_user;
+}
+
+/*
+ * create_sink(sink_name text, target regclass, mode text, buckets integer,
+ * bucket_key text[], checkpoint_interval interval) registers a sink,
+ * creates its foreign table (named after the sink, in the target's schema,
+ * owned by the caller) and its own commit user, and returns
+ * (sink_name text, foreign_table regclass, commit_user text).
+ */
+Datum
+paimon_sink_create_sink(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_argument(fcinfo, 0);
+	Oid			target = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+	char	   *mode = PG_ARGISNULL(2) ? "append" : text_argument(fcinfo, 2);
+	int32		buckets = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
+	Datum		bucket_key = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
+	Datum		interval = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+	SinkInfo	existing;
+	TupleDesc	result_desc;
+	char		relkind;
+	char	   *schema;
+	char	   *columns;
+	char	   *foreign_table_name;
+	int32		sink_id;
+	Oid			foreign_table;
+	bool		isnull;
+	Datum		result_values[3];
+	bool		result_nulls[3] = {false, false, false};
+
+	paimon_sink_require_preload();
+	require_prepared_transactions();
+	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "create_sink must return a row");
+
+	if (name == NULL || name[0] == '\0' || strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid sink name \"%s\"", name ? name : ""),
+				 errdetail("A sink name has 1 to %d characters; it also names the sink's foreign table.",
+						   NAMEDATALEN - 1)));
+	if (strcmp(mode, "upsert") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("upsert sinks are not supported yet"),
+				 errhint("Create an append sink.")));
+	if (strcmp(mode, "append") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid sink mode \"%s\"", mode),
+				 errhint("Valid modes are: append, upsert.")));
+	if (buckets < 1 || buckets > 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("buckets must be between 1 and 1024, not %d", buckets)));
+	if (!OidIsValid(target))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the target table of a sink must not be NULL")));
+	relkind = get_rel_relkind(target);
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(target)),
+				 errdetail("The target of a sink is an ordinary or partitioned table.")));
+	if (pg_class_aclcheck(target, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(target)),
+				 errdetail("Commits of the sink insert into the target as the sink's owner, the role creating it."),
+				 errhint("GRANT INSERT on the target table to this role.")));
+	if (bucket_key != (Datum) 0)
+	{
+		Datum	   *elements;
+		bool	   *nulls;
+		int			count;
+
+		deconstruct_array(DatumGetArrayTypeP(bucket_key), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elements, &nulls, &count);
+		for (int i = 0; i < count; i++)
+			if (nulls[i] || get_attnum(target, TextDatumGetCString(elements[i])) <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("bucket key column \"%s\" does not exist in table \"%s\"",
+								nulls[i] ? "(null)" : TextDatumGetCString(elements[i]),
+								get_rel_name(target))));
+	}
+	if (catalog_sink_by_name(name, &existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("sink \"%s\" already exists", name),
+				 errhint("Choose another name, or drop the sink with paimon_sink.drop_sink().")));
+
+	schema = get_namespace_name(get_rel_namespace(target));
+	foreign_table_name = quote_qualified_identifier(schema, name);
+
+	SPI_connect();
+	{
+		Oid			types[7] = {TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID, TEXTARRAYOID,
+		INTERVALOID};
+		Datum		values[7] = {CStringGetTextDatum(name), ObjectIdGetDatum(target),
+			ObjectIdGetDatum(GetUserId()), CStringGetTextDatum(mode),
+		Int32GetDatum(buckets), bucket_key, interval};
+		char		nulls[7] = {' ', ' ', ' ', ' ', ' ', bucket_key ? ' ' : 'n',
+		interval ? ' ' : 'n'};
+
+		catalog_execute("INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
+						"mode, buckets, bucket_key, checkpoint_interval, default_commit_user) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.gen_random_uuid()::text) "
+						"RETURNING sink_id", 7, types, values, nulls, true);
+		sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											  &isnull));
+	}
+	{
+		Oid			type = OIDOID;
+		Datum		value = ObjectIdGetDatum(target);
+
+		catalog_execute("SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
+						"pg_catalog.format_type(a.atttypid, a.atttypmod), "
+						"CASE WHEN a.attcollation <> t.typcollation "
+						"THEN ' COLLATE ' || a.attcollation::pg_catalog.regcollation::text ELSE '' END, "
+						"CASE WHEN a.attidentity <> '' THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
+						"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::text, a.attname)) "
+						"WHEN d.adbin IS NOT NULL THEN ' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+						"ELSE '' END), ', ' ORDER BY a.attnum) "
+						"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
+						"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+						"WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''",
+						1, &type, &value, NULL, false);
+		columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		if (columns == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("table \"%s\" has no columns a sink could write", get_rel_name(target))));
+	}
+	/* the caller creates, and so owns, the foreign table */
+	catalog_execute(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",
+							 foreign_table_name, columns, sink_id),
+					0, NULL, NULL, NULL, false);
+	CommandCounterIncrement();
+	foreign_table = get_relname_relid(name, get_rel_namespace(target));
+	catalog_execute(psprintf("COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
+							 quote_literal_cstr(psprintf("paimon_sink sink %s: INSERT or COPY rows here; they land in %s when a checkpoint commits",
+														 name, quote_qualified_identifier(schema, get_rel_name(target))))),
+					0, NULL, NULL, NULL, false);
+	{
+		Oid			types[2] = {INT4OID, OIDOID};
+		Datum		values[2] = {Int32GetDatum(sink_id), ObjectIdGetDatum(foreign_table)};
+
+		catalog_execute("UPDATE paimon_sink.sink_definition SET foreign_table = $2 WHERE sink_id = $1",
+						2, types, values, NULL, true);
+		catalog_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
+						"SELECT sink_id, default_commit_user FROM paimon_sink.sink_definition WHERE sink_id = $1 "
+						"RETURNING commit_user", 1, types, values, NULL, true);
+		result_values[2] = CStringGetTextDatum(SPI_getvalue(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 1));
+	}
+	SPI_finish();
+
+	(void) shared_want_database(MyDatabaseId);
+	result_values[0] = CStringGetTextDatum(name);
+	result_values[1] = ObjectIdGetDatum(foreign_table);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(result_desc),
+													  result_values, result_nulls)));
+}
+
+/*
+ * drop_sink(sink_name text, force boolean) removes a sink, its foreign
+ * table and catalog rows; its staged files are removed by the committer
+ * after this transaction commits.  Refuses (ERRCODE_OBJECT_IN_USE) while a
+ * prepared transaction of the sink is in doubt, and without force while
+ * checkpoints are prepared but not committed.
+ */
+Datum
+paimon_sink_drop_sink(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "drop");
+	bool		force = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(sink->sink_id);
+	char	   *pattern = psprintf("%s:%u:%d:%%", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink->sink_id);
+	Oid			pattern_type = TEXTOID;
+	Datum		pattern_value = CStringGetTextDatum(pattern);
+	bool		isnull;
+
+	SPI_connect();
+	catalog_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE $1",
+					1, &pattern_type, &pattern_value, NULL, false);
+	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sink \"%s\" has an in-doubt prepared transaction", sink->name),
+				 errdetail("A commit of the sink is between PREPARE TRANSACTION and COMMIT PREPARED."),
+				 errhint("Wait until the committer finished it (see paimon_sink.in_doubt), then drop the sink.")));
+	catalog_execute("SELECT pg_catalog.count(DISTINCT (commit_user, checkpoint_id)) FROM paimon_sink.committable "
+					"WHERE sink_id = $1 AND snapshot_id IS NULL", 1, &type, &value, NULL, false);
+	if (!force &&
+		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sink \"%s\" has prepared checkpoints that are not committed", sink->name),
+				 errdetail("Dropping it would discard their rows."),
+				 errhint("Commit them with paimon_sink.commit(), or drop with force => true to discard them.")));
+
+	catalog_execute("DELETE FROM paimon_sink.committable WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.snapshot_log WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.commit_user_state WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.sink_definition WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	if (OidIsValid(sink->foreign_table) && get_rel_name(sink->foreign_table) != NULL)
+		catalog_execute(psprintf("DROP FOREIGN TABLE %s",
+								 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink->foreign_table)),
+															get_rel_name(sink->foreign_table))),
+						0, NULL, NULL, NULL, false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* Submit a request to this database's committer and wait for it. */
+static void
+submit(CommitterRequest *request)
+{
+	int			database_index = handoff_database_index(true);
+
+	committer_submit(database_index, request);
+}
+
+/*
+ * prepare_commit(sink_name text, commit_user text, checkpoint_id bigint,
+ * writer_id integer) is the barrier: the stream's staged files are sealed
+ * and recorded as committables of checkpoint_id; returns the checkpoint's
+ * committables (checkpoint_id, file_name, writer_id, bucket, row_count,
+ * byte_count).
+ */
+Datum
+paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "prepare");
+	CommitterRequest request;
+	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, INT4OID};
+	Datum		values[4];
+
+	refuse_transaction_block("paimon_sink.prepare_commit()");
+	require_prepared_transactions();
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_PREPARE;
+	request.sink_id = sink->sink_id;
+	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("checkpoint id must not be NULL")));
+	request.checkpoint_id = PG_GETARG_INT64(2);
+	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	submit(&request);
+
+	values[0] = Int32GetDatum(sink->sink_id);
+	values[1] = CStringGetTextDatum(request.commit_user);
+	values[2] = Int64GetDatum(request.checkpoint_id);
+	values[3] = Int32GetDatum(request.writer_id);
+	return_query(fcinfo,
+				 "SELECT checkpoint_id, file_name, writer_id, bucket, row_count, byte_count "
+				 "FROM paimon_sink.committable WHERE sink_id = $1 AND commit_user = $2 "
+				 "AND checkpoint_id = $3 AND ($4 < 0 OR writer_id = $4) ORDER BY writer_id, bucket, file_name",
+				 4, types, values);
+	return (Datum) 0;
+}
+
+static void
+return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
+				 int64 previous_last_committed, int64 last_committed, int64 asked)
+{
+	Oid			types[5] = {INT4OID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		values[5] = {Int32GetDatum(sink_id), CStringGetTextDatum(commit_user),
+		Int64GetDatum(previous_last_committed), Int64GetDatum(last_committed),
+	Int64GetDatum(asked)};
+
+	return_query(fcinfo,
+				 "SELECT snapshot_id, commit_user, commit_identifier, row_count, file_count, "
+				 "committed_at, commit_identifier > $3 "
+				 "FROM paimon_sink.snapshot_log WHERE sink_id = $1 AND commit_user = $2 "
+				 "AND ((commit_identifier > $3 AND commit_identifier <= $4) OR commit_identifier = $5) "
+				 "ORDER BY commit_identifier",
+				 5, types, values);
+}
+
+/*
+ * commit(sink_name text, commit_user text, checkpoint_id bigint) commits
+ * every prepared checkpoint up to checkpoint_id, each as one snapshot, and
+ * returns the snapshots it made and the existing one of checkpoint_id
+ * (snapshot_id, commit_user, checkpoint_id, row_count, file_count,
+ * committed_at, newly_committed).
+ */
+Datum
+paimon_sink_commit(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "commit");
+	CommitterRequest request;
+
+	refuse_transaction_block("paimon_sink.commit()");
+	require_prepared_transactions();
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_COMMIT;
+	request.sink_id = sink->sink_id;
+	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("checkpoint id must not be NULL")));
+	request.checkpoint_id = PG_GETARG_INT64(2);
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, request.checkpoint_id);
+	return (Datum) 0;
+}
+
+/*
+ * checkpoint(sink_name text) prepares and commits the next checkpoint of
+ * the sink's own commit user; returns the snapshots made (none when nothing
+ * was written), in the shape of commit().
+ */
+Datum
+paimon_sink_checkpoint(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "checkpoint");
+	CommitterRequest request;
+
+	refuse_transaction_block("paimon_sink.checkpoint()");
+	require_prepared_transactions();
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_CHECKPOINT;
+	request.sink_id = sink->sink_id;
+	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, -1);
+	return (Datum) 0;
+}
+
+/*
+ * last_committed_checkpoint(sink_name text, commit_user text) returns the
+ * commit user's high-water mark (bigint; 0 before its first commit, NULL for
+ * a commit user the sink has never seen).
+ */
+Datum
+paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = catalog_require_sink(text_argument(fcinfo, 0));
+	char	   *commit_user = commit_user_argument(fcinfo, 1, sink);
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user)};
+	SPIPlanPtr	plan;
+	bool		isnull = true;
+	Datum		result = (Datum) 0;
+
+	SPI_connect();
+	plan = SPI_prepare("SELECT last_committed_checkpoint FROM paimon_sink.commit_user_state "
+					   "WHERE sink_id = $1 AND commit_user = $2", 2, types);
+	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
+							 false, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * writer_status() returns one row per writer of this database: (writer
+ * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
+ * bigint, files_open integer, queues_in_use integer).
+ */
+Datum
+paimon_sink_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			index;
+
+	paimon_sink_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(MyDatabaseId);
+	LWLockRelease(PaimonSinkState->lock);
+	if (index < 0)
+		return (Datum) 0;
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(shared_database(index), w);
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+
+		values[0] = Int32GetDatum(w);
+		values[1] = Int32GetDatum(writer->pid);
+		nulls[1] = writer->pid == 0;
+		values[2] = BoolGetDatum(writer->ready);
+		values[3] = Int64GetDatum(pg_atomic_read_u64(&writer->rows_staged));
+		values[4] = Int64GetDatum(pg_atomic_read_u64(&writer->bytes_staged));
+		values[5] = Int32GetDatum(pg_atomic_read_u32(&writer->files_open));
+		values[6] = Int32GetDatum(pg_atomic_read_u32(&writer->queues_in_use));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * start_workers() asks the launcher for this database's committer and
+ * writers; CREATE EXTENSION calls it.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
+ * preloaded.
+ */
+Datum
+paimon_sink_start_workers(PG_FUNCTION_ARGS)
+{
+	paimon_sink_require_preload();
+	(void) shared_want_database(MyDatabaseId);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,538 @@
+/*-------------------------------------------------------------------------
+ *
+ * handoff.c
+ *	  Buffering a transaction's sink rows and handing them to the writers
+ *	  at pre-commit (the shape of postgres_fdw's pgfdw_xact_callback).
+ *
+ * Before anything tagged with the transaction's xid leaves this backend, a
+ * transactional WAL record written under that xid is flushed: otherwise a
+ * crash could let recovery hand the same xid to a new transaction, and a
+ * writer would take this dead transaction's rows as committed.  The commit
+ * itself is forced to be synchronous for the same reason.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/dbcommands.h"
+#include "common/hashfn.h"
+#include "handoff.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "pgstat.h"
+#include "replication/message.h"
+#include "shared_state.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* Rows are sent in chunks of about this many bytes. */
+#define HANDOFF_CHUNK_BYTES (64 * 1024)
+
+typedef struct PendingChunk
+{
+	StringInfoData data;
+	uint32		rows;
+} PendingChunk;
+
+/* State of a stream when a subtransaction first appended to it. */
+typedef struct SavepointMark
+{
+	int			level;
+	int			chunk_count;
+	int			last_length;
+	uint32		last_rows;
+	uint64		rows;
+} SavepointMark;
+
+struct PendingStream
+{
+	StreamIdentity id;
+	int			writer_index;
+	List	   *chunks;			/* PendingChunk * */
+	uint64		rows;
+	List	   *marks;			/* SavepointMark *, innermost last */
+};
+
+/* A queue this backend is sending on, so an abort can detach it. */
+typedef struct ActiveHandoff
+{
+	WriterEntry *writer;
+	HandoffSlot *slot;
+	uint64		generation;
+	uint64		incarnation;
+	shm_mq_handle *queue;
+} ActiveHandoff;
+
+/* Per-transaction state, in TopTransactionContext. */
+static List *pending_streams = NIL;
+static PendingStream *last_stream = NULL;
+static List *active_handoffs = NIL;
+
+static void handoff_xact_callback(XactEvent event, void *arg);
+static void handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									 SubTransactionId parentSubid, void *arg);
+
+/* handoff_register_callbacks installs the transaction callbacks (from _PG_init). */
+void
+handoff_register_callbacks(void)
+{
+	RegisterXactCallback(handoff_xact_callback, NULL);
+	RegisterSubXactCallback(handoff_subxact_callback, NULL);
+}
+
+/*
+ * handoff_writer_for routes a (sink, bucket) to a writer index of the
+ * database; writers use the same function when they adopt files.
+ */
+int
+handoff_writer_for(int32 sink_id, int32 bucket)
+{
+	uint32		key[2] = {(uint32) sink_id, (uint32) bucket};
+
+	return hash_bytes((const unsigned char *) key, sizeof(key)) %
+		PaimonSinkWritersPerDatabase;
+}
+
+/*
+ * handoff_stream returns this transaction's buffer for a stream, creating
+ * it on first use.
+ */
+PendingStream *
+handoff_stream(const StreamIdentity *stream, int writer_index)
+{
+	ListCell   *lc;
+	PendingStream *pending;
+	MemoryContext old;
+
+	if (last_stream != NULL && memcmp(&last_stream->id, stream, sizeof(*stream)) == 0)
+		return last_stream;
+	foreach(lc, pending_streams)
+	{
+		pending = lfirst(lc);
+		if (memcmp(&pending->id, stream, sizeof(*stream)) == 0)
+			return last_stream = pending;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending = palloc0(sizeof(PendingStream));
+	pending->id = *stream;
+	pending->writer_index = writer_index;
+	pending_streams = lappend(pending_streams, pending);
+	MemoryContextSwitchTo(old);
+	return last_stream = pending;
+}
+
+/* handoff_append_row appends one COPY text line (with its newline). */
+void
+handoff_append_row(PendingStream *stream, const char *row, int length)
+{
+	PendingChunk *chunk;
+	int			level = GetCurrentTransactionNestLevel();
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	if (level > 1)
+	{
+		SavepointMark *mark = stream->marks ? llast(stream->marks) : NULL;
+
+		if (mark == NULL || mark->level < level)
+		{
+			mark = palloc(sizeof(SavepointMark));
+			mark->level = level;
+			mark->chunk_count = list_length(stream->chunks);
+			mark->last_length = 0;
+			mark->last_rows = 0;
+			if (stream->chunks != NIL)
+			{
+				PendingChunk *last = llast(stream->chunks);
+
+				mark->last_length = last->data.len;
+				mark->last_rows = last->rows;
+			}
+			mark->rows = stream->rows;
+			stream->marks = lappend(stream->marks, mark);
+		}
+	}
+
+	chunk = stream->chunks ? llast(stream->chunks) : NULL;
+	if (chunk == NULL || chunk->data.len + length > HANDOFF_CHUNK_BYTES)
+	{
+		chunk = palloc(sizeof(PendingChunk));
+		initStringInfo(&chunk->data);
+		chunk->rows = 0;
+		stream->chunks = lappend(stream->chunks, chunk);
+	}
+	appendBinaryStringInfo(&chunk->data, row, length);
+	chunk->rows++;
+	stream->rows++;
+	MemoryContextSwitchTo(old);
+}
+
+/* Undo what subtransaction "level" and its children appended. */
+static void
+rollback_to_level(int level)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_streams)
+	{
+		PendingStream *stream = lfirst(lc);
+		SavepointMark *restore = NULL;
+		int			keep = list_length(stream->marks);
+
+		for (int i = list_length(stream->marks) - 1; i >= 0; i--)
+		{
+			SavepointMark *mark = list_nth(stream->marks, i);
+
+			if (mark->level < level)
+				break;
+			restore = mark;
+			keep = i;
+		}
+		if (restore == NULL)
+			continue;
+		stream->chunks = list_truncate(stream->chunks, restore->chunk_count);
+		if (stream->chunks != NIL)
+		{
+			PendingChunk *last = llast(stream->chunks);
+
+			last->data.len = restore->last_length;
+			last->data.data[last->data.len] = '\0';
+			last->rows = restore->last_rows;
+		}
+		stream->rows = restore->rows;
+		stream->marks = list_truncate(stream->marks, keep);
+	}
+}
+
+/* What subtransaction "level" appended now belongs to its parent. */
+static void
+release_level(int level)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_streams)
+	{
+		PendingStream *stream = lfirst(lc);
+		SavepointMark *mark;
+		SavepointMark *below;
+
+		if (stream->marks == NIL)
+			continue;
+		mark = llast(stream->marks);
+		if (mark->level != level)
+			continue;
+		below = list_length(stream->marks) > 1 ?
+			list_nth(stream->marks, list_length(stream->marks) - 2) : NULL;
+		if (level - 1 <= 1 || (below != NULL && below->level == level - 1))
+			stream->marks = list_delete_last(stream->marks);
+		else
+			mark->level = level - 1;
+	}
+}
+
+static void
+handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	if (pending_streams == NIL)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		rollback_to_level(GetCurrentTransactionNestLevel());
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		release_level(GetCurrentTransactionNestLevel());
+}
+
+static bool
+rows_pending(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_streams)
+	{
+		if (((PendingStream *) lfirst(lc))->rows > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * handoff_database_index returns this database's entry and, when asked,
+ * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
+ * committer and writers serve.
+ */
+int
+handoff_database_index(bool wait_for_writers)
+{
+	int			index = shared_want_database(MyDatabaseId);
+	DatabaseEntry *db = shared_database(index);
+	TimestampTz start = GetCurrentTimestamp();
+
+	while (wait_for_writers)
+	{
+		bool		ready = db->committer_ready;
+
+		for (int w = 0; ready && w < PaimonSinkWritersPerDatabase; w++)
+			ready = shared_writer(db, w)->ready;
+		if (ready)
+			break;
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the writers of this database are not running"),
+					 errdetail("No committer and writers served database \"%s\" within %d ms.",
+							   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
+					 errhint("Check that paimon_sink is in shared_preload_libraries and that max_worker_processes leaves room for the launcher, one committer and paimon_sink.writers_per_database writers per database.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return index;
+}
+
+/* Take a free hand-off slot of a writer and open its queue for sending. */
+static ActiveHandoff *
+open_handoff(WriterEntry *writer)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext,
+													sizeof(ActiveHandoff));
+
+	for (;;)
+	{
+		HandoffSlot *slot = NULL;
+		PGPROC	   *writer_proc = NULL;
+
+		SpinLockAcquire(&writer->mutex);
+		if (writer->ready)
+		{
+			for (int s = 0; s < writer->slot_count; s++)
+			{
+				if (writer->slots[s].state == HANDOFF_FREE)
+				{
+					slot = &writer->slots[s];
+					slot->state = HANDOFF_ACTIVE;
+					slot->published = false;
+					slot->sender_done = false;
+					slot->receiver_done = false;
+					slot->incarnation = writer->incarnation;
+					slot->generation++;
+					slot->requester = MyProc;
+					handoff->generation = slot->generation;
+					handoff->incarnation = writer->incarnation;
+					writer_proc = writer->proc;
+					break;
+				}
+			}
+		}
+		SpinLockRelease(&writer->mutex);
+
+		if (slot != NULL)
+		{
+			shm_mq	   *queue = shm_mq_create(shared_address(slot->queue_offset),
+											  shared_queue_size());
+
+			shm_mq_set_sender(queue, MyProc);
+			shm_mq_set_receiver(queue, writer_proc);
+			handoff->queue = shm_mq_attach(queue, NULL, NULL);
+			handoff->writer = writer;
+			handoff->slot = slot;
+			active_handoffs = lappend(active_handoffs, handoff);
+			/* publish: the writer attaches only to a published queue */
+			SpinLockAcquire(&writer->mutex);
+			slot->published = true;
+			SpinLockRelease(&writer->mutex);
+			SetLatch(&writer_proc->procLatch);
+			ConditionVariableCancelSleep();
+			return handoff;
+		}
+
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no sink writer accepted the rows of this transaction"),
+					 errdetail("Every hand-off queue of the writer was busy or the writer was not running for %d ms.",
+							   PaimonSinkHandoffTimeoutMs),
+					 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
+		ConditionVariableTimedSleep(&writer->slot_freed, 100, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Detach our end; the slot is free once the writer detached too. */
+static void
+close_handoff(ActiveHandoff *handoff)
+{
+	HandoffSlot *slot = handoff->slot;
+	bool		freed = false;
+
+	shm_mq_detach(handoff->queue);
+	handoff->queue = NULL;
+	SpinLockAcquire(&handoff->writer->mutex);
+	slot->sender_done = true;
+	if (slot->receiver_done)
+	{
+		slot->state = HANDOFF_FREE;
+		freed = true;
+	}
+	SpinLockRelease(&handoff->writer->mutex);
+	if (freed)
+		ConditionVariableBroadcast(&handoff->writer->slot_freed);
+}
+
+static void
+send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, int length)
+{
+	shm_mq_iovec iov[2];
+	shm_mq_result result;
+
+	iov[0].data = (const char *) message;
+	iov[0].len = sizeof(*message);
+	iov[1].data = rows;
+	iov[1].len = length;
+	result = shm_mq_sendv(handoff->queue, iov, length > 0 ? 2 : 1, false, true);
+	if (result != SHM_MQ_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the sink writer while handing off rows"),
+				 errdetail("The writer detached from its queue; this transaction is rolled back, so none of its rows are staged."),
+				 errhint("Retry the transaction.")));
+}
+
+/* Wait until the writer made this hand-off durable. */
+static void
+wait_for_ack(ActiveHandoff *handoff)
+{
+	for (;;)
+	{
+		bool		done;
+		bool		lost;
+
+		SpinLockAcquire(&handoff->writer->mutex);
+		done = handoff->slot->done_generation >= handoff->generation;
+		lost = handoff->writer->incarnation != handoff->incarnation ||
+			handoff->writer->pid == 0;
+		SpinLockRelease(&handoff->writer->mutex);
+		if (done)
+			return;
+		if (lost)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("the sink writer stopped before staging the rows of this transaction"),
+					 errdetail("This transaction is rolled back, so none of its rows are staged."),
+					 errhint("Retry the transaction.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Hand every pending row to its writer and wait until all are durable. */
+static void
+send_pending_rows(void)
+{
+	FullTransactionId full_xid;
+	XLogRecPtr	lsn;
+	DatabaseEntry *db;
+	ListCell   *lc;
+
+	full_xid = GetTopFullTransactionId();
+	lsn = LogLogicalMessage(PAIMON_SINK_GID_PREFIX, "", 0, true);
+	XLogFlush(lsn);
+	ForceSyncCommit();
+
+	db = shared_database(handoff_database_index(true));
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		ActiveHandoff *handoff = NULL;
+		HandoffMessage message;
+
+		foreach(lc, pending_streams)
+		{
+			PendingStream *stream = lfirst(lc);
+			ListCell   *chunk_cell;
+
+			if (stream->writer_index != w || stream->rows == 0)
+				continue;
+			if (handoff == NULL)
+				handoff = open_handoff(shared_writer(db, w));
+			memset(&message, 0, sizeof(message));
+			message.kind = HANDOFF_MESSAGE_CHUNK;
+			message.full_xid = U64FromFullTransactionId(full_xid);
+			message.stream = stream->id;
+			foreach(chunk_cell, stream->chunks)
+			{
+				PendingChunk *chunk = lfirst(chunk_cell);
+
+				if (chunk->rows == 0)
+					continue;
+				message.row_count = chunk->rows;
+				send_message(handoff, &message, chunk->data.data, chunk->data.len);
+			}
+		}
+		if (handoff == NULL)
+			continue;
+		memset(&message, 0, sizeof(message));
+		message.kind = HANDOFF_MESSAGE_END;
+		message.full_xid = U64FromFullTransactionId(full_xid);
+		send_message(handoff, &message, NULL, 0);
+		close_handoff(handoff);
+	}
+
+	foreach(lc, active_handoffs)
+		wait_for_ack(lfirst(lc));
+}
+
+static void
+reset_state(void)
+{
+	pending_streams = NIL;
+	last_stream = NULL;
+	active_handoffs = NIL;
+}
+
+static void
+handoff_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (rows_pending())
+				send_pending_rows();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (rows_pending())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that wrote to a sink"),
+						 errdetail("Rows written to a paimon_sink foreign table are staged when the transaction commits; a prepared transaction cannot stage them."),
+						 errhint("Commit the transaction instead, and use paimon_sink.prepare_commit() and paimon_sink.commit() for two-phase commits of sink data.")));
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* a queue still open tells its writer the batch is void */
+			foreach(lc, active_handoffs)
+			{
+				ActiveHandoff *handoff = lfirst(lc);
+
+				if (handoff->queue != NULL)
+					close_handoff(handoff);
+			}
+			reset_state();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			reset_state();
+			break;
+		default:
+			break;
+	}
+}

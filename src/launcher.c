@@ -1,0 +1,182 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *	  The launcher background worker (after pg_cron's launcher and the
+ *	  logical replication launcher: a static worker, restarted by the
+ *	  postmaster, connected to no database, reading pg_database).
+ *
+ * At start it marks every connectable database as wanted: a committer
+ * started there checks for the extension and leaves (marking the database)
+ * when it is not installed.  CREATE EXTENSION and create_sink mark their
+ * database wanted and wake the launcher.  A committer that stops for any
+ * other reason is started again after a pause, never in a tight loop.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "committer.h"
+#include "launcher.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "shared_state.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+/* A stopped committer is started again after this pause. */
+#define COMMITTER_RESTART_DELAY_MS 5000
+
+/* launcher_register registers the static launcher (from _PG_init). */
+void
+launcher_register(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "paimon_sink");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "paimon_sink_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "paimon_sink launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "paimon_sink launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Mark every connectable, non-template database as wanted. */
+static void
+want_all_databases(void)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	List	   *databases = NIL;
+	ListCell   *lc;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database database = (Form_pg_database) GETSTRUCT(tuple);
+
+		if (database->datallowconn && !database->datistemplate)
+			databases = lappend_oid(databases, database->oid);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, databases)
+	{
+		PG_TRY();
+		{
+			(void) shared_want_database(lfirst_oid(lc));
+		}
+		PG_CATCH();
+		{
+			EmitErrorReport();
+			FlushErrorState();
+		}
+		PG_END_TRY();
+	}
+}
+
+static void
+launcher_exit(int code, Datum arg)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	PaimonSinkState->launcher_pid = 0;
+	PaimonSinkState->launcher_proc = NULL;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
+/* paimon_sink_launcher_main is the entry point of the launcher worker. */
+void
+paimon_sink_launcher_main(Datum main_arg)
+{
+	int			count;
+	BackgroundWorkerHandle **handles;
+	TimestampTz *stopped_at;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("paimon_sink launcher");
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	PaimonSinkState->launcher_pid = MyProcPid;
+	PaimonSinkState->launcher_proc = MyProc;
+	count = PaimonSinkState->database_count;
+	LWLockRelease(PaimonSinkState->lock);
+	before_shmem_exit(launcher_exit, 0);
+
+	handles = MemoryContextAllocZero(TopMemoryContext, sizeof(BackgroundWorkerHandle *) * count);
+	stopped_at = MemoryContextAllocZero(TopMemoryContext, sizeof(TimestampTz) * count);
+	want_all_databases();
+
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		for (int d = 0; d < count; d++)
+		{
+			DatabaseEntry *db = shared_database(d);
+			pid_t		pid;
+			bool		wanted;
+
+			LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+			wanted = db->state == DATABASE_WANTED && db->committer_pid == 0;
+			LWLockRelease(PaimonSinkState->lock);
+
+			if (handles[d] != NULL)
+			{
+				if (GetBackgroundWorkerPid(handles[d], &pid) != BGWH_STOPPED)
+					continue;
+				pfree(handles[d]);
+				handles[d] = NULL;
+				/* pause only after a failure, not after "no extension here" */
+				stopped_at[d] = wanted ? now : 0;
+			}
+			if (!wanted)
+				continue;
+			if (stopped_at[d] != 0 &&
+				!TimestampDifferenceExceeds(stopped_at[d], now, COMMITTER_RESTART_DELAY_MS))
+				continue;
+			handles[d] = committer_start(d);
+			if (handles[d] == NULL)
+				ereport(WARNING,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("could not start a paimon_sink committer"),
+						 errhint("Raise max_worker_processes.")));
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+						 PG_WAIT_EXTENSION);
+	}
+}

@@ -1,0 +1,173 @@
+/*-------------------------------------------------------------------------
+ *
+ * paimon_sink.c
+ *	  Module initialization: settings, shared memory, the launcher and the
+ *	  transaction callbacks.  Kept small, as pg_cron's _PG_init.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "handoff.h"
+#include "launcher.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "shared_state.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+int			PaimonSinkWritersPerDatabase = 2;
+int			PaimonSinkMaxDatabases = 4;
+int			PaimonSinkQueueSizeKB = 256;
+int			PaimonSinkQueuesPerWriter = 16;
+int			PaimonSinkGroupFsyncDelayMs = 0;
+int			PaimonSinkHandoffTimeoutMs = 30000;
+char	   *PaimonSinkCommitUser = NULL;
+int			PaimonSinkWriterId = 0;
+bool		PaimonSinkPreloaded = false;
+
+static shmem_request_hook_type previous_shmem_request_hook = NULL;
+static shmem_startup_hook_type previous_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+static void
+paimon_sink_shmem_request(void)
+{
+	if (previous_shmem_request_hook)
+		previous_shmem_request_hook();
+	shared_state_request();
+}
+
+static void
+paimon_sink_shmem_startup(void)
+{
+	if (previous_shmem_startup_hook)
+		previous_shmem_startup_hook();
+	shared_state_init();
+}
+
+static bool
+check_commit_user_setting(char **newval, void **extra, GucSource source)
+{
+	const char *problem;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if (!paimon_sink_commit_user_is_valid(*newval, &problem))
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * paimon_sink_commit_user_is_valid checks a commit user: 1 to 64 characters
+ * of [A-Za-z0-9._:-], so that a gid carrying it is never too long or
+ * malformed.  *problem receives a sentence when it is not valid.
+ */
+bool
+paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
+{
+	size_t		length = commit_user ? strlen(commit_user) : 0;
+
+	if (length == 0)
+	{
+		*problem = "A commit user must not be empty.";
+		return false;
+	}
+	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
+	{
+		*problem = "A commit user has at most 64 characters.";
+		return false;
+	}
+	if (strspn(commit_user, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != length)
+	{
+		*problem = "A commit user consists of the characters A-Z, a-z, 0-9, '.', '_', ':' and '-' only.";
+		return false;
+	}
+	return true;
+}
+
+/* paimon_sink_check_commit_user raises ERRCODE_INVALID_PARAMETER_VALUE for an invalid commit user. */
+void
+paimon_sink_check_commit_user(const char *commit_user)
+{
+	const char *problem;
+
+	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
+				 errdetail("%s", problem),
+				 errhint("Use a stable identifier of the writing job, such as a UUID.")));
+}
+
+/* paimon_sink_require_preload raises an error unless loaded at server start. */
+void
+paimon_sink_require_preload(void)
+{
+	if (!PaimonSinkPreloaded || PaimonSinkState == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("paimon_sink must be loaded via shared_preload_libraries"),
+				 errhint("Add paimon_sink to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+void
+_PG_init(void)
+{
+	DefineCustomStringVariable("paimon_sink.commit_user",
+							   "Commit user of the rows this session writes into sinks.",
+							   "Empty means the sink's own commit user. An external job sets its stable identity.",
+							   &PaimonSinkCommitUser, "", PGC_USERSET, 0,
+							   check_commit_user_setting, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.writer_id",
+							"Writer id (subtask index) of the rows this session writes into sinks.",
+							NULL, &PaimonSinkWriterId, 0, 0, INT_MAX, PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable("paimon_sink.writers_per_database",
+							"Number of writer workers per database with sinks.",
+							NULL, &PaimonSinkWritersPerDatabase, 2, 1, 64, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.max_databases",
+							"Number of databases that can use sinks at once.",
+							NULL, &PaimonSinkMaxDatabases, 4, 1, 1024, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.queue_size",
+							"Size of each hand-off queue from a backend to a writer.",
+							NULL, &PaimonSinkQueueSizeKB, 256, 16, 1024 * 1024, PGC_POSTMASTER,
+							GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.queues_per_writer",
+							"Number of transactions that can hand rows to one writer at once.",
+							NULL, &PaimonSinkQueuesPerWriter, 16, 1, 1024, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.group_fsync_delay",
+							"Time a writer waits before an fsync so that more transactions share it.",
+							NULL, &PaimonSinkGroupFsyncDelayMs, 0, 0, 1000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.handoff_timeout",
+							"Longest wait for a writer or the committer to become available.",
+							NULL, &PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("paimon_sink");
+
+	if (IsBinaryUpgrade)
+		return;
+
+	PaimonSinkPreloaded = true;
+	previous_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = paimon_sink_shmem_request;
+	previous_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = paimon_sink_shmem_startup;
+	handoff_register_callbacks();
+	launcher_register();
+}

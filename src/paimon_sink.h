@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * paimon_sink.h
+ *	  Settings and names shared by every subsystem of paimon_sink.
+ *
+ * The design follows Apache Paimon's Flink sink (writers stage files,
+ * a single committer commits checkpoints idempotently keyed by commit user
+ * and commit identifier) on PostgreSQL's own machinery.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_H
+#define PAIMON_SINK_H
+
+#include "postgres.h"
+
+/* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
+#define PAIMON_SINK_COMMIT_USER_MAXLEN 64
+
+/* Prefix of the gid of every prepared transaction of ours. */
+#define PAIMON_SINK_GID_PREFIX "paimon_sink"
+
+/* Folder of staged files, relative to the data directory. */
+#define PAIMON_SINK_DIRECTORY "pg_paimon_sink"
+
+/* Paimon's END_INPUT commit identifier. */
+#define PAIMON_SINK_END_INPUT_CHECKPOINT INT64CONST(9223372036854775807)
+
+/* Settings (see paimon_sink.c for their descriptions). */
+extern int	PaimonSinkWritersPerDatabase;
+extern int	PaimonSinkMaxDatabases;
+extern int	PaimonSinkQueueSizeKB;
+extern int	PaimonSinkQueuesPerWriter;
+extern int	PaimonSinkGroupFsyncDelayMs;
+extern int	PaimonSinkHandoffTimeoutMs;
+extern char *PaimonSinkCommitUser;
+extern int	PaimonSinkWriterId;
+
+/* True once _PG_init ran from shared_preload_libraries. */
+extern bool PaimonSinkPreloaded;
+
+extern void paimon_sink_require_preload(void);
+extern bool paimon_sink_commit_user_is_valid(const char *commit_user,
+											 const char **problem);
+extern void paimon_sink_check_commit_user(const char *commit_user);
+
+#endif							/* PAIMON_SINK_H */

@@ -1,0 +1,250 @@
+/*-------------------------------------------------------------------------
+ *
+ * shared_state.c
+ *	  Sizing, creation and look-up of paimon_sink's shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/twophase.h"
+#include "miscadmin.h"
+#include "shared_state.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/errcodes.h"
+
+PaimonSinkShared *PaimonSinkState = NULL;
+
+static Size
+queue_bytes(void)
+{
+	return MAXALIGN((Size) PaimonSinkQueueSizeKB * 1024);
+}
+
+/* shared_queue_size returns the size in bytes of every queue. */
+Size
+shared_queue_size(void)
+{
+	return queue_bytes();
+}
+
+/* Largest number of xids a snapshot can list. */
+static Size
+snapshot_xid_capacity(void)
+{
+	return (Size) MaxBackends + max_prepared_xacts + 1;
+}
+
+static Size
+writer_entry_size(void)
+{
+	Size		size;
+
+	size = MAXALIGN(offsetof(WriterEntry, slots) +
+					sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);
+	size = add_size(size, mul_size(PaimonSinkQueuesPerWriter, queue_bytes()));
+	size = add_size(size, MAXALIGN(sizeof(TransactionId) * snapshot_xid_capacity()));
+	size = add_size(size, queue_bytes());
+	return size;
+}
+
+static Size
+database_entry_size(void)
+{
+	Size		size;
+
+	size = MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
+					sizeof(Size) * PaimonSinkWritersPerDatabase);
+	size = add_size(size, mul_size(PaimonSinkWritersPerDatabase, writer_entry_size()));
+	return size;
+}
+
+static Size
+header_size(void)
+{
+	return MAXALIGN(offsetof(PaimonSinkShared, database_offsets) +
+					sizeof(Size) * PaimonSinkMaxDatabases);
+}
+
+static Size
+total_size(void)
+{
+	return add_size(header_size(),
+					mul_size(PaimonSinkMaxDatabases, database_entry_size()));
+}
+
+/* shared_state_request asks for the shared memory and the lock (shmem_request_hook). */
+void
+shared_state_request(void)
+{
+	RequestAddinShmemSpace(total_size());
+	RequestNamedLWLockTranche("paimon_sink", 1);
+}
+
+/* shared_address turns an offset from the start of the state into an address. */
+void *
+shared_address(Size offset)
+{
+	return (char *) PaimonSinkState + offset;
+}
+
+DatabaseEntry *
+shared_database(int index)
+{
+	Assert(index >= 0 && index < PaimonSinkState->database_count);
+	return (DatabaseEntry *) shared_address(PaimonSinkState->database_offsets[index]);
+}
+
+WriterEntry *
+shared_writer(DatabaseEntry *db, int index)
+{
+	Assert(index >= 0 && index < PaimonSinkState->writers_per_database);
+	return (WriterEntry *) shared_address(db->writer_offsets[index]);
+}
+
+/* shared_state_init creates or attaches to the state (shmem_startup_hook). */
+void
+shared_state_init(void)
+{
+	bool		found;
+	Size		offset;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	PaimonSinkState = ShmemInitStruct("paimon_sink", total_size(), &found);
+	if (!found)
+	{
+		memset(PaimonSinkState, 0, total_size());
+		PaimonSinkState->lock = &(GetNamedLWLockTranche("paimon_sink"))->lock;
+		PaimonSinkState->database_count = PaimonSinkMaxDatabases;
+		PaimonSinkState->writers_per_database = PaimonSinkWritersPerDatabase;
+		offset = header_size();
+		for (int d = 0; d < PaimonSinkMaxDatabases; d++)
+		{
+			DatabaseEntry *db;
+			Size		writer_offset;
+
+			PaimonSinkState->database_offsets[d] = offset;
+			db = shared_database(d);
+			ConditionVariableInit(&db->request_done);
+			writer_offset = offset + MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
+											  sizeof(Size) * PaimonSinkWritersPerDatabase);
+			for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+			{
+				WriterEntry *writer;
+				Size		area;
+
+				db->writer_offsets[w] = writer_offset;
+				writer = shared_writer(db, w);
+				SpinLockInit(&writer->mutex);
+				ConditionVariableInit(&writer->slot_freed);
+				pg_atomic_init_u64(&writer->rows_staged, 0);
+				pg_atomic_init_u64(&writer->bytes_staged, 0);
+				pg_atomic_init_u32(&writer->files_open, 0);
+				pg_atomic_init_u32(&writer->queues_in_use, 0);
+				writer->slot_count = PaimonSinkQueuesPerWriter;
+				area = writer_offset + MAXALIGN(offsetof(WriterEntry, slots) +
+												sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);
+				for (int s = 0; s < PaimonSinkQueuesPerWriter; s++)
+				{
+					writer->slots[s].queue_offset = area;
+					area += queue_bytes();
+				}
+				writer->barrier_xip_offset = area;
+				area += MAXALIGN(sizeof(TransactionId) * snapshot_xid_capacity());
+				writer->barrier_queue_offset = area;
+				writer_offset += writer_entry_size();
+			}
+			offset += database_entry_size();
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * shared_find_database returns the entry index of a database, or -1.
+ * The caller holds PaimonSinkState->lock.
+ */
+int
+shared_find_database(Oid database_id)
+{
+	for (int d = 0; d < PaimonSinkState->database_count; d++)
+	{
+		DatabaseEntry *db = shared_database(d);
+
+		if (db->state != DATABASE_UNUSED && db->database_id == database_id)
+			return d;
+	}
+	return -1;
+}
+
+/*
+ * shared_want_database marks a database as needing a committer and returns
+ * its entry index; ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when every entry is
+ * taken.  It wakes the launcher when the state changed.
+ */
+int
+shared_want_database(Oid database_id)
+{
+	int			index;
+	bool		changed = false;
+
+	/* the common case, on every commit that wrote to a sink: nothing to do */
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(database_id);
+	if (index >= 0 && shared_database(index)->state == DATABASE_WANTED)
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		return index;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	index = shared_find_database(database_id);
+	if (index < 0)
+	{
+		for (int d = 0; d < PaimonSinkState->database_count; d++)
+		{
+			DatabaseEntry *db = shared_database(d);
+
+			if (db->state == DATABASE_UNUSED)
+			{
+				db->database_id = database_id;
+				db->state = DATABASE_WANTED;
+				index = d;
+				changed = true;
+				break;
+			}
+		}
+	}
+	else if (shared_database(index)->state != DATABASE_WANTED)
+	{
+		shared_database(index)->state = DATABASE_WANTED;
+		changed = true;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+
+	if (index < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many databases use paimon_sink"),
+				 errdetail("All %d database entries are in use.", PaimonSinkMaxDatabases),
+				 errhint("Raise paimon_sink.max_databases and restart the server.")));
+	if (changed)
+		shared_wake_launcher();
+	return index;
+}
+
+/* shared_wake_launcher sets the launcher's latch, if it runs. */
+void
+shared_wake_launcher(void)
+{
+	PGPROC	   *launcher;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	launcher = PaimonSinkState->launcher_proc;
+	if (launcher != NULL)
+		SetLatch(&launcher->procLatch);
+	LWLockRelease(PaimonSinkState->lock);
+}

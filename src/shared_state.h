@@ -1,0 +1,190 @@
+/*-------------------------------------------------------------------------
+ *
+ * shared_state.h
+ *	  The shared-memory state of paimon_sink: one entry per database with
+ *	  sinks, holding its committer's request queue and its writers, each
+ *	  writer with its hand-off slots (one shm_mq each) and its barrier area.
+ *
+ * Everything lives in the main shared memory segment, sized at startup by
+ * paimon_sink.max_databases, paimon_sink.writers_per_database,
+ * paimon_sink.queues_per_writer and paimon_sink.queue_size.  shm_mq works
+ * outside DSM when both sides detach explicitly, which both sides do.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_SHARED_STATE_H
+#define PAIMON_SINK_SHARED_STATE_H
+
+#include "postgres.h"
+
+#include "paimon_sink.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shm_mq.h"
+#include "storage/spin.h"
+
+/* Database entry states. */
+typedef enum DatabaseState
+{
+	DATABASE_UNUSED = 0,
+	DATABASE_WANTED,			/* a committer should run here */
+	DATABASE_NO_EXTENSION		/* probed: the extension is not installed */
+} DatabaseState;
+
+/* Hand-off slot states. */
+typedef enum HandoffSlotState
+{
+	HANDOFF_FREE = 0,
+	HANDOFF_ACTIVE				/* a backend is sending rows */
+} HandoffSlotState;
+
+/*
+ * One hand-off slot: a bounded queue from a committing backend to a writer.
+ * The backend bumps "generation" when it takes the slot; the writer raises
+ * "done_generation" once the batch is durable.  The slot is free again only
+ * when both ends have detached, so a queue is never re-created under a
+ * handle still attached to it.
+ */
+typedef struct HandoffSlot
+{
+	int			state;			/* HandoffSlotState, under writer->mutex */
+	bool		published;		/* the queue of this use is ready to attach */
+	bool		sender_done;	/* the backend detached its end */
+	bool		receiver_done;	/* the writer detached its end */
+	uint64		incarnation;	/* of the writer this use was meant for */
+	uint64		generation;
+	uint64		done_generation;
+	PGPROC	   *requester;
+	Size		queue_offset;	/* from the start of shared state */
+} HandoffSlot;
+
+/* Barrier states of a writer. */
+typedef enum BarrierState
+{
+	BARRIER_IDLE = 0,
+	BARRIER_REQUESTED,
+	BARRIER_ANSWERING
+} BarrierState;
+
+/*
+ * One writer process.  The barrier area is used by the database's committer
+ * only (one barrier at a time): it holds the barrier's snapshot and a reply
+ * queue from the writer to the committer.
+ */
+typedef struct WriterEntry
+{
+	slock_t		mutex;
+	pid_t		pid;
+	PGPROC	   *proc;
+	bool		ready;			/* adopted its files, serving */
+	uint64		incarnation;	/* bumped at each start */
+	ConditionVariable slot_freed;
+
+	/* barrier (committer to writer) */
+	int			barrier_state;
+	uint64		barrier_seq;
+	uint64		confirmed_barrier_seq;	/* recorded by the committer */
+	int32		barrier_sink_id;
+	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int32		barrier_writer_id;	/* -1: every writer id */
+	TransactionId barrier_xmin;
+	TransactionId barrier_xmax;
+	uint32		barrier_xcnt;
+	Size		barrier_xip_offset;
+	Size		barrier_queue_offset;
+
+	/* statistics, written by the writer only */
+	pg_atomic_uint64 rows_staged;
+	pg_atomic_uint64 bytes_staged;
+	pg_atomic_uint32 files_open;
+	pg_atomic_uint32 queues_in_use;
+
+	int			slot_count;
+	HandoffSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} WriterEntry;
+
+/* Committer request kinds and states. */
+typedef enum RequestKind
+{
+	REQUEST_PREPARE = 1,
+	REQUEST_COMMIT,
+	REQUEST_CHECKPOINT
+} RequestKind;
+
+typedef enum RequestState
+{
+	REQUEST_FREE = 0,
+	REQUEST_QUEUED,
+	REQUEST_RUNNING,
+	REQUEST_DONE,
+	REQUEST_ABANDONED			/* the requester left; free when done */
+} RequestState;
+
+#define PAIMON_SINK_REQUESTS_PER_DATABASE 64
+#define PAIMON_SINK_ERROR_TEXT 1024
+
+/* One request from a backend to its database's committer. */
+typedef struct CommitterRequest
+{
+	int			state;
+	int			kind;
+	uint64		seq;
+	PGPROC	   *requester;
+	int32		sink_id;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int64		checkpoint_id;
+	int32		writer_id;		/* -1: every writer id */
+
+	/* results */
+	int64		result_checkpoint_id;	/* prepared or committed up to */
+	int64		previous_last_committed;
+	int64		last_committed;
+	int32		committable_count;
+	int			sqlerrcode;		/* 0 when it succeeded */
+	char		message[PAIMON_SINK_ERROR_TEXT];
+	char		detail[PAIMON_SINK_ERROR_TEXT];
+	char		hint[PAIMON_SINK_ERROR_TEXT];
+} CommitterRequest;
+
+/* One database with sinks. */
+typedef struct DatabaseEntry
+{
+	Oid			database_id;
+	int			state;			/* DatabaseState */
+	pid_t		committer_pid;
+	PGPROC	   *committer_proc;
+	uint64		committer_incarnation;
+	bool		committer_ready;
+	uint64		next_request_seq;
+	ConditionVariable request_done;
+	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
+	Size		writer_offsets[FLEXIBLE_ARRAY_MEMBER];	/* one per writer */
+} DatabaseEntry;
+
+typedef struct PaimonSinkShared
+{
+	LWLock	   *lock;			/* database entries and requests */
+	pid_t		launcher_pid;
+	PGPROC	   *launcher_proc;
+	int			database_count;
+	int			writers_per_database;
+	Size		database_offsets[FLEXIBLE_ARRAY_MEMBER];
+} PaimonSinkShared;
+
+extern PaimonSinkShared *PaimonSinkState;
+
+extern void shared_state_request(void);
+extern void shared_state_init(void);
+
+extern DatabaseEntry *shared_database(int index);
+extern WriterEntry *shared_writer(DatabaseEntry *db, int index);
+extern void *shared_address(Size offset);
+extern Size shared_queue_size(void);
+
+extern int	shared_find_database(Oid database_id);
+extern int	shared_want_database(Oid database_id);
+extern void shared_wake_launcher(void);
+
+#endif							/* PAIMON_SINK_SHARED_STATE_H */

@@ -1,0 +1,264 @@
+/*-------------------------------------------------------------------------
+ *
+ * staged_file.c
+ *	  Creating, appending to and reading staged files.
+ *
+ * Paths are built from the database oid, the sink id and a libuuid name
+ * only: nothing a user typed ever becomes part of a path.  New files and
+ * their folders are fsynced before anything refers to them, as fd.c's
+ * durable_rename does for renames.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/pg_crc32c.h"
+#include "staged_file.h"
+
+/* staged_file_directory fills path (MAXPGPATH) with a sink's folder. */
+void
+staged_file_directory(char *path, Oid database_id, int32 sink_id)
+{
+	snprintf(path, MAXPGPATH, "%s/%u/%d", PAIMON_SINK_DIRECTORY, database_id, sink_id);
+}
+
+/* staged_file_path fills path (MAXPGPATH) with a staged file's path. */
+void
+staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_name)
+{
+	snprintf(path, MAXPGPATH, "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, database_id,
+			 sink_id, file_name);
+}
+
+/* staged_file_name_is_valid accepts "<lower-case uuid>.stage" only. */
+bool
+staged_file_name_is_valid(const char *file_name)
+{
+	uint8		uuid[STAGED_FILE_UUID_BYTES];
+
+	return staged_file_name_to_uuid(file_name, uuid);
+}
+
+/* staged_file_name_to_uuid parses the uuid part of a staged file's name. */
+bool
+staged_file_name_to_uuid(const char *file_name, uint8 *uuid)
+{
+	char		text[37];
+
+	if (strlen(file_name) != STAGED_FILE_NAME_LENGTH ||
+		strcmp(file_name + 36, ".stage") != 0)
+		return false;
+	memcpy(text, file_name, 36);
+	text[36] = '\0';
+	return uuid_parse(text, uuid) == 0;
+}
+
+/* Create a folder if it is missing, and fsync its parent when created. */
+static void
+ensure_directory(const char *path, const char *parent)
+{
+	if (MakePGDirectory(path) == 0)
+		fsync_fname(parent, true);
+	else if (errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", path)));
+}
+
+/*
+ * staged_file_create creates a new staged file for a stream, writes and
+ * fsyncs its header and its folder entry, and returns it open for writing.
+ * file_name (STAGED_FILE_NAME_LENGTH + 1 bytes) receives its name and *size
+ * the offset where batches start.
+ */
+File
+staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_name,
+				   off_t *size)
+{
+	char		database_path[MAXPGPATH];
+	char		directory[MAXPGPATH];
+	char		path[MAXPGPATH];
+	uuid_t		uuid;
+	StagedFileHeader header;
+	File		file;
+
+	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY,
+			 database_id);
+	staged_file_directory(directory, database_id, stream->sink_id);
+	ensure_directory(PAIMON_SINK_DIRECTORY, ".");
+	ensure_directory(database_path, PAIMON_SINK_DIRECTORY);
+	ensure_directory(directory, database_path);
+
+	uuid_generate(uuid);
+	uuid_unparse_lower(uuid, file_name);
+	strcat(file_name, ".stage");
+	staged_file_path(path, database_id, stream->sink_id, file_name);
+
+	file = PathNameOpenFile(path, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
+	if (file < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create staged file \"%s\": %m", path)));
+
+	memset(&header, 0, sizeof(header));
+	header.magic = STAGED_FILE_MAGIC;
+	header.version = STAGED_FILE_VERSION;
+	header.commit_user_length = strlen(stream->commit_user);
+	header.sink_id = stream->sink_id;
+	header.writer_id = stream->writer_id;
+	header.bucket = stream->bucket;
+	strlcpy(header.commit_user, stream->commit_user, sizeof(header.commit_user));
+
+	errno = 0;
+	if (FileWrite(file, (char *) &header, sizeof(header), 0, PG_WAIT_IO) != sizeof(header))
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write staged file \"%s\": %m", path)));
+	}
+	staged_file_sync(file, path);
+	fsync_fname(directory, true);
+	*size = sizeof(header);
+	return file;
+}
+
+/*
+ * staged_file_open opens an existing staged file for reading and appending,
+ * checks its header and returns its stream; NULL stream skips that.  It
+ * returns -1 (with errno) when the file cannot be opened and raises
+ * ERRCODE_DATA_CORRUPTED when its header is not ours.
+ */
+File
+staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start)
+{
+	StagedFileHeader header;
+	File		file;
+	int			nread;
+
+	file = PathNameOpenFile(path, O_RDWR | PG_BINARY);
+	if (file < 0)
+		return file;
+	nread = FileRead(file, (char *) &header, sizeof(header), 0, PG_WAIT_IO);
+	if (nread != sizeof(header) || header.magic != STAGED_FILE_MAGIC ||
+		header.version != STAGED_FILE_VERSION ||
+		header.commit_user_length > PAIMON_SINK_COMMIT_USER_MAXLEN)
+	{
+		FileClose(file);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("staged file \"%s\" has an invalid header", path),
+				 errdetail("The file is shorter than a header or was not written by paimon_sink %d.",
+						   STAGED_FILE_VERSION)));
+	}
+	if (stream != NULL)
+	{
+		stream->sink_id = header.sink_id;
+		stream->writer_id = header.writer_id;
+		stream->bucket = header.bucket;
+		memcpy(stream->commit_user, header.commit_user, header.commit_user_length);
+		stream->commit_user[header.commit_user_length] = '\0';
+	}
+	*data_start = sizeof(header);
+	return file;
+}
+
+static uint32
+batch_checksum(StagedBatchHeader *header, const char *payload)
+{
+	pg_crc32c	crc;
+	uint32		saved = header->checksum;
+
+	header->checksum = 0;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, header, sizeof(*header));
+	COMP_CRC32C(crc, payload, header->payload_length);
+	FIN_CRC32C(crc);
+	header->checksum = saved;
+	return crc;
+}
+
+/*
+ * staged_file_append writes one batch record at offset and returns the
+ * offset after it.  The caller fsyncs (grouped) before acknowledging.
+ */
+off_t
+staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader *header,
+				   const char *payload)
+{
+	header->magic = STAGED_BATCH_MAGIC;
+	header->checksum = batch_checksum(header, payload);
+
+	errno = 0;
+	if (FileWrite(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header) ||
+		FileWrite(file, unconstify(char *, payload), header->payload_length,
+				  offset + sizeof(*header), PG_WAIT_IO) != (int) header->payload_length)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write staged file \"%s\": %m", path)));
+	}
+	return offset + sizeof(*header) + header->payload_length;
+}
+
+/* staged_file_sync fsyncs a staged file; a failure is an error, never ignored. */
+void
+staged_file_sync(File file, const char *path)
+{
+	if (FileSync(file, PG_WAIT_IO) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync staged file \"%s\": %m", path)));
+}
+
+/*
+ * staged_file_read_batch reads the batch record at offset.  It returns false
+ * when no whole, valid record starts there (the torn tail of a file whose
+ * writer died before fsync); payload, when not NULL, receives the rows.
+ */
+bool
+staged_file_read_batch(File file, const char *path, off_t offset, off_t file_size,
+					   StagedBatchHeader *header, StringInfo payload)
+{
+	StringInfoData local;
+	StringInfo	buffer = payload;
+	bool		valid;
+
+	if (offset + (off_t) sizeof(*header) > file_size)
+		return false;
+	if (FileRead(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read staged file \"%s\": %m", path)));
+	if (header->magic != STAGED_BATCH_MAGIC ||
+		offset + (off_t) sizeof(*header) + header->payload_length > file_size)
+		return false;
+
+	if (buffer == NULL)
+	{
+		initStringInfo(&local);
+		buffer = &local;
+	}
+	resetStringInfo(buffer);
+	enlargeStringInfo(buffer, header->payload_length);
+	if (FileRead(file, buffer->data, header->payload_length, offset + sizeof(*header),
+				 PG_WAIT_IO) != (int) header->payload_length)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read staged file \"%s\": %m", path)));
+	buffer->len = header->payload_length;
+	buffer->data[buffer->len] = '\0';
+	valid = batch_checksum(header, buffer->data) == header->checksum;
+	if (buffer == &local)
+		pfree(local.data);
+	return valid;
+}

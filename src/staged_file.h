@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * staged_file.h
+ *	  The staged-file format: a header naming the stream, then batch
+ *	  records, each carrying the 64-bit xid of the transaction that wrote
+ *	  its rows (COPY text format) and a CRC-32C.  Files are append-only;
+ *	  which batches a checkpoint takes is recorded in its committable.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_STAGED_FILE_H
+#define PAIMON_SINK_STAGED_FILE_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "lib/stringinfo.h"
+#include "paimon_sink.h"
+#include "storage/fd.h"
+
+#define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
+#define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
+#define STAGED_FILE_VERSION 1
+#define STAGED_FILE_UUID_BYTES 16
+#define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */
+
+/* The stream a file belongs to: (sink, commit user, writer id, bucket). */
+typedef struct StreamIdentity
+{
+	int32		sink_id;
+	int32		writer_id;
+	int32		bucket;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+} StreamIdentity;
+
+typedef struct StagedFileHeader
+{
+	uint32		magic;
+	uint16		version;
+	uint16		commit_user_length;
+	int32		sink_id;
+	int32		writer_id;
+	int32		bucket;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	char		padding[3];
+} StagedFileHeader;
+
+/*
+ * A batch record.  origin_file/origin_offset are set on a batch carried
+ * forward from a sealed file whose checkpoint left it out (its transaction
+ * was still running at the barrier).
+ */
+typedef struct StagedBatchHeader
+{
+	uint32		magic;
+	uint32		payload_length;
+	uint64		full_xid;
+	uint32		row_count;
+	uint32		checksum;
+	uint64		origin_offset;
+	uint8		origin_file[STAGED_FILE_UUID_BYTES];
+} StagedBatchHeader;
+
+extern void staged_file_directory(char *path, Oid database_id, int32 sink_id);
+extern void staged_file_path(char *path, Oid database_id, int32 sink_id,
+							 const char *file_name);
+extern File staged_file_create(Oid database_id, const StreamIdentity *stream,
+							   char *file_name, off_t *size);
+extern File staged_file_open(const char *path, StreamIdentity *stream,
+							 off_t *data_start);
+extern off_t staged_file_append(File file, const char *path, off_t offset,
+								StagedBatchHeader *header, const char *payload);
+extern void staged_file_sync(File file, const char *path);
+extern bool staged_file_read_batch(File file, const char *path, off_t offset,
+								   off_t file_size, StagedBatchHeader *header,
+								   StringInfo payload);
+extern bool staged_file_name_to_uuid(const char *file_name, uint8 *uuid);
+extern bool staged_file_name_is_valid(const char *file_name);
+
+#endif							/* PAIMON_SINK_STAGED_FILE_H */

@@ -1,0 +1,364 @@
+# shellcheck shell=bash
+# test/lib/cluster.sh -- shared helpers for test/check and test/demo.
+#
+# Source it from a bash script (set -euo pipefail is fine):
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+#   ps_install_trap                 # stop servers + remove temp dir on exit
+#   ps_ensure_packages              # apt-get install what is missing (root)
+#   ps_workdir_create               # $PS_WORK: temp dir owned by postgres
+#   ps_copy_tree "$PS_REPO_ROOT" "$PS_WORK/src"
+#   ps_build_install "$PS_WORK/src" # make COPT=-Werror && make install
+#   ps_cluster_start demo           # initdb (once) + start, unix socket only
+#   ps_cluster_psql demo -c 'select 1'
+#   ps_cluster_stop demo            # fast stop (cleanup uses immediate)
+#
+# Everything PostgreSQL-side runs as the unprivileged OS user "postgres"
+# when we are root (the server refuses to run as root), with a clean
+# environment.  Settings: KEEP_TMP=1 keeps the temp dir after the run.
+
+if [[ -n ${PS_CLUSTER_SH_LOADED:-} ]]; then
+	return 0
+fi
+PS_CLUSTER_SH_LOADED=1
+
+PS_PGBIN=${PS_PGBIN:-/usr/lib/postgresql/15/bin}
+PS_PG_CONFIG=${PS_PG_CONFIG:-$PS_PGBIN/pg_config}
+PS_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
+PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
+	libipc-run-perl perl make gcc python3 python3-psycopg2)
+
+if [[ $EUID -eq 0 ]]; then
+	PS_PG_USER=${PS_PG_USER:-postgres}
+else
+	PS_PG_USER=$(id -un)
+fi
+
+PS_WORK=${PS_WORK:-}
+PS_CLEANED=0
+PS_APT_UPDATED=0
+
+export PATH="$PS_PATH:$PATH"
+
+ps_log() { printf '[paimon_sink] %s\n' "$*" >&2; }
+ps_die() {
+	ps_log "ERROR: $*"
+	exit 1
+}
+ps_is_root() { [[ $EUID -eq 0 ]]; }
+
+# --------------------------------------------------------------------------
+# Packages, copy, build
+# --------------------------------------------------------------------------
+
+ps_missing_packages() {
+	local p st
+	command -v dpkg-query >/dev/null 2>&1 || ps_die "dpkg-query not found: this harness expects Debian 12"
+	for p in "${PS_PACKAGES[@]}"; do
+		st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+		[[ $st == installed ]] || printf '%s\n' "$p"
+	done
+}
+
+ps_ensure_packages() {
+	local -a missing
+	mapfile -t missing < <(ps_missing_packages)
+	((${#missing[@]} == 0)) && return 0
+	if ! ps_is_root; then
+		ps_die "missing Debian packages: ${missing[*]} -- run as root, or: sudo apt-get install -y --no-install-recommends ${missing[*]}"
+	fi
+	ps_log "installing missing packages: ${missing[*]}"
+	if ((PS_APT_UPDATED == 0)); then
+		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+		PS_APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+	mapfile -t missing < <(ps_missing_packages)
+	((${#missing[@]} == 0)) || ps_die "packages still missing after apt-get install: ${missing[*]}"
+}
+
+# ps_copy_tree SRC DST -- copy a source tree without .git and test artifacts.
+ps_copy_tree() {
+	local src=$1 dst=$2
+	mkdir -p "$dst"
+	tar -C "$src" -cf - \
+		--exclude=.git \
+		--exclude=./results --exclude=./regression.diffs --exclude=./regression.out \
+		--exclude='./tmp_check*' --exclude=./output_iso --exclude=./log \
+		. | tar -C "$dst" -xf -
+}
+
+# ps_build_install DIR -- clean build with -Werror (override with PS_COPT),
+# then make install (needs root, or a writable PostgreSQL install dir).
+ps_build_install() {
+	local dir=$1 copt=${PS_COPT--Werror}
+	local -a mk=(make -C "$dir" --no-print-directory PG_CONFIG="$PS_PG_CONFIG")
+	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-15)"
+	if ! ps_is_root; then
+		local libdir extdir
+		libdir=$("$PS_PG_CONFIG" --pkglibdir)
+		extdir=$("$PS_PG_CONFIG" --sharedir)/extension
+		if [[ ! -w $libdir || ! -w $extdir ]]; then
+			ps_die "not root and $libdir or $extdir is not writable: cannot 'make install' (run as root)"
+		fi
+	fi
+	# Explicit "|| return": must not depend on the caller's errexit state.
+	"${mk[@]}" clean >/dev/null || return 1
+	"${mk[@]}" -j"$(nproc 2>/dev/null || echo 2)" COPT="$copt" || return 1
+	"${mk[@]}" COPT="$copt" install || return 1
+}
+
+# --------------------------------------------------------------------------
+# Temp dir and running things as the postgres user
+# --------------------------------------------------------------------------
+
+# ps_workdir_create -- create $PS_WORK once (idempotent), owned by the
+# postgres user, with tmp/ (TMPDIR for children) and logs/.
+ps_workdir_create() {
+	if [[ -n $PS_WORK && -d $PS_WORK ]]; then
+		return 0
+	fi
+	PS_WORK=$(mktemp -d "${TMPDIR:-/tmp}/paimon_sink.XXXXXX")
+	PS_CLEANED=0
+	mkdir -p "$PS_WORK/tmp" "$PS_WORK/logs" "$PS_WORK/clusters"
+	chmod 755 "$PS_WORK"
+	ps_chown_work
+}
+
+ps_chown_work() {
+	if ps_is_root && [[ -n $PS_WORK && -d $PS_WORK ]]; then
+		chown -R "$PS_PG_USER": "$PS_WORK"
+	fi
+}
+
+# ps_run_timed COMMAND [ARGS...] -- run an external command; if
+# PS_CMD_TIMEOUT is set (seconds) run it under timeout(1), and record the
+# timeout pid in $PS_WORK/run/ so ps_cleanup can stop it (timeout forwards
+# the signal to its whole process group) if we are interrupted meanwhile.
+ps_run_timed() {
+	if [[ -z ${PS_CMD_TIMEOUT:-} || -z $PS_WORK || ! -d $PS_WORK ]]; then
+		"$@"
+		return
+	fi
+	local pid rc=0
+	mkdir -p "$PS_WORK/run"
+	timeout -k 20 "$PS_CMD_TIMEOUT" "$@" &
+	pid=$!
+	echo "$pid" >"$PS_WORK/run/$pid.pid"
+	wait "$pid" || rc=$?
+	rm -f "$PS_WORK/run/$pid.pid"
+	return "$rc"
+}
+
+# ps_as_pg_in DIR [VAR=value ...] COMMAND [ARGS...]
+# Run COMMAND in DIR as the postgres user with a clean environment
+# (under timeout(1) if PS_CMD_TIMEOUT is set, see ps_run_timed).
+ps_as_pg_in() {
+	local dir=$1
+	shift
+	local -a envv
+	envv=(env -i -C "$dir" PATH="$PS_PATH" HOME="${PS_WORK:-/tmp}" USER="$PS_PG_USER"
+		LOGNAME="$PS_PG_USER" LANG=C.UTF-8 TMPDIR="${PS_WORK:-/tmp}/tmp"
+		PS_WORK="${PS_WORK:-}" KEEP_TMP="${KEEP_TMP:-}")
+	if ps_is_root; then
+		ps_run_timed runuser -u "$PS_PG_USER" -- "${envv[@]}" "$@"
+	else
+		ps_run_timed "${envv[@]}" "$@"
+	fi
+}
+
+# ps_as_pg [VAR=value ...] COMMAND [ARGS...] -- same, in $PS_WORK.
+ps_as_pg() { ps_as_pg_in "${PS_WORK:-/tmp}" "$@"; }
+
+# --------------------------------------------------------------------------
+# Throwaway clusters:  $PS_WORK/clusters/NAME/{data,sock,port,server.log}
+# --------------------------------------------------------------------------
+
+_ps_cdir() { printf '%s/clusters/%s' "$PS_WORK" "${1:-main}"; }
+
+# Ports some process is listening on (TCP, v4 and v6), as decimal numbers.
+_ps_listening_ports() {
+	local f
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[[ -r $f ]] || continue
+		awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print a[2] }' "$f"
+	done | while read -r hex; do printf '%d\n' "0x$hex"; done
+}
+
+_ps_free_port() {
+	local used port i
+	used=" $(_ps_listening_ports | tr '\n' ' ') "
+	for ((i = 0; i < 200; i++)); do
+		port=$((20000 + RANDOM % 30000))
+		[[ $used == *" $port "* ]] && continue
+		compgen -G "$PS_WORK/clusters/*/sock/.s.PGSQL.$port" >/dev/null && continue
+		printf '%s\n' "$port"
+		return 0
+	done
+	ps_die "could not find a free port"
+}
+
+ps_cluster_port() { cat "$(_ps_cdir "$1")/port"; }
+ps_cluster_sockdir() { printf '%s/sock' "$(_ps_cdir "$1")"; }
+ps_cluster_datadir() { printf '%s/data' "$(_ps_cdir "$1")"; }
+
+# ps_cluster_env NAME -- print PGHOST/PGPORT/PGUSER lines for eval.
+ps_cluster_env() {
+	printf 'export PGHOST=%q PGPORT=%q PGUSER=%q PGDATABASE=postgres\n' \
+		"$(ps_cluster_sockdir "$1")" "$(ps_cluster_port "$1")" "$PS_PG_USER"
+}
+
+# ps_cluster_create NAME [initdb args...] -- initdb once (idempotent).
+ps_cluster_create() {
+	local name=${1:-main}
+	shift || true
+	ps_workdir_create
+	local cdir port
+	cdir=$(_ps_cdir "$name")
+	if [[ -f $cdir/data/PG_VERSION ]]; then
+		return 0
+	fi
+	mkdir -p "$cdir/sock"
+	ps_chown_work
+	port=$(_ps_free_port)
+	ps_as_pg initdb -D "$cdir/data" -U "$PS_PG_USER" -A trust --no-sync \
+		--encoding=UTF8 --locale=C.UTF-8 --no-instructions "$@" >"$cdir/initdb.log" 2>&1 ||
+		{
+			tail -n 30 "$cdir/initdb.log" >&2
+			ps_die "initdb failed for cluster $name"
+		}
+	{
+		echo
+		echo "# ---- test/paimon_sink.conf ----"
+		cat "$PS_CONF_FILE"
+		echo
+		echo "# ---- test/lib/cluster.sh ----"
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$cdir/sock'"
+	} >>"$cdir/data/postgresql.conf"
+	echo "$port" >"$cdir/port"
+	ps_chown_work
+}
+
+ps_cluster_running() {
+	local data
+	data=$(ps_cluster_datadir "${1:-main}")
+	[[ -f $data/PG_VERSION ]] || return 1
+	ps_as_pg pg_ctl status -D "$data" >/dev/null 2>&1
+}
+
+# ps_cluster_start NAME -- create if needed and start (idempotent).
+ps_cluster_start() {
+	local name=${1:-main} cdir
+	ps_cluster_create "$name"
+	ps_cluster_running "$name" && return 0
+	cdir=$(_ps_cdir "$name")
+	if ! ps_as_pg pg_ctl start -D "$cdir/data" -l "$cdir/server.log" -w -t 60 >/dev/null; then
+		tail -n 40 "$cdir/server.log" >&2 || true
+		ps_die "could not start cluster $name"
+	fi
+}
+
+# ps_cluster_psql NAME [psql args...] -- psql as postgres against NAME.
+# stdin is passed through, so heredocs work.
+ps_cluster_psql() {
+	local name=${1:-main}
+	shift || true
+	ps_as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$(ps_cluster_sockdir "$name")" \
+		-p "$(ps_cluster_port "$name")" -U "$PS_PG_USER" -d postgres "$@"
+}
+
+# ps_cluster_stop NAME [MODE] -- stop if running (default mode fast).
+ps_cluster_stop() {
+	local name=${1:-main} mode=${2:-fast}
+	ps_cluster_running "$name" || return 0
+	ps_as_pg pg_ctl stop -D "$(ps_cluster_datadir "$name")" -m "$mode" -w -t 60 >/dev/null
+}
+
+# --------------------------------------------------------------------------
+# Cleanup
+# --------------------------------------------------------------------------
+
+# Is PID a live postgres postmaster (guards against pid reuse)?
+_ps_is_postgres_pid() {
+	local pid=$1 exe
+	kill -0 "$pid" 2>/dev/null || return 1
+	exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+	[[ $exe == */postgres || $exe == */postmaster ]]
+}
+
+# ps_stop_all [DIR] -- immediate-stop every postmaster whose data dir is
+# under DIR (default $PS_WORK): pg_regress temp instances, TAP nodes,
+# our own clusters.  Falls back to SIGKILL of the recorded postmaster pid.
+ps_stop_all() {
+	local root=${1:-$PS_WORK} pidfile data pid i
+	[[ -n $root && -d $root ]] || return 0
+	while IFS= read -r -d '' pidfile; do
+		data=${pidfile%/postmaster.pid}
+		pid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		_ps_is_postgres_pid "$pid" || continue
+		PS_CMD_TIMEOUT=30 ps_as_pg pg_ctl stop -D "$data" -m immediate -w -t 20 >/dev/null 2>&1 || true
+		for ((i = 0; i < 20; i++)); do
+			_ps_is_postgres_pid "$pid" || break
+			sleep 0.25
+		done
+		if _ps_is_postgres_pid "$pid"; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done < <(find "$root" -name postmaster.pid -type f -print0 2>/dev/null)
+}
+
+# ps_stop_commands -- TERM (then KILL) the timeout(1) processes that
+# ps_run_timed recorded and that are still running.
+ps_stop_commands() {
+	local f pid i exe
+	local -a live=()
+	[[ -n $PS_WORK && -d $PS_WORK/run ]] || return 0
+	for f in "$PS_WORK"/run/*.pid; do
+		[[ -f $f ]] || continue
+		pid=$(cat "$f" 2>/dev/null || true)
+		rm -f "$f"
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+		[[ $exe == */timeout ]] || continue
+		kill -TERM "$pid" 2>/dev/null && live+=("$pid")
+	done
+	((${#live[@]} > 0)) || return 0
+	for ((i = 0; i < 40; i++)); do
+		for pid in "${live[@]}"; do
+			kill -0 "$pid" 2>/dev/null && break
+			pid=
+		done
+		[[ -z $pid ]] && return 0
+		sleep 0.25
+	done
+	for pid in "${live[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
+# ps_cleanup -- stop commands and servers, remove $PS_WORK unless
+# KEEP_TMP=1.  Idempotent.
+ps_cleanup() {
+	((PS_CLEANED == 0)) || return 0
+	PS_CLEANED=1
+	[[ -n $PS_WORK && -d $PS_WORK ]] || return 0
+	ps_stop_commands
+	ps_stop_all "$PS_WORK"
+	if [[ ${KEEP_TMP:-0} == 1 ]]; then
+		ps_log "KEEP_TMP=1: keeping $PS_WORK"
+	else
+		rm -rf -- "$PS_WORK"
+	fi
+}
+
+# ps_install_trap -- cleanup on exit, turn INT/TERM into an exit.
+ps_install_trap() {
+	trap 'ps_cleanup' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
