@@ -34,6 +34,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every object depends on every header: shared-memory layouts must agree.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 .PHONY: check-format
 check-format:
 	clang-format --dry-run --Werror src/*.c src/*.h

@@ -208,6 +208,7 @@ end_work(void)
 	PopActiveSnapshot();
 	SPI_finish();
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(committer_context);
 }
 
 /* Commit every in-doubt prepared transaction of ours in this database. */
@@ -240,6 +241,7 @@ recover_in_doubt(void)
 		StartTransactionCommand();
 		FinishPreparedTransaction(gid, true);
 		CommitTransactionCommand();
+		MemoryContextSwitchTo(committer_context);
 		ereport(LOG,
 				(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", gid),
 				 errdetail("A checkpoint is prepared only once it is complete, so recovery commits it.")));
@@ -686,6 +688,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	uint64		loaded;
 	ListCell   *lc;
 	bool		isnull;
+	MemoryContext old_context;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -695,7 +698,10 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 
+	/* SPI calls return to SPI's context; what outlives SPI_finish goes here */
+	old_context = MemoryContextSwitchTo(committer_context);
 	sink = require_sink_id(sink_id);
+	MemoryContextSwitchTo(old_context);
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
@@ -704,6 +710,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id = $3 "
 			"AND snapshot_id IS NULL ORDER BY prepared_at, file_name",
 			3, types, values, SPI_OK_SELECT);
+	old_context = MemoryContextSwitchTo(committer_context);
 	initStringInfo(&missing);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -732,6 +739,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 		files = lappend(files, file);
 		paths = lappend(paths, file->path);
 	}
+	MemoryContextSwitchTo(old_context);
 	if (missing.len > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FILE),
@@ -774,6 +782,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(committer_context);
 
 	foreach(lc, paths)
 		(void) durable_unlink(lfirst(lc), LOG);
@@ -811,11 +820,13 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 			"AND checkpoint_id <= $3 ORDER BY 1", 3, types, values, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		int64	   *identifier = MemoryContextAlloc(committer_context, sizeof(int64));
+		MemoryContext old = MemoryContextSwitchTo(committer_context);
+		int64	   *identifier = palloc(sizeof(int64));
 
 		*identifier = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 												  1, &isnull));
 		identifiers = lappend(identifiers, identifier);
+		MemoryContextSwitchTo(old);
 	}
 	end_work();
 
@@ -965,7 +976,13 @@ start_writers(void)
 			continue;
 		if (writer->pid != 0)
 			continue;			/* an earlier writer is still leaving */
-		writer_handles[w] = writer_start(MyDatabaseIndex, w);
+		{
+			/* handles outlive every request */
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			writer_handles[w] = writer_start(MyDatabaseIndex, w);
+			MemoryContextSwitchTo(old);
+		}
 		if (writer_handles[w] == NULL)
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -993,6 +1010,8 @@ committer_exit(int code, Datum arg)
 	MyDatabaseEntry->committer_pid = 0;
 	MyDatabaseEntry->committer_proc = NULL;
 	MyDatabaseEntry->committer_ready = false;
+	if (code != 0)
+		MyDatabaseEntry->committer_failed_at = GetCurrentTimestamp();
 	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
 	{
 		CommitterRequest *request = &MyDatabaseEntry->requests[i];

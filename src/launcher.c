@@ -113,7 +113,6 @@ paimon_sink_launcher_main(Datum main_arg)
 {
 	int			count;
 	BackgroundWorkerHandle **handles;
-	TimestampTz *stopped_at;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -129,7 +128,6 @@ paimon_sink_launcher_main(Datum main_arg)
 	before_shmem_exit(launcher_exit, 0);
 
 	handles = MemoryContextAllocZero(TopMemoryContext, sizeof(BackgroundWorkerHandle *) * count);
-	stopped_at = MemoryContextAllocZero(TopMemoryContext, sizeof(TimestampTz) * count);
 	want_all_databases();
 
 	for (;;)
@@ -149,9 +147,11 @@ paimon_sink_launcher_main(Datum main_arg)
 			DatabaseEntry *db = shared_database(d);
 			pid_t		pid;
 			bool		wanted;
+			TimestampTz failed_at;
 
 			LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 			wanted = db->state == DATABASE_WANTED && db->committer_pid == 0;
+			failed_at = db->committer_failed_at;
 			LWLockRelease(PaimonSinkState->lock);
 
 			if (handles[d] != NULL)
@@ -160,13 +160,12 @@ paimon_sink_launcher_main(Datum main_arg)
 					continue;
 				pfree(handles[d]);
 				handles[d] = NULL;
-				/* pause only after a failure, not after "no extension here" */
-				stopped_at[d] = wanted ? now : 0;
 			}
 			if (!wanted)
 				continue;
-			if (stopped_at[d] != 0 &&
-				!TimestampDifferenceExceeds(stopped_at[d], now, COMMITTER_RESTART_DELAY_MS))
+			/* pause after a failure, never restart in a tight loop */
+			if (failed_at != 0 &&
+				!TimestampDifferenceExceeds(failed_at, now, COMMITTER_RESTART_DELAY_MS))
 				continue;
 			handles[d] = committer_start(d);
 			if (handles[d] == NULL)

@@ -14,7 +14,10 @@
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
+#include "commands/dbcommands.h"
+#include "nodes/parsenodes.h"
 #include "storage/ipc.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -31,6 +34,7 @@ bool		PaimonSinkPreloaded = false;
 
 static shmem_request_hook_type previous_shmem_request_hook = NULL;
 static shmem_startup_hook_type previous_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type previous_process_utility_hook = NULL;
 
 void		_PG_init(void);
 
@@ -48,6 +52,33 @@ paimon_sink_shmem_startup(void)
 	if (previous_shmem_startup_hook)
 		previous_shmem_startup_hook();
 	shared_state_init();
+}
+
+/*
+ * DROP DATABASE waits only briefly for other sessions to leave, and our
+ * workers are sessions: ask them to stop first (pg_cron's lesson).  A later
+ * use of a sink in that database, if it survives, starts them again.
+ */
+static void
+paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+							ProcessUtilityContext context, ParamListInfo params,
+							QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *statement = pstmt->utilityStmt;
+
+	if (IsA(statement, DropdbStmt))
+	{
+		Oid			database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
+
+		if (OidIsValid(database_id))
+			shared_stop_database(database_id);
+	}
+	if (previous_process_utility_hook)
+		previous_process_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+									  queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
 }
 
 static bool
@@ -168,6 +199,8 @@ _PG_init(void)
 	shmem_request_hook = paimon_sink_shmem_request;
 	previous_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = paimon_sink_shmem_startup;
+	previous_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = paimon_sink_process_utility;
 	handoff_register_callbacks();
 	launcher_register();
 }

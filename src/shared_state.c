@@ -11,7 +11,10 @@
 #include "access/twophase.h"
 #include "miscadmin.h"
 #include "shared_state.h"
+#include "pgstat.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
+#include <signal.h>
 #include "storage/shmem.h"
 #include "utils/errcodes.h"
 
@@ -204,14 +207,25 @@ shared_want_database(Oid database_id)
 	index = shared_find_database(database_id);
 	if (index < 0)
 	{
+		/* a free entry, or one of a database without sinks whose workers left */
 		for (int d = 0; d < PaimonSinkState->database_count; d++)
 		{
 			DatabaseEntry *db = shared_database(d);
+			bool		reusable = db->state == DATABASE_UNUSED;
 
-			if (db->state == DATABASE_UNUSED)
+			if (db->state == DATABASE_NO_EXTENSION && db->committer_pid == 0)
+			{
+				reusable = true;
+				for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
+					reusable = reusable && shared_writer(db, w)->pid == 0;
+				for (int r = 0; reusable && r < PAIMON_SINK_REQUESTS_PER_DATABASE; r++)
+					db->requests[r].state = REQUEST_FREE;
+			}
+			if (reusable)
 			{
 				db->database_id = database_id;
 				db->state = DATABASE_WANTED;
+				db->committer_failed_at = 0;
 				index = d;
 				changed = true;
 				break;
@@ -247,4 +261,53 @@ shared_wake_launcher(void)
 	if (launcher != NULL)
 		SetLatch(&launcher->procLatch);
 	LWLockRelease(PaimonSinkState->lock);
+}
+
+/*
+ * shared_stop_database stops the committer and writers of a database and
+ * waits (up to 5 s) until they left; the launcher does not restart them.
+ */
+void
+shared_stop_database(Oid database_id)
+{
+	int			index;
+	DatabaseEntry *db;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	index = shared_find_database(database_id);
+	if (index < 0)
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		return;
+	}
+	db = shared_database(index);
+	db->state = DATABASE_NO_EXTENSION;
+	LWLockRelease(PaimonSinkState->lock);
+
+	for (int attempt = 0; attempt < 50; attempt++)
+	{
+		bool		running = false;
+		pid_t		pid = db->committer_pid;
+
+		if (pid != 0)
+		{
+			running = true;
+			(void) kill(pid, SIGTERM);
+		}
+		for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
+		{
+			pid = shared_writer(db, w)->pid;
+			if (pid != 0)
+			{
+				running = true;
+				(void) kill(pid, SIGTERM);
+			}
+		}
+		if (!running)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }

@@ -24,6 +24,7 @@
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 /* Database entry states. */
 typedef enum DatabaseState
@@ -157,6 +158,7 @@ typedef struct DatabaseEntry
 	PGPROC	   *committer_proc;
 	uint64		committer_incarnation;
 	bool		committer_ready;
+	TimestampTz committer_failed_at;	/* last exit with an error */
 	uint64		next_request_seq;
 	ConditionVariable request_done;
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
@@ -186,5 +188,6 @@ extern Size shared_queue_size(void);
 extern int	shared_find_database(Oid database_id);
 extern int	shared_want_database(Oid database_id);
 extern void shared_wake_launcher(void);
+extern void shared_stop_database(Oid database_id);
 
 #endif							/* PAIMON_SINK_SHARED_STATE_H */

@@ -1,0 +1,158 @@
+-- Errors: each with its SQLSTATE; nothing lost, state intact.
+\set SHOW_CONTEXT never
+SET ROLE regress_sink_owner;
+CREATE TABLE orders (
+	id int PRIMARY KEY,
+	quantity int NOT NULL CHECK (quantity > 0),
+	note text
+);
+SELECT sink_name FROM paimon_sink.create_sink('orders_sink', 'orders');
+SET paimon_sink.commit_user = 'job-e';
+
+-- unknown sink
+SELECT * FROM paimon_sink.checkpoint('no_such_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.prepare_commit('no_such_sink', 'job-e', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('no_such_sink');
+\echo :LAST_ERROR_SQLSTATE
+
+-- invalid commit users, as an argument and as a setting
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', '', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', repeat('x', 65), 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.commit('orders_sink', 'job e; drop table orders', 1);
+\echo :LAST_ERROR_SQLSTATE
+SET paimon_sink.commit_user = 'bad/user';
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', repeat('x', 64), 1);
+
+-- rows that do not fit the target fail the INSERT or COPY that brings them
+INSERT INTO orders_sink VALUES (1, 'many', 'type');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO orders_sink VALUES (1, NULL, 'not null');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO orders_sink VALUES (1, 0, 'check');
+\echo :LAST_ERROR_SQLSTATE
+COPY orders_sink FROM STDIN;
+2	5	fine
+3	-1	bad
+\.
+\echo :LAST_ERROR_SQLSTATE
+-- none of it was staged
+SELECT count(*) FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 1);
+
+-- checkpoint ids that go backwards or are already committed are refused
+INSERT INTO orders_sink VALUES (10, 1, 'ten');
+SELECT checkpoint_id, row_count FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 5);
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 4);
+\echo :LAST_ERROR_SQLSTATE
+SELECT checkpoint_id, row_count FROM paimon_sink.commit('orders_sink', 'job-e', 5);
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 5);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 3);
+\echo :LAST_ERROR_SQLSTATE
+-- commit of an id at or below the mark changes nothing
+SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('orders_sink', 'job-e', 2);
+SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('orders_sink', 'job-e', 5);
+SELECT count(*) FROM orders;
+
+-- commit, prepare and checkpoint refuse a transaction block
+BEGIN;
+SELECT * FROM paimon_sink.commit('orders_sink', 'job-e', 6);
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT * FROM paimon_sink.checkpoint('orders_sink');
+ROLLBACK;
+BEGIN;
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 6);
+ROLLBACK;
+
+-- a user transaction that wrote to a sink cannot be prepared
+RESET ROLE;
+BEGIN;
+INSERT INTO orders_sink VALUES (20, 1, 'prepared?');
+PREPARE TRANSACTION 'user_gid';
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'user_gid';
+-- a transaction that did not write to a sink still can
+BEGIN;
+CREATE TEMP TABLE scratch (x int);
+ROLLBACK;
+SET ROLE regress_sink_owner;
+
+-- a row that stops fitting between staging and commit fails the commit:
+-- nothing applied, the checkpoint stays prepared, a retry succeeds later
+INSERT INTO orders_sink VALUES (30, 30, 'thirty'), (31, 31, 'thirty-one');
+SELECT checkpoint_id, row_count FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 6);
+ALTER TABLE orders ADD CONSTRAINT small CHECK (quantity < 31);
+SELECT * FROM paimon_sink.commit('orders_sink', 'job-e', 6);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM orders WHERE id >= 30;
+SELECT commit_user, checkpoint_id, row_count FROM paimon_sink.pending_checkpoints;
+SELECT paimon_sink.last_committed_checkpoint('orders_sink', 'job-e');
+SELECT count(*) FROM paimon_sink.in_doubt;
+ALTER TABLE orders DROP CONSTRAINT small;
+SELECT checkpoint_id, row_count, newly_committed FROM paimon_sink.commit('orders_sink', 'job-e', 6);
+SELECT id, quantity FROM orders WHERE id >= 30 ORDER BY id;
+-- a duplicate key fails the commit the same way, until the conflict is gone
+RESET paimon_sink.commit_user;
+INSERT INTO orders_sink VALUES (30, 1, 'duplicate key');
+SELECT * FROM paimon_sink.checkpoint('orders_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT note FROM orders WHERE id = 30;
+DELETE FROM orders WHERE id = 30;
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('orders_sink');
+SELECT note FROM orders WHERE id = 30;
+
+-- reading the foreign table points at the target
+SELECT * FROM orders_sink;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE orders_sink SET note = 'x';
+\echo :LAST_ERROR_SQLSTATE
+
+-- another role: no rights on the owner's sink
+RESET ROLE;
+GRANT INSERT ON orders_sink TO regress_sink_other;
+SET ROLE regress_sink_other;
+SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-x', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.commit('orders_sink', 'job-x', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.checkpoint('orders_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('orders_sink');
+\echo :LAST_ERROR_SQLSTATE
+-- it may still write, if granted INSERT on the foreign table
+INSERT INTO orders_sink VALUES (40, 4, 'from another role');
+SELECT * FROM paimon_sink.create_sink('others_sink', 'orders');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+
+-- bad arguments of create_sink
+SET ROLE regress_sink_owner;
+SELECT * FROM paimon_sink.create_sink('orders_sink', 'orders');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', mode => 'upsert');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', mode => 'merge');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', buckets => 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', bucket_key => '{nope}');
+\echo :LAST_ERROR_SQLSTATE
+CREATE VIEW orders_view AS SELECT * FROM orders;
+SELECT * FROM paimon_sink.create_sink('x', 'orders_view');
+\echo :LAST_ERROR_SQLSTATE
+
+-- drop_sink refuses while a checkpoint is prepared, unless forced
+INSERT INTO orders_sink VALUES (50, 5, 'pending');
+SELECT checkpoint_id FROM paimon_sink.prepare_commit('orders_sink', NULL, 100);
+SELECT paimon_sink.drop_sink('orders_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('orders_sink');
+SELECT paimon_sink.drop_sink('orders_sink');
+SELECT count(*) FROM orders;
+RESET ROLE;

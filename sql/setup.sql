@@ -1,0 +1,24 @@
+-- Installing the extension: objects, comments, the workers it starts.
+CREATE EXTENSION paimon_sink;
+\dx paimon_sink
+SELECT count(*) > 0 AS commented
+  FROM pg_description d JOIN pg_proc p ON p.oid = d.objoid
+  JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'paimon_sink';
+-- every public function says what it does
+SELECT p.proname
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'paimon_sink' AND obj_description(p.oid, 'pg_proc') IS NULL
+   AND p.proname NOT LIKE 'fdw_%'
+ ORDER BY 1;
+-- the state-changing functions are not granted to PUBLIC
+SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'paimon_sink' AND p.proname NOT LIKE 'fdw_%'
+ ORDER BY 1;
+SELECT srvname FROM pg_foreign_server WHERE srvname = 'paimon_sink';
+-- a role that owns sinks but is no superuser
+CREATE ROLE regress_sink_owner LOGIN;
+CREATE ROLE regress_sink_other LOGIN;
+GRANT CREATE ON SCHEMA public TO regress_sink_owner;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA paimon_sink TO regress_sink_owner, regress_sink_other;

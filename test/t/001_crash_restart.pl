@@ -1,0 +1,139 @@
+# Crash-restart: staged rows of committed transactions survive and go into
+# the next checkpoint exactly once; in-doubt prepared transactions of ours
+# are committed at committer start, and nobody else's are touched.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+$node->append_conf('postgresql.conf', 'restart_after_crash = on');
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE target (id int PRIMARY KEY, note text);
+	SELECT sink_name FROM paimon_sink.create_sink('crash_sink', 'target');
+});
+
+my $staged_dir = $node->data_dir . '/pg_paimon_sink';
+
+sub staged_files
+{
+	my @files = glob("$staged_dir/*/*/*.stage");
+	return scalar(@files);
+}
+
+sub writers_ready
+{
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
+}
+
+ok(writers_ready(), 'writers serve after CREATE EXTENSION');
+
+# committed rows, staged but not checkpointed; rolled-back rows never staged
+$node->safe_psql('postgres',
+	"INSERT INTO crash_sink SELECT g, 'before crash' FROM generate_series(1, 500) g");
+$node->safe_psql('postgres',
+	"BEGIN; INSERT INTO crash_sink VALUES (9999, 'rolled back'); ROLLBACK;");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '0',
+	'nothing visible before a checkpoint');
+ok(staged_files() >= 1, 'rows are staged in a file');
+
+# kill -9 a writer: the postmaster crash-restarts the whole cluster
+my $writer_pid = $node->safe_psql('postgres',
+	'SELECT pid FROM paimon_sink.writers WHERE pid IS NOT NULL LIMIT 1');
+kill 'KILL', $writer_pid;
+ok($node->poll_query_until('postgres', 'SELECT true', 't'), 'cluster is back after the crash');
+ok(writers_ready(), 'the launcher brought writers back');
+my $log = slurp_file($node->logfile);
+like($log, qr/terminated by signal 9/, 'the writer was killed');
+
+$node->safe_psql('postgres',
+	"INSERT INTO crash_sink SELECT g, 'after crash' FROM generate_series(501, 600) g");
+my $snapshots = $node->safe_psql('postgres',
+	"SELECT checkpoint_id || ':' || row_count FROM paimon_sink.checkpoint('crash_sink')");
+is($snapshots, '1:600', 'one checkpoint commits the rows from before and after the crash');
+is($node->safe_psql('postgres',
+	"SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE note = 'before crash') FROM target"),
+	'600 600 500', 'each committed row exactly once, no rolled-back row');
+is(staged_files(), 0, 'no staged file is left after the commit');
+
+# the same after an immediate shutdown (no checkpoint record, like a power cut)
+$node->safe_psql('postgres',
+	"INSERT INTO crash_sink SELECT g, 'before immediate stop' FROM generate_series(601, 700) g");
+$node->stop('immediate');
+$node->start;
+ok(writers_ready(), 'writers serve after restart');
+is($node->safe_psql('postgres',
+	"SELECT row_count FROM paimon_sink.checkpoint('crash_sink')"), '100',
+	'staged rows survive an immediate shutdown');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '700', 'all rows once');
+
+# in-doubt transactions: ours (this database's prefix) are committed at
+# committer start; another application's and another database's are not
+my $dboid = $node->safe_psql('postgres',
+	"SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $sink_id = $node->safe_psql('postgres',
+	"SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 'crash_sink'");
+$node->safe_psql('postgres', 'CREATE TABLE marker (what text)');
+$node->safe_psql('postgres', 'CREATE DATABASE other');
+$node->safe_psql('other', 'CREATE TABLE marker (what text)');
+$node->safe_psql('postgres', qq{
+	BEGIN;
+	INSERT INTO marker VALUES ('ours');
+	PREPARE TRANSACTION 'paimon_sink:$dboid:$sink_id:77:job-x';
+});
+$node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO marker VALUES ('another application');
+	PREPARE TRANSACTION 'other_app_gid';
+});
+$node->safe_psql('other', qq{
+	BEGIN;
+	INSERT INTO marker VALUES ('another database');
+	PREPARE TRANSACTION 'paimon_sink:$dboid:$sink_id:78:job-x';
+});
+$node->stop('immediate');
+$node->start;
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:$dboid:%' AND database = 'postgres'"),
+	'our in-doubt transaction was committed at committer start');
+is($node->safe_psql('postgres', 'SELECT string_agg(what, \',\') FROM marker'), 'ours',
+	'its work is visible');
+is($node->safe_psql('postgres',
+	"SELECT string_agg(gid || '\@' || database, ',' ORDER BY gid) FROM pg_prepared_xacts"),
+	"other_app_gid\@postgres,paimon_sink:$dboid:$sink_id:78:job-x\@other",
+	'other applications\' and other databases\' prepared transactions are untouched');
+like(slurp_file($node->logfile), qr/committed in-doubt transaction "paimon_sink:$dboid:$sink_id:77:job-x"/,
+	'recovery logs what it committed');
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'other_app_gid'");
+$node->safe_psql('other', "ROLLBACK PREPARED 'paimon_sink:$dboid:$sink_id:78:job-x'");
+
+# DROP DATABASE is not blocked by the workers of a database with sinks
+$node->safe_psql('other', 'CREATE EXTENSION paimon_sink');
+$node->safe_psql('other', "CREATE TABLE t (x int); SELECT sink_name FROM paimon_sink.create_sink('s', 't')");
+ok($node->poll_query_until('other', 'SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready'),
+	'workers run in the second database');
+$node->safe_psql('postgres', 'DROP DATABASE other');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_database WHERE datname = 'other'"), '0',
+	'DROP DATABASE stopped them and went through');
+
+$node->stop;
+
+# without prepared transactions, sinks are refused with a clear error
+my $plain = PostgreSQL::Test::Cluster->new('no_prepared');
+$plain->init;
+$plain->append_conf('postgresql.conf', 'max_prepared_transactions = 0');
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION paimon_sink; CREATE TABLE t (x int);');
+my ($ret, $stdout, $stderr) = $plain->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT * FROM paimon_sink.create_sink('s', 't')");
+like($stderr, qr/55000: paimon_sink needs prepared transactions/, 'create_sink: SQLSTATE 55000');
+like($stderr, qr/HINT:  Set max_prepared_transactions/, 'with a hint');
+$plain->stop;
+
+done_testing();
