@@ -19,6 +19,7 @@ $node->safe_psql('postgres', q{
 });
 
 my $staged_dir = $node->data_dir . '/pg_paimon_sink';
+my ($ret, $stdout, $stderr);
 
 sub staged_files
 {
@@ -122,6 +123,24 @@ $node->safe_psql('postgres', 'DROP DATABASE other');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_database WHERE datname = 'other'"), '0',
 	'DROP DATABASE stopped them and went through');
 
+# a staged file deleted by hand: the commit fails naming it, nothing applied
+$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-m'; INSERT INTO crash_sink VALUES (801, 'lost file'), (802, 'lost file')");
+my $file = $node->safe_psql('postgres',
+	"SELECT file_name FROM paimon_sink.prepare_commit('crash_sink', 'job-m', 1)");
+my @paths = glob("$staged_dir/*/*/$file");
+is(scalar(@paths), 1, 'the prepared checkpoint has its staged file');
+unlink $paths[0];
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT * FROM paimon_sink.commit('crash_sink', 'job-m', 1)");
+like($stderr, qr/58P01: staged files of checkpoint 1 of commit user "job-m" are missing/,
+	'commit fails with SQLSTATE 58P01');
+like($stderr, qr/Missing: .*\Q$file\E/, 'naming the file');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM target WHERE note = 'lost file'") . ' '
+	. $node->safe_psql('postgres', "SELECT paimon_sink.last_committed_checkpoint('crash_sink', 'job-m')") . ' '
+	. $node->safe_psql('postgres', "SELECT count(*) FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-m'"),
+	'0 0 1', 'nothing applied, the mark unchanged, the checkpoint still prepared');
+
 $node->stop;
 
 # without prepared transactions, sinks are refused with a clear error
@@ -130,7 +149,7 @@ $plain->init;
 $plain->append_conf('postgresql.conf', 'max_prepared_transactions = 0');
 $plain->start;
 $plain->safe_psql('postgres', 'CREATE EXTENSION paimon_sink; CREATE TABLE t (x int);');
-my ($ret, $stdout, $stderr) = $plain->psql('postgres',
+($ret, $stdout, $stderr) = $plain->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT * FROM paimon_sink.create_sink('s', 't')");
 like($stderr, qr/55000: paimon_sink needs prepared transactions/, 'create_sink: SQLSTATE 55000');
 like($stderr, qr/HINT:  Set max_prepared_transactions/, 'with a hint');
