@@ -70,6 +70,14 @@ CREATE TABLE paimon_sink.snapshot_log (
 COMMENT ON TABLE paimon_sink.snapshot_log IS
 	'One row per committed checkpoint; (sink, commit user, commit identifier) is unique.';
 
+-- Sinks dropped whose staged files the committer has still to remove.
+CREATE TABLE paimon_sink.dropped_sink (
+	sink_id integer PRIMARY KEY,
+	dropped_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE paimon_sink.dropped_sink IS
+	'Sinks dropped by committed transactions whose staged files the committer removes.';
+
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.commit_user_state', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.committable', '');
@@ -77,7 +85,7 @@ SELECT pg_catalog.pg_extension_config_dump('paimon_sink.snapshot_log', '');
 
 GRANT USAGE ON SCHEMA paimon_sink TO PUBLIC;
 GRANT SELECT ON paimon_sink.sink_definition, paimon_sink.commit_user_state,
-	paimon_sink.committable, paimon_sink.snapshot_log TO PUBLIC;
+	paimon_sink.committable, paimon_sink.snapshot_log, paimon_sink.dropped_sink TO PUBLIC;
 
 -- Foreign-data wrapper ----------------------------------------------------
 

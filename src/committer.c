@@ -272,6 +272,58 @@ remove_committed_files(void)
 	end_work();
 }
 
+/*
+ * Remove the staged files of dropped sinks.  drop_sink records the sink in
+ * paimon_sink.dropped_sink in its own transaction, so nothing is deleted
+ * unless the drop committed (the "cleanup record" pattern of Citus and
+ * pg_lake); the record goes once the folder is gone.
+ */
+static void
+remove_dropped_sink_directories(void)
+{
+	List	   *doomed = NIL;
+	ListCell   *lc;
+
+	begin_work();
+	execute("SELECT sink_id FROM paimon_sink.dropped_sink", 0, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(committer_context);
+
+		doomed = lappend_int(doomed, DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+																 SPI_tuptable->tupdesc, 1,
+																 &isnull)));
+		MemoryContextSwitchTo(old);
+	}
+	end_work();
+	if (doomed == NIL)
+		return;
+
+	foreach(lc, doomed)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		staged_file_directory(path, MyDatabaseId, lfirst_int(lc));
+		if (stat(path, &st) == 0 && rmtree(path, true))
+			ereport(LOG,
+					(errmsg("paimon_sink committer removed the staged files of dropped sink %d",
+							lfirst_int(lc))));
+	}
+	begin_work();
+	foreach(lc, doomed)
+	{
+		Oid			type = INT4OID;
+		Datum		value = Int32GetDatum(lfirst_int(lc));
+
+		execute("DELETE FROM paimon_sink.dropped_sink WHERE sink_id = $1", 1, &type, &value,
+				SPI_OK_DELETE);
+	}
+	end_work();
+	list_free(doomed);
+}
+
 /* Load callback: the rows of the included batches, file after file. */
 static int
 load_read(void *outbuf, int minread, int maxread)
@@ -1076,6 +1128,7 @@ paimon_sink_committer_main(Datum main_arg)
 	pgstat_report_activity(STATE_RUNNING, "recovering");
 	recover_in_doubt();
 	remove_committed_files();
+	remove_dropped_sink_directories();
 	MemoryContextReset(committer_context);
 
 	for (;;)
@@ -1107,6 +1160,11 @@ paimon_sink_committer_main(Datum main_arg)
 			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
 			LWLockRelease(PaimonSinkState->lock);
 			proc_exit(0);
+		}
+		if (ready)
+		{
+			remove_dropped_sink_directories();
+			MemoryContextReset(committer_context);
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

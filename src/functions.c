@@ -321,6 +321,10 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	catalog_execute("DELETE FROM paimon_sink.snapshot_log WHERE sink_id = $1", 1, &type, &value, NULL, true);
 	catalog_execute("DELETE FROM paimon_sink.commit_user_state WHERE sink_id = $1", 1, &type, &value, NULL, true);
 	catalog_execute("DELETE FROM paimon_sink.sink_definition WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	/* its files go once this commits (the committer reads this record) */
+	handoff_wake_committer_at_commit();
+	catalog_execute("INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", 1, &type, &value,
+					NULL, true);
 	if (OidIsValid(sink->foreign_table) && get_rel_name(sink->foreign_table) != NULL)
 		catalog_execute(psprintf("DROP FOREIGN TABLE %s",
 								 quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink->foreign_table)),

@@ -72,6 +72,7 @@ typedef struct ActiveHandoff
 static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
+static bool wake_committer_at_commit = false;
 
 static void handoff_xact_callback(XactEvent event, void *arg);
 static void handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -488,9 +489,20 @@ send_pending_rows(void)
 		wait_for_ack(lfirst(lc));
 }
 
+/*
+ * handoff_wake_committer_at_commit makes this transaction's commit wake the
+ * database's committer (drop_sink: its files can go).
+ */
+void
+handoff_wake_committer_at_commit(void)
+{
+	wake_committer_at_commit = true;
+}
+
 static void
 reset_state(void)
 {
+	wake_committer_at_commit = false;
 	pending_streams = NIL;
 	last_stream = NULL;
 	active_handoffs = NIL;
@@ -528,6 +540,18 @@ handoff_xact_callback(XactEvent event, void *arg)
 			reset_state();
 			break;
 		case XACT_EVENT_COMMIT:
+			if (wake_committer_at_commit)
+			{
+				int			index;
+
+				LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+				index = shared_find_database(MyDatabaseId);
+				if (index >= 0 && shared_database(index)->committer_proc != NULL)
+					SetLatch(&shared_database(index)->committer_proc->procLatch);
+				LWLockRelease(PaimonSinkState->lock);
+			}
+			reset_state();
+			break;
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
 			reset_state();

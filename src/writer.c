@@ -506,6 +506,42 @@ forget_confirmed(void)
 	}
 }
 
+/*
+ * Forget the streams of dropped sinks: their folder is gone (the committer
+ * removes it once the drop committed, and no row can reach them anymore).
+ */
+static void
+forget_dropped_sinks(void)
+{
+	HASH_SEQ_STATUS status;
+	Stream	   *stream;
+
+	hash_seq_init(&status, streams);
+	while ((stream = hash_seq_search(&status)) != NULL)
+	{
+		char		directory[MAXPGPATH];
+		struct stat st;
+		ListCell   *lc;
+
+		staged_file_directory(directory, MyDatabaseId, stream->id.sink_id);
+		if (stat(directory, &st) == 0 || errno != ENOENT)
+			continue;
+		foreach(lc, stream->open_files)
+		{
+			OpenFile   *file = lfirst(lc);
+
+			FileClose(file->file);
+			pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
+			if (file->batches)
+				pfree(file->batches);
+			pfree(file);
+		}
+		list_free(stream->open_files);
+		list_free_deep(stream->sealed);
+		hash_search(streams, &stream->id, HASH_REMOVE, NULL);
+	}
+}
+
 /* Answer a barrier of the committer, if one waits. */
 static void
 answer_barrier(void)
@@ -817,7 +853,12 @@ paimon_sink_writer_main(Datum main_arg)
 		if (MyDatabaseEntry->committer_pid == 0 && !progress)
 			proc_exit(0);		/* the committer restarts its writers */
 		if (!progress)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-							 PG_WAIT_EXTENSION);
+		{
+			int			events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+										   1000, PG_WAIT_EXTENSION);
+
+			if (events & WL_TIMEOUT)
+				forget_dropped_sinks();
+		}
 	}
 }

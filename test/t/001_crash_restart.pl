@@ -141,6 +141,20 @@ is($node->safe_psql('postgres',
 	. $node->safe_psql('postgres', "SELECT count(*) FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-m'"),
 	'0 0 1', 'nothing applied, the mark unchanged, the checkpoint still prepared');
 
+# drop_sink: the staged files go once the drop committed, not before
+$node->safe_psql('postgres', "INSERT INTO crash_sink VALUES (901, 'staged at drop')");
+my ($sink_dir) = glob("$staged_dir/*/$sink_id");
+ok(-d $sink_dir, 'the sink has a folder of staged files');
+$node->safe_psql('postgres', "BEGIN; SELECT paimon_sink.drop_sink('crash_sink', force => true); ROLLBACK;");
+sleep 1;
+ok(-d $sink_dir, 'a rolled-back drop removes nothing');
+$node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('crash_sink', force => true)");
+my $waited = 0;
+while (-d $sink_dir && $waited++ < 100) { select(undef, undef, undef, 0.1); }
+ok(!-d $sink_dir, 'a committed drop removes the staged files');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.dropped_sink'), '0',
+	'and its cleanup record');
+
 $node->stop;
 
 # without prepared transactions, sinks are refused with a clear error
