@@ -144,7 +144,7 @@ ps_run_timed() {
 	fi
 	local pid rc=0
 	mkdir -p "$PS_WORK/run"
-	timeout -k 20 "$PS_CMD_TIMEOUT" "$@" &
+	timeout -k 20 "$PS_CMD_TIMEOUT" "$@" <&0 &
 	pid=$!
 	echo "$pid" >"$PS_WORK/run/$pid.pid"
 	wait "$pid" || rc=$?
