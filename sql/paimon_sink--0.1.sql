@@ -78,6 +78,15 @@ CREATE TABLE paimon_sink.dropped_sink (
 COMMENT ON TABLE paimon_sink.dropped_sink IS
 	'Sinks dropped by committed transactions whose staged files the committer removes.';
 
+-- Outcomes of maintenance requests the committer served, read once by the
+-- requesting session.
+CREATE UNLOGGED TABLE paimon_sink.maintenance_result (
+	request_id bigint NOT NULL,
+	file_name text NOT NULL,
+	byte_count bigint NOT NULL,
+	removed boolean NOT NULL
+);
+
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.commit_user_state', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.committable', '');
@@ -159,6 +168,56 @@ CREATE FUNCTION paimon_sink.start_workers() RETURNS void
 COMMENT ON FUNCTION paimon_sink.start_workers() IS
 $$Asks the launcher to run this database's committer and writers (CREATE EXTENSION calls it). Error: 55000 library not preloaded.$$;
 
+CREATE FUNCTION paimon_sink.recover(
+	sink_name text, commit_user text, restored_checkpoint_id bigint, mode text DEFAULT 'restore',
+	OUT last_committed_checkpoint bigint, OUT recommitted_checkpoints integer,
+	OUT discarded_checkpoints integer, OUT discarded_files integer)
+	AS 'MODULE_PATHNAME', 'paimon_sink_recover' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.recover(text, text, bigint, text) IS
+$$A job restoring from checkpoint restored_checkpoint_id (Paimon: restore + filterAndCommit): finishes in-doubt transactions, commits its prepared checkpoints up to that id, discards what the commit user staged or prepared after it (its source replays that; the files are removed), and returns (last_committed_checkpoint bigint, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer). mode 'restore' returns; 'restore_and_fail' raises 55000 after a re-commit so the job restarts, as Paimon does. Refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user or mode, the sink's own commit user, or a stale restore (restored_checkpoint_id below the last committed checkpoint: nothing changes, nothing is doubled); 25001; 55000.$$;
+
+CREATE FUNCTION paimon_sink.end_input(sink_name text, commit_user text)
+	RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint,
+		file_count integer, committed_at timestamptz, newly_committed boolean)
+	AS 'MODULE_PATHNAME', 'paimon_sink_end_input' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.end_input(text, text) IS
+$$Bounded input is over: prepares checkpoint 9223372036854775807 (Paimon's END_INPUT) for the commit user and commits it at once; returns the snapshots made, as commit(). A later prepare_commit of the commit user fails with 55000. Errors as prepare_commit and commit.$$;
+
+CREATE FUNCTION paimon_sink.remove_orphan_files(
+	sink_name text, older_than interval DEFAULT '1 day', dry_run boolean DEFAULT false)
+	RETURNS TABLE (file_name text, byte_count bigint, removed boolean)
+	AS 'MODULE_PATHNAME', 'paimon_sink_remove_orphan_files' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.remove_orphan_files(text, interval, boolean) IS
+$$Removes (or with dry_run lists) the sink's staged files older than older_than that no writer holds and no prepared checkpoint records; returns (file_name text, byte_count bigint, removed boolean). Never touches a file of an open stream, a prepared checkpoint or an in-flight commit. Errors: 42704; 42501; 22023 negative older_than (a cut-off in the future); 25001.$$;
+
+CREATE FUNCTION paimon_sink.inject_fault(point text, action text, times integer DEFAULT 1)
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_inject_fault' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.inject_fault(text, text, integer) IS
+$$For tests, superuser only: arms a fault-injection point for its next "times" hits (-1: every hit). action is error, fatal (the process ends), panic (the cluster crash-restarts), kill (the process gets SIGKILL) or pause (waits for release_fault). Points: see the view paimon_sink.faults. Errors: 42501 not a superuser; 22023 unknown point or action; 54000 too many points armed.$$;
+
+CREATE FUNCTION paimon_sink.release_fault(point text) RETURNS void
+	AS 'MODULE_PATHNAME', 'paimon_sink_release_fault' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.release_fault(text) IS
+$$For tests, superuser only: lets a process paused at the point go on. Error: 42501.$$;
+
+CREATE FUNCTION paimon_sink.clear_faults() RETURNS void
+	AS 'MODULE_PATHNAME', 'paimon_sink_clear_faults' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.clear_faults() IS
+$$For tests, superuser only: disarms every point and releases every pause. Error: 42501.$$;
+
+CREATE FUNCTION paimon_sink.fault_status(
+	OUT point text, OUT action text, OUT remaining integer, OUT hits integer, OUT paused_pid integer)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_fault_status' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.fault_status() IS
+$$One row per fault-injection point: its armed action (none when disarmed), hits left (-1: every hit), hits so far, and the pid paused there. Error: 55000 library not preloaded.$$;
+
+REVOKE ALL ON FUNCTION paimon_sink.recover(text, text, bigint, text),
+	paimon_sink.end_input(text, text),
+	paimon_sink.remove_orphan_files(text, interval, boolean),
+	paimon_sink.inject_fault(text, text, integer),
+	paimon_sink.release_fault(text),
+	paimon_sink.clear_faults() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval),
 	paimon_sink.drop_sink(text, boolean),
 	paimon_sink.prepare_commit(text, text, bigint, integer),
@@ -206,7 +265,9 @@ COMMENT ON VIEW paimon_sink.in_doubt IS
 CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
 COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use.';
 
+CREATE VIEW paimon_sink.faults AS SELECT * FROM paimon_sink.fault_status();
+COMMENT ON VIEW paimon_sink.faults IS 'Fault-injection points (for tests): armed action, hits left and so far, paused process.';
 GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
-	paimon_sink.in_doubt, paimon_sink.writers TO PUBLIC;
+	paimon_sink.in_doubt, paimon_sink.writers, paimon_sink.faults TO PUBLIC;
 
 SELECT paimon_sink.start_workers();

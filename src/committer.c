@@ -21,7 +21,9 @@
  */
 #include "postgres.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access/table.h"
@@ -33,6 +35,7 @@
 #include "commands/extension.h"
 #include "committer.h"
 #include "executor/executor.h"
+#include "fault.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -59,6 +62,7 @@ static int	MyDatabaseIndex;
 static DatabaseEntry *MyDatabaseEntry;
 static BackgroundWorkerHandle **writer_handles;
 static MemoryContext committer_context;
+static shm_mq_handle **barrier_queues;	/* while a barrier runs */
 
 /* One staged file being loaded, and the batch offsets it leaves out. */
 typedef struct LoadFile
@@ -552,10 +556,10 @@ idle_writer(int index)
  * their excluded offsets following each), and each writer's barrier seq.
  */
 static List *
-run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, uint64 *seqs)
+run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, int kind, uint64 *seqs)
 {
 	Snapshot	snapshot = GetLatestSnapshot();
-	shm_mq_handle **queues = palloc0(sizeof(shm_mq_handle *) * PaimonSinkWritersPerDatabase);
+	shm_mq_handle **queues = barrier_queues;
 	uint64	   *incarnations = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	List	   *records = NIL;
 
@@ -573,6 +577,7 @@ run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, uint64 *seq
 		writer->barrier_sink_id = sink_id;
 		strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
 		writer->barrier_writer_id = writer_id;
+		writer->barrier_kind = kind;
 		writer->barrier_xmin = snapshot->xmin;
 		writer->barrier_xmax = snapshot->xmax;
 		writer->barrier_xcnt = snapshot->xcnt;
@@ -618,13 +623,18 @@ run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, uint64 *seq
 			}
 			shm_mq_detach(queues[w]);
 			queues[w] = NULL;
+			if (w == 0)
+				fault_point("barrier_after_first_writer");
 		}
 	}
 	PG_CATCH();
 	{
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+		{
 			if (queues[w] != NULL)
 				shm_mq_detach(queues[w]);
+			queues[w] = NULL;
+		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -651,6 +661,12 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 	begin_work();
 	(void) require_sink_id(sink_id);
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	if (last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit user \"%s\" has ended its input", commit_user),
+				 errdetail("end_input() committed its last checkpoint; nothing can be prepared after it."),
+				 errhint("Use a new commit user for new input.")));
 	if (checkpoint_id <= last_committed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -667,7 +683,7 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 				 errdetail("Checkpoint ids of a commit user must not decrease."),
 				 errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
 
-	records = run_barrier(sink_id, commit_user, writer_id, seqs);
+	records = run_barrier(sink_id, commit_user, writer_id, BARRIER_SEAL, seqs);
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -827,23 +843,26 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	PopActiveSnapshot();
 	SPI_finish();
 
+	fault_point("committer_before_prepare");
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
 	CommitTransactionCommand();	/* PREPARE TRANSACTION happens here */
+	fault_point("committer_after_prepare");
 
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(committer_context);
 
-	foreach(lc, paths)
-		(void) durable_unlink(lfirst(lc), LOG);
-
 	ereport(LOG,
 			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", identifier %lld, %llu rows, %d files, %.3f ms",
 					(long long) snapshot_id, sink->name, commit_user, (long long) checkpoint_id,
 					(unsigned long long) loaded, list_length(files),
 					(double) (GetCurrentTimestamp() - start) / 1000.0)));
+
+	foreach(lc, paths)
+		(void) durable_unlink(lfirst(lc), LOG);
+	fault_point("committer_after_commit_prepared");
 }
 
 /*
@@ -862,7 +881,6 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	int64		last_committed;
 	bool		isnull;
 
-	recover_in_doubt();
 	begin_work();
 	(void) require_sink_id(sink_id);
 	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
@@ -922,6 +940,208 @@ do_checkpoint(int32 sink_id, CommitterRequest *request)
 	do_commit(sink_id, commit_user, checkpoint_id, request);
 }
 
+/*
+ * recover(): a job restores from checkpoint "restored".  Its in-doubt
+ * transactions are already finished (every request starts so); its prepared
+ * checkpoints up to "restored" are committed (Paimon's filter-and-commit);
+ * what it staged or prepared after "restored" is discarded, since its source
+ * replays it.  A restore below the last committed checkpoint is refused: the
+ * replay would commit rows a second time.
+ */
+static void
+do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
+		   CommitterRequest *request)
+{
+	int64		last_prepared;
+	int64		last_committed;
+	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List	   *records;
+	List	   *paths = NIL;
+	ListCell   *lc;
+	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
+	Int64GetDatum(restored)};
+
+	begin_work();
+	(void) require_sink_id(sink_id);
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
+	end_work();
+	if (restored < last_committed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("stale restore: checkpoint %lld is below the last committed checkpoint %lld of commit user \"%s\"",
+						(long long) restored, (long long) last_committed, commit_user),
+				 errdetail("Replaying from checkpoint %lld would commit the rows of checkpoints %lld to %lld a second time; nothing was changed.",
+						   (long long) restored, (long long) restored + 1, (long long) last_committed),
+				 errhint("Restore the job from checkpoint %lld or later, or move its source past what checkpoint %lld committed.",
+						 (long long) last_committed, (long long) last_committed)));
+
+	do_commit(sink_id, commit_user, restored, request);
+
+	/* the writers drop what the job staged since */
+	records = run_barrier(sink_id, commit_user, -1, BARRIER_DISCARD, seqs);
+	foreach(lc, records)
+	{
+		CommittableRecord *record = lfirst(lc);
+		char	   *path = palloc(MAXPGPATH);
+
+		staged_file_path(path, MyDatabaseId, sink_id, record->file_name);
+		paths = lappend(paths, path);
+	}
+
+	begin_work();
+	execute("SELECT count(DISTINCT checkpoint_id) FROM paimon_sink.committable "
+			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id > $3 AND snapshot_id IS NULL",
+			3, types, values, SPI_OK_SELECT);
+	{
+		bool		isnull;
+
+		request->discarded_checkpoints = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+																	 SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	execute("DELETE FROM paimon_sink.committable WHERE sink_id = $1 AND commit_user = $2 "
+			"AND checkpoint_id > $3 AND snapshot_id IS NULL RETURNING file_name",
+			3, types, values, SPI_OK_DELETE_RETURNING);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(committer_context);
+		char	   *path = palloc(MAXPGPATH);
+
+		staged_file_path(path, MyDatabaseId, sink_id,
+						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		paths = lappend(paths, path);
+		MemoryContextSwitchTo(old);
+	}
+	execute("UPDATE paimon_sink.commit_user_state SET last_prepared_checkpoint = "
+			"greatest(last_committed_checkpoint, least(last_prepared_checkpoint, $3)) "
+			"WHERE sink_id = $1 AND commit_user = $2", 3, types, values, SPI_OK_UPDATE);
+	end_work();
+
+	/* files of kept checkpoints are committed and gone; the rest are orphans */
+	request->discarded_files = 0;
+	foreach(lc, paths)
+	{
+		if (unlink(lfirst(lc)) == 0)
+			request->discarded_files++;
+		else if (errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc)),
+					 errhint("paimon_sink.remove_orphan_files() removes it later.")));
+	}
+	ereport(LOG,
+			(errmsg("paimon_sink recovered commit user \"%s\" of sink %d at checkpoint %lld: committed up to %lld, discarded %d checkpoints and %d files",
+					commit_user, sink_id, (long long) restored, (long long) request->last_committed,
+					request->discarded_checkpoints, request->discarded_files)));
+
+	if (mode == RECOVER_RESTORE_AND_FAIL &&
+		request->last_committed > request->previous_last_committed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("recovery committed checkpoints %lld to %lld of commit user \"%s\"; restart the job",
+						(long long) request->previous_last_committed + 1,
+						(long long) request->last_committed, commit_user),
+				 errdetail("This error is intended (mode restore_and_fail): the commits are done, and the job restarts from them, as Paimon's committer does after a filter-and-commit."),
+				 errhint("Restart the job; the next recover() finds nothing to commit.")));
+}
+
+/* end_input(): prepare the end-of-input checkpoint and commit at once. */
+static void
+do_end_input(int32 sink_id, const char *commit_user, CommitterRequest *request)
+{
+	request->committable_count = do_prepare(sink_id, commit_user,
+											PAIMON_SINK_END_INPUT_CHECKPOINT, -1, true);
+	do_commit(sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, request);
+}
+
+/*
+ * remove_orphan_files(): staged files of the sink older than the cut-off
+ * that no writer holds (open or sealed), and that no prepared checkpoint
+ * records, are removed (or listed, in a dry run).  The committer serves one
+ * request at a time, so no commit is in flight.  The folder is listed before
+ * the writers are asked, so a file created meanwhile is never a candidate.
+ * The outcome goes to paimon_sink.maintenance_result for the requester.
+ */
+static void
+do_remove_orphans(int32 sink_id, CommitterRequest *request)
+{
+	char		directory[MAXPGPATH];
+	DIR		   *dir;
+	struct dirent *entry;
+	List	   *candidates = NIL;
+	List	   *held;
+	ListCell   *lc;
+	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	time_t		cutoff = time(NULL) - (time_t) (request->older_than_ms / 1000);
+
+	begin_work();
+	(void) require_sink_id(sink_id);
+	end_work();
+
+	staged_file_directory(directory, MyDatabaseId, sink_id);
+	dir = AllocateDir(directory);
+	while (dir != NULL && (entry = ReadDir(dir, directory)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		if (!staged_file_name_is_valid(entry->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", directory, entry->d_name);
+		if (stat(path, &st) != 0 || st.st_mtime > cutoff)
+			continue;
+		candidates = lappend(candidates, pstrdup(entry->d_name));
+		candidates = lappend(candidates, (void *) (intptr_t) st.st_size);
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+
+	held = run_barrier(sink_id, "", -1, BARRIER_LIST, seqs);
+
+	begin_work();
+	request->discarded_files = 0;
+	for (int i = 0; i < list_length(candidates); i += 2)
+	{
+		char	   *name = list_nth(candidates, i);
+		int64		bytes = (int64) (intptr_t) list_nth(candidates, i + 1);
+		bool		is_held = false;
+		Oid			types[4] = {INT8OID, TEXTOID, INT8OID, BOOLOID};
+		Datum		values[4];
+		char		path[MAXPGPATH];
+
+		foreach(lc, held)
+			if (strcmp(((CommittableRecord *) lfirst(lc))->file_name, name) == 0)
+				is_held = true;
+		if (is_held)
+			continue;
+		values[0] = text_datum(name);
+		execute("SELECT 1 FROM paimon_sink.committable WHERE file_name = $1 AND snapshot_id IS NULL",
+				1, &types[1], values, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			continue;			/* a prepared checkpoint needs it */
+		staged_file_path(path, MyDatabaseId, sink_id, name);
+		values[0] = Int64GetDatum((int64) request->seq);
+		values[1] = text_datum(name);
+		values[2] = Int64GetDatum(bytes);
+		values[3] = BoolGetDatum(!request->dry_run);
+		if (!request->dry_run && unlink(path) != 0)
+		{
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not remove orphan file \"%s\": %m", path)));
+			continue;
+		}
+		execute("INSERT INTO paimon_sink.maintenance_result (request_id, file_name, byte_count, removed) "
+				"VALUES ($1, $2, $3, $4)", 4, types, values, SPI_OK_INSERT);
+		request->discarded_files++;
+	}
+	end_work();
+	if (!request->dry_run && request->discarded_files > 0)
+		ereport(LOG,
+				(errmsg("paimon_sink removed %d orphan files of sink %d", request->discarded_files,
+						sink_id)));
+}
+
 /* Take the oldest queued request, or NULL. */
 static CommitterRequest *
 next_request(void)
@@ -972,6 +1192,8 @@ serve(CommitterRequest *request)
 	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
 	PG_TRY();
 	{
+		/* an in-doubt transaction of ours holds the locks this needs */
+		recover_in_doubt();
 		switch (outcome.kind)
 		{
 			case REQUEST_PREPARE:
@@ -984,6 +1206,16 @@ serve(CommitterRequest *request)
 				break;
 			case REQUEST_CHECKPOINT:
 				do_checkpoint(outcome.sink_id, &outcome);
+				break;
+			case REQUEST_RECOVER:
+				do_recover(outcome.sink_id, outcome.commit_user, outcome.checkpoint_id,
+						   outcome.mode, &outcome);
+				break;
+			case REQUEST_END_INPUT:
+				do_end_input(outcome.sink_id, outcome.commit_user, &outcome);
+				break;
+			case REQUEST_REMOVE_ORPHANS:
+				do_remove_orphans(outcome.sink_id, &outcome);
 				break;
 		}
 	}
@@ -1058,6 +1290,10 @@ extension_exists(void)
 static void
 committer_exit(int code, Datum arg)
 {
+	/* a writer answering a barrier must not wait for us */
+	for (int w = 0; barrier_queues != NULL && w < PaimonSinkWritersPerDatabase; w++)
+		if (barrier_queues[w] != NULL)
+			shm_mq_detach(barrier_queues[w]);
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	MyDatabaseEntry->committer_pid = 0;
 	MyDatabaseEntry->committer_proc = NULL;
@@ -1099,6 +1335,8 @@ paimon_sink_committer_main(Datum main_arg)
 	MyDatabaseEntry = shared_database(MyDatabaseIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink committer");
+	barrier_queues = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(shm_mq_handle *) * PaimonSinkWritersPerDatabase);
 	committer_context = AllocSetContextCreate(TopMemoryContext, "paimon_sink committer",
 											  ALLOCSET_DEFAULT_SIZES);
 	writer_handles = MemoryContextAllocZero(TopMemoryContext,
@@ -1163,7 +1401,19 @@ paimon_sink_committer_main(Datum main_arg)
 		}
 		if (ready)
 		{
-			remove_dropped_sink_directories();
+			PG_TRY();
+			{
+				recover_in_doubt();
+				remove_dropped_sink_directories();
+			}
+			PG_CATCH();
+			{
+				/* maintenance must not end the committer; it tries again */
+				EmitErrorReport();
+				FlushErrorState();
+				AbortOutOfAnyTransaction();
+			}
+			PG_END_TRY();
 			MemoryContextReset(committer_context);
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);

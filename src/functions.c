@@ -30,6 +30,8 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/array.h"
+#include "utils/timestamp.h"
+#include "datatype/timestamp.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_create_sink);
 PG_FUNCTION_INFO_V1(paimon_sink_drop_sink);
@@ -39,6 +41,9 @@ PG_FUNCTION_INFO_V1(paimon_sink_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
 PG_FUNCTION_INFO_V1(paimon_sink_start_workers);
+PG_FUNCTION_INFO_V1(paimon_sink_recover);
+PG_FUNCTION_INFO_V1(paimon_sink_end_input);
+PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
 
 static char *
 text_argument(FunctionCallInfo fcinfo, int index)
@@ -532,4 +537,141 @@ paimon_sink_start_workers(PG_FUNCTION_ARGS)
 	paimon_sink_require_preload();
 	(void) shared_want_database(MyDatabaseId);
 	PG_RETURN_VOID();
+}
+
+/*
+ * recover(sink_name text, commit_user text, restored_checkpoint_id bigint,
+ * mode text) restores a job's commit user to checkpoint
+ * restored_checkpoint_id: commits its prepared checkpoints up to it,
+ * discards what it staged or prepared after it, and returns
+ * (last_committed_checkpoint bigint, recommitted_checkpoints integer,
+ * discarded_checkpoints integer, discarded_files integer).  Mode 'restore'
+ * returns; 'restore_and_fail' raises 55000 after a re-commit so the job
+ * restarts (Paimon's behaviour).  Errors: 42704, 42501, 22023 (invalid
+ * commit user or mode, the sink's own commit user, a stale restore below the
+ * last committed checkpoint), 25001.
+ */
+Datum
+paimon_sink_recover(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "recover");
+	char	   *mode = PG_ARGISNULL(3) ? "restore" : text_argument(fcinfo, 3);
+	CommitterRequest request;
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	refuse_transaction_block("paimon_sink.recover()");
+	require_prepared_transactions();
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_RECOVER;
+	request.sink_id = sink->sink_id;
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the commit user to recover must not be NULL")));
+	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
+	if (strcmp(request.commit_user, sink->default_commit_user) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot recover the own commit user of sink \"%s\"", sink->name),
+				 errdetail("SQL sessions write with it; discarding what it staged would lose committed transactions."),
+				 errhint("recover() is for jobs with their own commit user (paimon_sink.commit_user).")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the restored checkpoint id must not be NULL")));
+	request.checkpoint_id = PG_GETARG_INT64(2);
+	if (strcmp(mode, "restore") == 0)
+		request.mode = RECOVER_RESTORE;
+	else if (strcmp(mode, "restore_and_fail") == 0)
+		request.mode = RECOVER_RESTORE_AND_FAIL;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid recover mode \"%s\"", mode),
+				 errhint("Valid modes are: restore, restore_and_fail.")));
+	submit(&request);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "recover must return a row");
+	values[0] = Int64GetDatum(request.last_committed);
+	values[1] = Int32GetDatum((int32) Min(request.last_committed - request.previous_last_committed,
+										  PG_INT32_MAX));
+	values[2] = Int32GetDatum(request.discarded_checkpoints);
+	values[3] = Int32GetDatum(request.discarded_files);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * end_input(sink_name text, commit_user text) ends a bounded input: prepares
+ * the checkpoint 9223372036854775807 (Paimon's END_INPUT) and commits at once;
+ * returns the snapshots made, as commit().  A later prepare of the commit
+ * user fails with 55000.
+ */
+Datum
+paimon_sink_end_input(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "end the input of");
+	CommitterRequest request;
+
+	refuse_transaction_block("paimon_sink.end_input()");
+	require_prepared_transactions();
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_END_INPUT;
+	request.sink_id = sink->sink_id;
+	request.writer_id = -1;
+	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, PAIMON_SINK_END_INPUT_CHECKPOINT);
+	return (Datum) 0;
+}
+
+/*
+ * remove_orphan_files(sink_name text, older_than interval, dry_run boolean)
+ * removes (or, in a dry run, lists) the sink's staged files older than
+ * older_than that no writer holds and no prepared checkpoint records;
+ * returns (file_name text, byte_count bigint, removed boolean).  Errors:
+ * 42704, 42501, 22023 for a negative cut-off (a cut-off in the future), 25001.
+ */
+Datum
+paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "remove orphan files of");
+	Interval   *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	CommitterRequest request;
+	Oid			type = INT8OID;
+	Datum		value;
+	int64		milliseconds;
+
+	refuse_transaction_block("paimon_sink.remove_orphan_files()");
+	if (older_than == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("older_than must not be NULL")));
+	milliseconds = older_than->time / 1000 +
+		((int64) older_than->day + (int64) older_than->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000;
+	if (milliseconds < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must not be negative"),
+				 errdetail("A negative age puts the cut-off in the future, where files are still being written."),
+				 errhint("Pass an age such as interval '1 day'.")));
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_REMOVE_ORPHANS;
+	request.sink_id = sink->sink_id;
+	request.older_than_ms = milliseconds;
+	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
+	submit(&request);
+
+	value = Int64GetDatum((int64) request.seq);
+	return_query(fcinfo,
+				 "SELECT file_name, byte_count, removed FROM paimon_sink.maintenance_result "
+				 "WHERE request_id = $1 ORDER BY file_name", 1, &type, &value);
+	SPI_connect();
+	catalog_execute("DELETE FROM paimon_sink.maintenance_result WHERE request_id = $1", 1, &type,
+					&value, NULL, true);
+	SPI_finish();
+	return (Datum) 0;
 }

@@ -19,6 +19,7 @@
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "common/hashfn.h"
+#include "fault.h"
 #include "handoff.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
@@ -487,6 +488,7 @@ send_pending_rows(void)
 
 	foreach(lc, active_handoffs)
 		wait_for_ack(lfirst(lc));
+	fault_point("backend_after_handoff");
 }
 
 /*

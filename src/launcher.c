@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 
 /* A stopped committer is started again after this pause. */
-#define COMMITTER_RESTART_DELAY_MS 5000
+#define COMMITTER_RESTART_DELAY_MS 1000
 
 /* launcher_register registers the static launcher (from _PG_init). */
 void

@@ -122,6 +122,7 @@ shared_state_init(void)
 		PaimonSinkState->lock = &(GetNamedLWLockTranche("paimon_sink"))->lock;
 		PaimonSinkState->database_count = PaimonSinkMaxDatabases;
 		PaimonSinkState->writers_per_database = PaimonSinkWritersPerDatabase;
+		SpinLockInit(&PaimonSinkState->faults.mutex);
 		offset = header_size();
 		for (int d = 0; d < PaimonSinkMaxDatabases; d++)
 		{

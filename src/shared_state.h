@@ -17,6 +17,7 @@
 
 #include "postgres.h"
 
+#include "fault.h"
 #include "paimon_sink.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
@@ -61,6 +62,14 @@ typedef struct HandoffSlot
 	Size		queue_offset;	/* from the start of shared state */
 } HandoffSlot;
 
+/* What a barrier request asks of a writer. */
+typedef enum BarrierKind
+{
+	BARRIER_SEAL = 0,			/* seal the streams, report committables */
+	BARRIER_DISCARD,			/* drop the streams (a job restores) */
+	BARRIER_LIST				/* report every file held (orphan removal) */
+} BarrierKind;
+
 /* Barrier states of a writer. */
 typedef enum BarrierState
 {
@@ -90,6 +99,7 @@ typedef struct WriterEntry
 	int32		barrier_sink_id;
 	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int32		barrier_writer_id;	/* -1: every writer id */
+	int			barrier_kind;	/* BarrierKind */
 	TransactionId barrier_xmin;
 	TransactionId barrier_xmax;
 	uint32		barrier_xcnt;
@@ -111,7 +121,10 @@ typedef enum RequestKind
 {
 	REQUEST_PREPARE = 1,
 	REQUEST_COMMIT,
-	REQUEST_CHECKPOINT
+	REQUEST_CHECKPOINT,
+	REQUEST_RECOVER,
+	REQUEST_END_INPUT,
+	REQUEST_REMOVE_ORPHANS
 } RequestKind;
 
 typedef enum RequestState
@@ -124,6 +137,9 @@ typedef enum RequestState
 } RequestState;
 
 #define PAIMON_SINK_REQUESTS_PER_DATABASE 64
+
+#define RECOVER_RESTORE 0
+#define RECOVER_RESTORE_AND_FAIL 1
 #define PAIMON_SINK_ERROR_TEXT 1024
 
 /* One request from a backend to its database's committer. */
@@ -137,12 +153,17 @@ typedef struct CommitterRequest
 	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64		checkpoint_id;
 	int32		writer_id;		/* -1: every writer id */
+	int32		mode;			/* recover: RECOVER_RESTORE or _AND_FAIL */
+	int64		older_than_ms;	/* orphan removal cut-off */
+	bool		dry_run;
 
 	/* results */
 	int64		result_checkpoint_id;	/* prepared or committed up to */
 	int64		previous_last_committed;
 	int64		last_committed;
 	int32		committable_count;
+	int32		discarded_checkpoints;
+	int32		discarded_files;
 	int			sqlerrcode;		/* 0 when it succeeded */
 	char		message[PAIMON_SINK_ERROR_TEXT];
 	char		detail[PAIMON_SINK_ERROR_TEXT];
@@ -172,6 +193,7 @@ typedef struct PaimonSinkShared
 	PGPROC	   *launcher_proc;
 	int			database_count;
 	int			writers_per_database;
+	FaultTable	faults;
 	Size		database_offsets[FLEXIBLE_ARRAY_MEMBER];
 } PaimonSinkShared;
 

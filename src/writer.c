@@ -36,6 +36,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog.h"
+#include "fault.h"
 #include "handoff.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -252,6 +253,7 @@ acknowledge_handoffs(void)
 {
 	if (pending_ack_count == 0)
 		return;
+	fault_point("writer_after_receive");
 	if (PaimonSinkGroupFsyncDelayMs > 0)
 		pg_usleep(PaimonSinkGroupFsyncDelayMs * 1000L);
 	sync_dirty_files();
@@ -266,6 +268,7 @@ acknowledge_handoffs(void)
 	for (int i = 0; i < pending_ack_count; i++)
 		SetLatch(&pending_acks[i].requester->procLatch);
 	pending_ack_count = 0;
+	fault_point("writer_after_ack");
 }
 
 /* Detach our end of a slot's queue; free the slot when the sender is done. */
@@ -398,8 +401,37 @@ static bool
 stream_matches(const Stream *stream)
 {
 	return stream->id.sink_id == MyWriter->barrier_sink_id &&
-		strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0 &&
+		(MyWriter->barrier_commit_user[0] == '\0' ||
+		 strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0) &&
 		(MyWriter->barrier_writer_id < 0 || stream->id.writer_id == MyWriter->barrier_writer_id);
+}
+
+/*
+ * A job restores from an earlier checkpoint: the rows it staged since are
+ * replayed by its source, so the stream's open files go.  Sealed files are
+ * reported so that the committer removes those no kept checkpoint records.
+ */
+static void
+discard_stream(Stream *stream)
+{
+	ListCell   *lc;
+
+	foreach(lc, stream->open_files)
+	{
+		OpenFile   *file = lfirst(lc);
+
+		FileClose(file->file);
+		if (unlink(file->path) != 0 && errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not remove staged file \"%s\": %m", file->path)));
+		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
+		if (file->batches)
+			pfree(file->batches);
+		pfree(file);
+	}
+	list_free(stream->open_files);
+	stream->open_files = NIL;
 }
 
 /* Seal every open file of a stream against the barrier's snapshot. */
@@ -553,6 +585,7 @@ answer_barrier(void)
 	uint64		barrier_seq;
 	bool		failed = false;
 	CommittableRecord end;
+	int			kind;
 
 	SpinLockAcquire(&MyWriter->mutex);
 	if (MyWriter->barrier_state != BARRIER_REQUESTED)
@@ -562,6 +595,7 @@ answer_barrier(void)
 	}
 	MyWriter->barrier_state = BARRIER_ANSWERING;
 	barrier_seq = MyWriter->barrier_seq;
+	kind = MyWriter->barrier_kind;
 	SpinLockRelease(&MyWriter->mutex);
 
 	/* everything received so far is made durable first */
@@ -585,7 +619,25 @@ answer_barrier(void)
 
 		if (!stream_matches(stream))
 			continue;
-		seal_stream(stream, &snapshot, barrier_seq);
+		if (kind == BARRIER_SEAL)
+			seal_stream(stream, &snapshot, barrier_seq);
+		else if (kind == BARRIER_DISCARD)
+			discard_stream(stream);
+		else if (kind == BARRIER_LIST)
+		{
+			foreach(lc, stream->open_files)
+			{
+				OpenFile   *file = lfirst(lc);
+				CommittableRecord record;
+
+				memset(&record, 0, sizeof(record));
+				record.kind = BARRIER_RECORD_COMMITTABLE;
+				record.stream = stream->id;
+				strlcpy(record.file_name, file->name, sizeof(record.file_name));
+				if (!failed && shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
+					failed = true;
+			}
+		}
 		foreach(lc, stream->sealed)
 		{
 			SealedFile *sealed = lfirst(lc);
@@ -600,6 +652,11 @@ answer_barrier(void)
 			iov[1].len = sizeof(int64) * sealed->record.excluded_count;
 			if (shm_mq_sendv(queue, iov, 2, false, true) != SHM_MQ_SUCCESS)
 				failed = true;
+		}
+		if (kind == BARRIER_DISCARD)
+		{
+			list_free_deep(stream->sealed);
+			stream->sealed = NIL;
 		}
 	}
 	memset(&end, 0, sizeof(end));

@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * fault.c
+ *	  Fault-injection points and the superuser functions that arm them.
+ *
+ * The table lives in shared memory, so a test session arms a point that a
+ * writer, the committer or another backend hits.  An unarmed build pays one
+ * unlocked read per point.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "shared_state.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_inject_fault);
+PG_FUNCTION_INFO_V1(paimon_sink_release_fault);
+PG_FUNCTION_INFO_V1(paimon_sink_clear_faults);
+PG_FUNCTION_INFO_V1(paimon_sink_fault_status);
+
+/* Every point, at the moments of DESIGN.md's failure table. */
+const char *const fault_point_names[] = {
+	"writer_after_receive",		/* hand-off received, before fsync and ack */
+	"writer_after_ack",			/* hand-off acknowledged */
+	"backend_after_handoff",	/* rows durable, before the commit record */
+	"barrier_after_first_writer",	/* one writer sealed, the others not yet
+									 * collected */
+	"committer_before_prepare", /* checkpoint loaded, before PREPARE
+								 * TRANSACTION */
+	"committer_after_prepare",	/* after PREPARE TRANSACTION, before COMMIT
+								 * PREPARED */
+	"committer_after_commit_prepared",	/* after COMMIT PREPARED, before
+										 * replying */
+	NULL
+};
+
+static const char *const action_names[] = {"none", "error", "fatal", "panic", "kill", "pause", NULL};
+
+/*
+ * fault_point is a named moment: when a test armed it, act.  A paused
+ * process waits, interruptibly, until release_fault() or clear_faults().
+ */
+void
+fault_point(const char *name)
+{
+	FaultTable *table;
+	FaultPoint *point = NULL;
+	int			action = FAULT_NONE;
+
+	if (PaimonSinkState == NULL)
+		return;
+	table = &PaimonSinkState->faults;
+	if (table->armed == 0)
+		return;
+
+	SpinLockAcquire(&table->mutex);
+	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+	{
+		FaultPoint *candidate = &table->points[i];
+
+		if (candidate->action != FAULT_NONE && candidate->remaining != 0 &&
+			strcmp(candidate->name, name) == 0)
+		{
+			point = candidate;
+			if (point->remaining > 0)
+				point->remaining--;
+			point->hits++;
+			action = point->action;
+			if (action == FAULT_PAUSE)
+			{
+				point->paused_pid = MyProcPid;
+				point->released = false;
+			}
+			break;
+		}
+	}
+	SpinLockRelease(&table->mutex);
+
+	switch (action)
+	{
+		case FAULT_NONE:
+			return;
+		case FAULT_ERROR:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("fault injected at %s", name)));
+			break;
+		case FAULT_FATAL:
+			ereport(FATAL,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("fault injected at %s: the process ends", name)));
+			break;
+		case FAULT_PANIC:
+			ereport(PANIC,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("fault injected at %s: the cluster crash-restarts", name)));
+			break;
+		case FAULT_KILL:
+			ereport(LOG, (errmsg("fault injected at %s: killing process %d", name, MyProcPid)));
+			(void) kill(MyProcPid, SIGKILL);
+			pg_usleep(10 * 1000000L);
+			break;
+		case FAULT_PAUSE:
+			ereport(LOG, (errmsg("fault injected at %s: process %d pauses", name, MyProcPid)));
+			for (;;)
+			{
+				bool		released;
+
+				SpinLockAcquire(&table->mutex);
+				released = point->released || point->action != FAULT_PAUSE;
+				if (released)
+					point->paused_pid = 0;
+				SpinLockRelease(&table->mutex);
+				if (released)
+					break;
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+								 PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			break;
+	}
+}
+
+static void
+require_superuser(void)
+{
+	paimon_sink_require_preload();
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only a superuser may inject faults"),
+				 errdetail("Fault-injection points exist for tests.")));
+}
+
+static bool
+known_point(const char *name)
+{
+	for (int i = 0; fault_point_names[i] != NULL; i++)
+		if (strcmp(fault_point_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * inject_fault(point text, action text, times integer) arms a point for the
+ * next "times" hits (-1: every hit).  Superuser only (42501); 22023 for an
+ * unknown point or action; 54000 when all slots are armed.
+ */
+Datum
+paimon_sink_inject_fault(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *action_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int32		times = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
+	FaultTable *table;
+	int			action = -1;
+	FaultPoint *slot = NULL;
+
+	require_superuser();
+	if (!known_point(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown fault-injection point \"%s\"", name),
+				 errhint("See SELECT point FROM paimon_sink.faults for the points.")));
+	for (int i = 1; action_names[i] != NULL; i++)
+		if (strcmp(action_names[i], action_name) == 0)
+			action = i;
+	if (action < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown fault action \"%s\"", action_name),
+				 errhint("Valid actions are: error, fatal, panic, kill, pause.")));
+
+	table = &PaimonSinkState->faults;
+	SpinLockAcquire(&table->mutex);
+	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+	{
+		FaultPoint *point = &table->points[i];
+
+		if (strcmp(point->name, name) == 0 || (slot == NULL && point->action == FAULT_NONE))
+			slot = point;
+		if (strcmp(point->name, name) == 0)
+			break;
+	}
+	if (slot != NULL)
+	{
+		if (slot->action == FAULT_NONE)
+			table->armed++;
+		strlcpy(slot->name, name, sizeof(slot->name));
+		slot->action = action;
+		slot->remaining = times;
+		slot->hits = 0;
+		slot->released = false;
+	}
+	SpinLockRelease(&table->mutex);
+	if (slot == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("all %d fault slots are armed", FAULT_POINT_COUNT),
+				 errhint("Call paimon_sink.clear_faults().")));
+	PG_RETURN_VOID();
+}
+
+/* release_fault(point text) lets a process paused at the point go on. */
+Datum
+paimon_sink_release_fault(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	FaultTable *table;
+
+	require_superuser();
+	table = &PaimonSinkState->faults;
+	SpinLockAcquire(&table->mutex);
+	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+		if (strcmp(table->points[i].name, name) == 0)
+			table->points[i].released = true;
+	SpinLockRelease(&table->mutex);
+	PG_RETURN_VOID();
+}
+
+/* clear_faults() disarms every point and releases every pause. */
+Datum
+paimon_sink_clear_faults(PG_FUNCTION_ARGS)
+{
+	FaultTable *table;
+
+	require_superuser();
+	table = &PaimonSinkState->faults;
+	SpinLockAcquire(&table->mutex);
+	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+	{
+		table->points[i].action = FAULT_NONE;
+		table->points[i].released = true;
+		table->points[i].name[0] = '\0';
+	}
+	table->armed = 0;
+	SpinLockRelease(&table->mutex);
+	PG_RETURN_VOID();
+}
+
+/*
+ * fault_status() returns one row per known point: (point text, action text,
+ * remaining integer, hits integer, paused_pid integer).
+ */
+Datum
+paimon_sink_fault_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FaultTable *table;
+
+	paimon_sink_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	table = &PaimonSinkState->faults;
+	for (int n = 0; fault_point_names[n] != NULL; n++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, true};
+		FaultPoint	copy;
+
+		memset(&copy, 0, sizeof(copy));
+		SpinLockAcquire(&table->mutex);
+		for (int i = 0; i < FAULT_POINT_COUNT; i++)
+			if (strcmp(table->points[i].name, fault_point_names[n]) == 0)
+				copy = table->points[i];
+		SpinLockRelease(&table->mutex);
+		values[0] = CStringGetTextDatum(fault_point_names[n]);
+		values[1] = CStringGetTextDatum(action_names[copy.action]);
+		values[2] = Int32GetDatum(copy.remaining);
+		values[3] = Int32GetDatum(copy.hits);
+		values[4] = Int32GetDatum(copy.paused_pid);
+		nulls[4] = copy.paused_pid == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,279 @@
+# One test per row of the failure table (DESIGN.md section 5), driven by the
+# fault-injection points: each checks exact row counts, the snapshot log,
+# pg_prepared_xacts (nothing of ours left in doubt) and the staged-file
+# folder (no leftovers).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('failures');
+$node->init;
+$node->append_conf('postgresql.conf', "restart_after_crash = on\nlog_min_messages = log");
+$node->start;
+
+sub sql { return $node->safe_psql('postgres', shift); }
+
+sub try_sql
+{
+	my ($sql) = @_;
+	my ($ret, $stdout, $stderr) =
+	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
+	return ($ret, $stdout, $stderr);
+}
+
+sub ready
+{
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
+}
+
+sub staged_files
+{
+	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
+	return scalar(@files);
+}
+
+# after each row: nothing of ours in doubt, no file left once all is committed
+sub clean
+{
+	my ($label) = @_;
+	is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"), '0',
+		"$label: nothing in doubt");
+	is(sql("SELECT count(*) FROM paimon_sink.pending_checkpoints"), '0',
+		"$label: nothing pending");
+	is(staged_files(), 0, "$label: no staged file left");
+	is(sql("SELECT count(*) FROM (SELECT commit_user, commit_identifier FROM paimon_sink.snapshots
+			GROUP BY 1, 2 HAVING count(*) > 1) d"), '0', "$label: one snapshot per identifier");
+}
+
+sql(q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE target (id int PRIMARY KEY, note text);
+	CREATE TABLE ledger (id int PRIMARY KEY);
+	SELECT sink_name FROM paimon_sink.create_sink('f', 'target', buckets => 4, bucket_key => '{id}');
+});
+ok(ready(), 'writers serve');
+
+my $next_id = 1;
+sub insert_rows
+{
+	my ($n, $note, $commit_user) = @_;
+	my $first = $next_id;
+	$next_id += $n;
+	my $set = $commit_user ? "SET paimon_sink.commit_user = '$commit_user';" : '';
+	sql("$set BEGIN; INSERT INTO f SELECT g, '$note' FROM generate_series($first, $first + $n - 1) g;
+	   INSERT INTO ledger SELECT g FROM generate_series($first, $first + $n - 1) g; COMMIT;");
+	return $first;
+}
+
+sub count_note { return sql("SELECT count(*) FROM target WHERE note = '$_[0]'"); }
+
+# --- before the barrier of N: a crash loses no committed row, shows no aborted one
+insert_rows(50, 'committed before crash');
+sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'kill')");
+my ($ret, $out, $err) = try_sql("INSERT INTO f SELECT g, 'writer died' FROM generate_series(100001, 100010) g");
+isnt($ret, 0, 'a writer killed before its fsync fails the transaction');
+ok(ready(), 'cluster and writers are back');
+sql("SELECT paimon_sink.inject_fault('backend_after_handoff', 'panic')");
+($ret, $out, $err) = try_sql("INSERT INTO f SELECT g, 'no commit record' FROM generate_series(100011, 100020) g");
+isnt($ret, 0, 'a crash after the hand-off, before the commit record, fails the transaction');
+ok(ready(), 'cluster and writers are back after the PANIC');
+# burn transaction ids: a reused xid must not make the dead rows look committed
+sql("CREATE TABLE burn (x int)");
+sql("INSERT INTO burn VALUES (1)") for 1 .. 20;
+insert_rows(5, 'committed after crash');
+is(sql("SELECT row_count FROM paimon_sink.checkpoint('f')"), '55',
+	'the next checkpoint has every committed row and no row of a dead transaction');
+is(count_note('writer died') + count_note('no commit record'), 0, 'dead rows never appear');
+is(sql("SELECT count(*) FROM target t JOIN ledger l USING (id)") . '/' . sql("SELECT count(*) FROM ledger"),
+	'55/55', 'target equals the ledger');
+clean('before the barrier');
+
+# --- a barrier cut after one writer sealed: nothing half-prepared
+insert_rows(40, 'barrier cut', 'job-b');
+sql("SELECT paimon_sink.inject_fault('barrier_after_first_writer', 'fatal')");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.prepare_commit('f', 'job-b', 1)");
+like($err, qr/committer stopped while serving/, 'the prepare fails when the committer dies mid-barrier');
+is(sql("SELECT count(*) FROM paimon_sink.committable WHERE commit_user = 'job-b'"), '0',
+	'no committable of the cut barrier was recorded');
+$node->poll_query_until('postgres', "SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
+is(sql("SELECT sum(row_count) FROM paimon_sink.prepare_commit('f', 'job-b', 1)"), '40',
+	'the retry prepares every row once');
+is(sql("SELECT row_count FROM paimon_sink.commit('f', 'job-b', 1)"), '40', 'and commits them');
+is(count_note('barrier cut'), '40', 'each row once');
+clean('barrier cut');
+
+# --- after prepare of N, before commit(N): N stays prepared across a crash
+insert_rows(30, 'prepared then crash', 'job-p');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-p', 1)");
+$node->stop('immediate');
+$node->start;
+ok(ready(), 'back after an immediate stop');
+is(sql("SELECT checkpoint_id || ':' || row_count FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-p'"),
+	'1:30', 'checkpoint 1 is still prepared');
+is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-p', 1)"), '30 true',
+	'commit(1) commits it');
+is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-p', 1)"), '30 false',
+	'a second commit(1) applies nothing');
+is(count_note('prepared then crash'), '30', 'each row once');
+clean('after prepare');
+
+# --- inside commit, before PREPARE TRANSACTION: nothing applied, a retry commits once
+insert_rows(20, 'before prepare', 'job-c');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-c', 1)");
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'error')");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
+like($err, qr/fault injected at committer_before_prepare/, 'the commit fails before PREPARE');
+is(count_note('before prepare'), '0', 'nothing applied');
+is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-c')"), '0', 'the mark did not move');
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'fatal')");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
+like($err, qr/committer stopped while serving/, 'the committer dying before PREPARE fails the commit');
+is(count_note('before prepare'), '0', 'still nothing applied');
+is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-c', 1)"), '20 true',
+	'the retry commits N once');
+clean('before PREPARE TRANSACTION');
+
+# --- after PREPARE, before COMMIT PREPARED: recovery commits the in-doubt transaction
+insert_rows(25, 'in doubt', 'job-d');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-d', 1)");
+sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-d', 1)");
+isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
+ok(ready(), 'back after the crash');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
+	'the committer committed the in-doubt transaction at start');
+is(count_note('in doubt'), '25', 'its rows are there once');
+is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-d', 1)"), '25 false',
+	'a retry of commit(1) skips it');
+is(count_note('in doubt'), '25', 'still once');
+clean('after PREPARE');
+
+# the same moment, paused: a recover() arriving meanwhile waits its turn
+insert_rows(10, 'paused in doubt', 'job-r');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-r', 1)");
+sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'pause')");
+my ($in, $commit_out, $commit_err) = ('', '', '');
+my $commit_run = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-r', 1)" ],
+	'<', \$in, '>', \$commit_out, '2>', \$commit_err);
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_after_prepare'"),
+	'the commit is paused between PREPARE and COMMIT PREPARED');
+is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%:job-r'"), '1',
+	'its transaction is in doubt');
+my ($recover_out, $recover_err) = ('', '');
+my $recover_run = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints FROM paimon_sink.recover('f', 'job-r', 1)" ],
+	'<', \$in, '>', \$recover_out, '2>', \$recover_err);
+sleep 1;
+is(count_note('paused in doubt'), '0', 'nothing visible while paused');
+sql("SELECT paimon_sink.release_fault('committer_after_prepare')");
+$commit_run->finish;
+$recover_run->finish;
+is($commit_out, "10 true\n", 'the paused commit completes');
+is($recover_out, "1 0\n", 'recover() then finds it committed and re-commits nothing');
+is(count_note('paused in doubt'), '10', 'rows once');
+sql("SELECT paimon_sink.clear_faults()");
+clean('recover during an in-doubt commit');
+
+# --- after COMMIT PREPARED, before the reply: a retry returns the snapshot, applies nothing
+insert_rows(15, 'reply lost', 'job-e');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-e', 1)");
+sql("SELECT paimon_sink.inject_fault('committer_after_commit_prepared', 'fatal')");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-e', 1)");
+like($err, qr/committer stopped while serving/, 'the reply is lost');
+is(count_note('reply lost'), '15', 'the commit happened');
+is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-e', 1)"), '15 false',
+	'the retry returns the snapshot and applies nothing');
+is(count_note('reply lost'), '15', 'once');
+clean('after COMMIT PREPARED');
+
+# --- commit(N) lost, commit(N+1) arrives: both, in order
+insert_rows(3, 'lost n', 'job-l');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-l', 1)");
+insert_rows(4, 'lost n+1', 'job-l');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-l', 2)");
+is(sql("SELECT string_agg(checkpoint_id || ':' || row_count, ',' ORDER BY snapshot_id) FROM paimon_sink.commit('f', 'job-l', 2)"),
+	'1:3,2:4', 'commit(2) commits 1 then 2');
+clean('commit(N) lost');
+
+# --- a job restores from M below its last prepared checkpoint
+insert_rows(6, 'restore m', 'job-m');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 1)");
+insert_rows(7, 'after m prepared', 'job-m');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 2)");
+insert_rows(8, 'after m staged', 'job-m');
+is(sql("SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints || ' ' || discarded_checkpoints || ' ' || (discarded_files > 0)
+		FROM paimon_sink.recover('f', 'job-m', 1)"),
+	'1 1 1 true', 'recover(1): checkpoint 1 re-committed, checkpoint 2 and the staged rows discarded');
+is(count_note('restore m') . ' ' . count_note('after m prepared') . ' ' . count_note('after m staged'),
+	'6 0 0', 'only checkpoint 1 is in the target');
+is(staged_files(), 0, 'the discarded files are removed');
+# the job replays its source from checkpoint 1 and commits it as checkpoint 2
+sql("DELETE FROM ledger WHERE id IN (SELECT l.id FROM ledger l LEFT JOIN target t USING (id) WHERE t.id IS NULL)");
+insert_rows(15, 'replayed', 'job-m');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 2)");
+is(sql("SELECT row_count FROM paimon_sink.commit('f', 'job-m', 2)"), '15', 'the replay commits once');
+is(sql("SELECT count(*) FROM target t JOIN ledger l USING (id)") . '/' . sql("SELECT count(*) FROM ledger")
+	. '/' . sql("SELECT count(*) FROM target"),
+	join('/', (sql("SELECT count(*) FROM ledger")) x 3), 'target equals the ledger after the restore');
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 2, 'restore_and_fail')");
+is($ret, 0, 'restore_and_fail with nothing to re-commit succeeds');
+insert_rows(2, 'and fail', 'job-m');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 3)");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 3, 'restore_and_fail')");
+like($err, qr/55000: recovery committed checkpoints 3 to 3 of commit user "job-m"; restart the job/,
+	'restore_and_fail raises after re-committing');
+is(count_note('and fail'), '2', 'the re-commit happened');
+clean('restore below last prepared');
+
+# --- a job restores from M below its last committed checkpoint: reported, nothing doubled
+my $before = sql("SELECT count(*) FROM target");
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 1)");
+like($err, qr/22023: stale restore: checkpoint 1 is below the last committed checkpoint 3/,
+	'a stale restore is reported');
+is(sql("SELECT count(*) FROM target"), $before, 'nothing doubled or removed');
+is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-m')"), '3', 'the mark stands');
+clean('stale restore');
+
+# --- end of input: committed at once; a later prepare is an error, never a skip
+insert_rows(9, 'bounded', 'job-x');
+is(sql("SELECT row_count || ' ' || (checkpoint_id = 9223372036854775807) FROM paimon_sink.end_input('f', 'job-x')"),
+	'9 true', 'end_input commits the last checkpoint');
+insert_rows(1, 'too late', 'job-x');
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.prepare_commit('f', 'job-x', 5)");
+like($err, qr/55000: commit user "job-x" has ended its input/, 'a prepare after the end of input fails');
+
+# --- orphan files: only files nobody refers to, older than the cut-off
+my ($some_file) = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
+ok(defined $some_file, 'a live staged file exists (the late row)');
+(my $orphan = $some_file) =~ s{[^/]+\.stage$}{00000000-0000-4000-8000-000000000001.stage};
+PostgreSQL::Test::Utils::append_to_file($orphan, 'not a staged file of any stream');
+utime(time - 7200, time - 7200, $orphan);
+utime(time - 7200, time - 7200, $some_file);
+is(sql("SELECT string_agg(file_name || ' ' || removed, ',') FROM paimon_sink.remove_orphan_files('f', '1 hour', true)"),
+	'00000000-0000-4000-8000-000000000001.stage false', 'a dry run lists only the orphan');
+ok(-e $orphan, 'a dry run removes nothing');
+is(sql("SELECT count(*) FROM paimon_sink.remove_orphan_files('f', '3 hours')"), '0',
+	'a younger orphan is kept');
+is(sql("SELECT string_agg(file_name || ' ' || removed, ',') FROM paimon_sink.remove_orphan_files('f', '1 hour')"),
+	'00000000-0000-4000-8000-000000000001.stage true', 'the orphan is removed');
+ok(!-e $orphan && -e $some_file, 'the live file of the open stream stays');
+($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.remove_orphan_files('f', '-1 hour')");
+like($err, qr/22023: older_than must not be negative/, 'a cut-off in the future is refused');
+
+# --- fault points are a superuser's
+sql("CREATE ROLE plain LOGIN");
+($ret, $out, $err) = $node->psql('postgres', "SET ROLE plain; SELECT paimon_sink.inject_fault('writer_after_ack', 'error')");
+like($err, qr/permission denied/, 'a plain role cannot arm faults');
+is(sql("SELECT count(*) FROM paimon_sink.faults WHERE action <> 'none' AND remaining <> 0"), '0',
+	'no fault left armed');
+
+$node->stop;
+done_testing();
