@@ -10,7 +10,8 @@ OBJS = \
 	src/fdw.o \
 	src/staged_file.o \
 	src/catalog.o \
-	src/functions.o
+	src/functions.o \
+	src/fault.o
 
 EXTENSION = paimon_sink
 DATA = sql/paimon_sink--0.1.sql
