@@ -24,7 +24,7 @@ SHLIB_LINK = -luuid
 REGRESS = setup append errors
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf
 
-ISOLATION = concurrent_checkpoint
+ISOLATION = concurrent_checkpoint drop_sink
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 

@@ -1,0 +1,75 @@
+# Concurrent commit() calls for the same and for successive checkpoint ids,
+# made deterministic by pausing the first commit between PREPARE TRANSACTION
+# and COMMIT PREPARED; and many sessions inserting while checkpoints run.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('concurrency');
+$node->init;
+$node->start;
+
+sub sql { return $node->safe_psql('postgres', shift); }
+
+sub start_psql
+{
+	my ($query) = @_;
+	my %run = (out => '', err => '', in => '');
+	$run{handle} = IPC::Run::start(
+		[ 'psql', '-XAt', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $query ],
+		'<', \$run{in}, '>', \$run{out}, '2>', \$run{err});
+	return \%run;
+}
+
+sql(q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE target (id int, note text);
+	SELECT sink_name FROM paimon_sink.create_sink('c', 'target');
+});
+$node->poll_query_until('postgres', "SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
+
+sql("SET paimon_sink.commit_user = 'job'; INSERT INTO c SELECT g, 'one' FROM generate_series(1, 10) g");
+sql("SELECT paimon_sink.prepare_commit('c', 'job', 1)");
+sql("SET paimon_sink.commit_user = 'job'; INSERT INTO c SELECT g, 'two' FROM generate_series(11, 30) g");
+sql("SELECT paimon_sink.prepare_commit('c', 'job', 2)");
+sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'pause')");
+
+my $first = start_psql("SELECT string_agg(checkpoint_id || ':' || newly_committed, ',') FROM paimon_sink.commit('c', 'job', 1)");
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_after_prepare'"),
+	'commit(1) is paused between PREPARE and COMMIT PREPARED');
+my $same = start_psql("SELECT string_agg(checkpoint_id || ':' || newly_committed, ',') FROM paimon_sink.commit('c', 'job', 1)");
+my $next = start_psql("SELECT string_agg(checkpoint_id || ':' || newly_committed, ',') FROM paimon_sink.commit('c', 'job', 2)");
+sleep 1;
+is(sql("SELECT count(*) FROM target"), '0', 'nothing is visible while the first commit is in doubt');
+is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"), '1',
+	'one prepared transaction at a time');
+sql("SELECT paimon_sink.clear_faults()");
+$_->{handle}->finish for ($first, $same, $next);
+is($first->{out}, "1:true\n", 'the first commit(1) made the snapshot');
+is($same->{out}, "1:false\n", 'the concurrent commit(1) returned it without applying anything');
+is($next->{out}, "2:true\n", 'the concurrent commit(2) committed checkpoint 2 after it');
+is(sql("SELECT note || ':' || count(*) FROM target GROUP BY note ORDER BY note"), "one:10\ntwo:20",
+	'every row once');
+is(sql("SELECT string_agg(commit_identifier::text, ',' ORDER BY snapshot_id) FROM paimon_sink.snapshots"),
+	'1,2', 'snapshots in checkpoint order');
+
+# many sessions insert while checkpoint() runs in a loop: each row once
+my @writers;
+for my $w (1 .. 6)
+{
+	my $base = 1000 * $w;
+	push @writers, start_psql(join(';',
+		map { my $b = $base + 10 * $_; "INSERT INTO c SELECT g, 'load' FROM generate_series($b, $b + 9) g" } 0 .. 49));
+}
+my @checkpoints = map { start_psql("SELECT count(*) FROM paimon_sink.checkpoint('c')") } 1 .. 5;
+$_->{handle}->finish for (@writers, @checkpoints);
+is(join('', map { $_->{err} } @writers, @checkpoints), '', 'no session failed');
+sql("SELECT paimon_sink.checkpoint('c')");
+is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM target WHERE note = 'load'"), '3000 3000',
+	'3000 rows from 6 concurrent sessions, each once');
+
+$node->stop;
+done_testing();
