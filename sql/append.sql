@@ -131,4 +131,21 @@ SELECT paimon_sink.drop_sink('measurements_sink');
 SELECT count(*) FROM paimon_sink.sinks WHERE sink_name = 'measurements_sink';
 SELECT to_regclass('measurements_sink');
 SELECT count(*) FROM measurements;
+-- a transaction larger than paimon_sink.handoff_buffer_size spills to a
+-- temporary file; savepoints still undo exactly what they wrote
+SET paimon_sink.handoff_buffer_size = '64kB';
+BEGIN;
+INSERT INTO events_sink (payload) SELECT 'spilled ' || g FROM generate_series(1, 20000) g;
+SAVEPOINT big;
+INSERT INTO events_sink (payload) SELECT 'spilled, rolled back ' || g FROM generate_series(1, 20000) g;
+ROLLBACK TO big;
+INSERT INTO events_sink (payload) SELECT 'spilled after ' || g FROM generate_series(1, 5000) g;
+COMMIT;
+RESET paimon_sink.handoff_buffer_size;
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('events_sink');
+SELECT count(*) FILTER (WHERE payload LIKE 'spilled after %') AS after,
+	count(*) FILTER (WHERE payload LIKE 'spilled, rolled back %') AS rolled_back,
+	count(*) FILTER (WHERE payload ~ '^spilled [0-9]+$') AS spilled,
+	count(DISTINCT payload) FILTER (WHERE payload LIKE 'spilled%') AS distinct_payloads
+  FROM events;
 RESET ROLE;

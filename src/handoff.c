@@ -26,7 +26,9 @@
 #include "pgstat.h"
 #include "replication/message.h"
 #include "shared_state.h"
+#include "storage/buffile.h"
 #include "storage/latch.h"
+#include "utils/resowner.h"
 #include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -34,10 +36,18 @@
 /* Rows are sent in chunks of about this many bytes. */
 #define HANDOFF_CHUNK_BYTES (64 * 1024)
 
+/*
+ * A chunk of rows: in memory, or spilled to the transaction's temporary file
+ * once the transaction buffers more than paimon_sink.handoff_buffer_size.
+ */
 typedef struct PendingChunk
 {
 	StringInfoData data;
 	uint32		rows;
+	bool		spilled;
+	int			spill_fileno;
+	off_t		spill_offset;
+	int			spill_length;
 } PendingChunk;
 
 /* State of a stream when a subtransaction first appended to it. */
@@ -74,6 +84,8 @@ static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
 static bool wake_committer_at_commit = false;
+static BufFile *spill_file = NULL;
+static Size bytes_in_memory = 0;
 
 static void handoff_xact_callback(XactEvent event, void *arg);
 static void handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -128,6 +140,54 @@ handoff_stream(const StreamIdentity *stream, int writer_index)
 	return last_stream = pending;
 }
 
+/*
+ * Move a full chunk to the transaction's temporary file.  The file belongs
+ * to the top transaction's resource owner: a subtransaction that rolls back
+ * must not close it under chunks its parent keeps.
+ */
+static void
+spill_chunk(PendingChunk *chunk)
+{
+	if (spill_file == NULL)
+	{
+		ResourceOwner saved = CurrentResourceOwner;
+
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		spill_file = BufFileCreateTemp(false);
+		CurrentResourceOwner = saved;
+	}
+	/* writes only append: the file is read back once, at pre-commit */
+	BufFileTell(spill_file, &chunk->spill_fileno, &chunk->spill_offset);
+	BufFileWrite(spill_file, chunk->data.data, chunk->data.len);
+	chunk->spill_length = chunk->data.len;
+	chunk->spilled = true;
+	bytes_in_memory -= chunk->data.len;
+	pfree(chunk->data.data);
+	chunk->data.data = NULL;
+	chunk->data.len = 0;
+}
+
+/* The rows of a chunk, read back from the temporary file when spilled. */
+static char *
+chunk_rows(PendingChunk *chunk, int *length)
+{
+	char	   *buffer;
+
+	if (!chunk->spilled)
+	{
+		*length = chunk->data.len;
+		return chunk->data.data;
+	}
+	buffer = palloc(chunk->spill_length);
+	if (BufFileSeek(spill_file, chunk->spill_fileno, chunk->spill_offset, SEEK_SET) != 0 ||
+		BufFileRead(spill_file, buffer, chunk->spill_length) != (size_t) chunk->spill_length)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read the spilled rows of this transaction: %m")));
+	*length = chunk->spill_length;
+	return buffer;
+}
+
 /* handoff_append_row appends one COPY text line (with its newline). */
 void
 handoff_append_row(PendingStream *stream, const char *row, int length)
@@ -151,7 +211,7 @@ handoff_append_row(PendingStream *stream, const char *row, int length)
 			{
 				PendingChunk *last = llast(stream->chunks);
 
-				mark->last_length = last->data.len;
+				mark->last_length = last->spilled ? last->spill_length : last->data.len;
 				mark->last_rows = last->rows;
 			}
 			mark->rows = stream->rows;
@@ -160,14 +220,18 @@ handoff_append_row(PendingStream *stream, const char *row, int length)
 	}
 
 	chunk = stream->chunks ? llast(stream->chunks) : NULL;
-	if (chunk == NULL || chunk->data.len + length > HANDOFF_CHUNK_BYTES)
+	if (chunk == NULL || chunk->spilled || chunk->data.len + length > HANDOFF_CHUNK_BYTES)
 	{
-		chunk = palloc(sizeof(PendingChunk));
+		/* a full chunk goes to disk when the transaction holds too much */
+		if (chunk != NULL && !chunk->spilled &&
+			bytes_in_memory > (Size) PaimonSinkHandoffBufferKB * 1024)
+			spill_chunk(chunk);
+		chunk = palloc0(sizeof(PendingChunk));
 		initStringInfo(&chunk->data);
-		chunk->rows = 0;
 		stream->chunks = lappend(stream->chunks, chunk);
 	}
 	appendBinaryStringInfo(&chunk->data, row, length);
+	bytes_in_memory += length;
 	chunk->rows++;
 	stream->rows++;
 	MemoryContextSwitchTo(old);
@@ -196,13 +260,26 @@ rollback_to_level(int level)
 		}
 		if (restore == NULL)
 			continue;
+		for (int i = restore->chunk_count; i < list_length(stream->chunks); i++)
+		{
+			PendingChunk *dropped = list_nth(stream->chunks, i);
+
+			if (!dropped->spilled)
+				bytes_in_memory -= dropped->data.len;
+		}
 		stream->chunks = list_truncate(stream->chunks, restore->chunk_count);
 		if (stream->chunks != NIL)
 		{
 			PendingChunk *last = llast(stream->chunks);
 
-			last->data.len = restore->last_length;
-			last->data.data[last->data.len] = '\0';
+			if (last->spilled)
+				last->spill_length = restore->last_length;
+			else
+			{
+				bytes_in_memory -= last->data.len - restore->last_length;
+				last->data.len = restore->last_length;
+				last->data.data[last->data.len] = '\0';
+			}
 			last->rows = restore->last_rows;
 		}
 		stream->rows = restore->rows;
@@ -471,10 +548,16 @@ send_pending_rows(void)
 			{
 				PendingChunk *chunk = lfirst(chunk_cell);
 
+				char	   *rows;
+				int			length;
+
 				if (chunk->rows == 0)
 					continue;
 				message.row_count = chunk->rows;
-				send_message(handoff, &message, chunk->data.data, chunk->data.len);
+				rows = chunk_rows(chunk, &length);
+				send_message(handoff, &message, rows, length);
+				if (chunk->spilled)
+					pfree(rows);
 			}
 		}
 		if (handoff == NULL)
@@ -505,6 +588,10 @@ static void
 reset_state(void)
 {
 	wake_committer_at_commit = false;
+	if (spill_file != NULL)
+		BufFileClose(spill_file);
+	spill_file = NULL;
+	bytes_in_memory = 0;
 	pending_streams = NIL;
 	last_stream = NULL;
 	active_handoffs = NIL;

@@ -28,6 +28,7 @@ int			PaimonSinkQueueSizeKB = 256;
 int			PaimonSinkQueuesPerWriter = 16;
 int			PaimonSinkGroupFsyncDelayMs = 0;
 int			PaimonSinkHandoffTimeoutMs = 30000;
+int			PaimonSinkHandoffBufferKB = 8192;
 char	   *PaimonSinkCommitUser = NULL;
 int			PaimonSinkWriterId = 0;
 bool		PaimonSinkPreloaded = false;
@@ -157,6 +158,11 @@ _PG_init(void)
 							   "Empty means the sink's own commit user. An external job sets its stable identity.",
 							   &PaimonSinkCommitUser, "", PGC_USERSET, 0,
 							   check_commit_user_setting, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.handoff_buffer_size",
+							"Rows a transaction keeps in memory before it spills them to a temporary file.",
+							"Rows wait in the session until the transaction commits; beyond this size they wait on disk.",
+							&PaimonSinkHandoffBufferKB, 8192, 64, INT_MAX / 1024, PGC_USERSET,
+							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.writer_id",
 							"Writer id (subtask index) of the rows this session writes into sinks.",
 							NULL, &PaimonSinkWriterId, 0, 0, INT_MAX, PGC_USERSET, 0,

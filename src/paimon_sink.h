@@ -33,6 +33,7 @@ extern int	PaimonSinkQueueSizeKB;
 extern int	PaimonSinkQueuesPerWriter;
 extern int	PaimonSinkGroupFsyncDelayMs;
 extern int	PaimonSinkHandoffTimeoutMs;
+extern int	PaimonSinkHandoffBufferKB;
 extern char *PaimonSinkCommitUser;
 extern int	PaimonSinkWriterId;
 
