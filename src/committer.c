@@ -37,6 +37,7 @@
 #include "executor/executor.h"
 #include "fault.h"
 #include "mb/pg_wchar.h"
+#include "launcher.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
@@ -91,22 +92,8 @@ static struct
 BackgroundWorkerHandle *
 committer_start(int database_index)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "paimon_sink");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "paimon_sink_committer_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "paimon_sink committer");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "paimon_sink committer");
-	worker.bgw_main_arg = Int32GetDatum(database_index);
-	worker.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		return NULL;
-	return handle;
+	return launcher_start_worker("paimon_sink_committer_main", "paimon_sink committer",
+								 "paimon_sink committer", Int32GetDatum(database_index));
 }
 
 /*

@@ -339,6 +339,36 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Start a request to the committer for a sink the caller owns: the checks
+ * every state-changing call shares.
+ */
+static SinkInfo *
+start_request(FunctionCallInfo fcinfo, CommitterRequest *request, int kind, const char *action,
+			  const char *function)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, action);
+
+	refuse_transaction_block(function);
+	require_prepared_transactions();
+	memset(request, 0, sizeof(*request));
+	request->kind = kind;
+	request->sink_id = sink->sink_id;
+	request->writer_id = -1;
+	return sink;
+}
+
+/* A non-NULL bigint argument (ERRCODE_NULL_VALUE_NOT_ALLOWED otherwise). */
+static int64
+checkpoint_argument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("checkpoint id must not be NULL")));
+	return PG_GETARG_INT64(index);
+}
+
 /* Submit a request to this database's committer and wait for it. */
 static void
 submit(CommitterRequest *request)
@@ -358,22 +388,14 @@ submit(CommitterRequest *request)
 Datum
 paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "prepare");
 	CommitterRequest request;
+	SinkInfo   *sink = start_request(fcinfo, &request, REQUEST_PREPARE, "prepare",
+									 "paimon_sink.prepare_commit()");
 	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, INT4OID};
 	Datum		values[4];
 
-	refuse_transaction_block("paimon_sink.prepare_commit()");
-	require_prepared_transactions();
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_PREPARE;
-	request.sink_id = sink->sink_id;
 	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("checkpoint id must not be NULL")));
-	request.checkpoint_id = PG_GETARG_INT64(2);
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
 	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
 	submit(&request);
 
@@ -417,20 +439,12 @@ return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user
 Datum
 paimon_sink_commit(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "commit");
 	CommitterRequest request;
+	SinkInfo   *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "commit",
+									 "paimon_sink.commit()");
 
-	refuse_transaction_block("paimon_sink.commit()");
-	require_prepared_transactions();
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_COMMIT;
-	request.sink_id = sink->sink_id;
 	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("checkpoint id must not be NULL")));
-	request.checkpoint_id = PG_GETARG_INT64(2);
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
 	submit(&request);
 	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
 					 request.last_committed, request.checkpoint_id);
@@ -445,14 +459,10 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "checkpoint");
 	CommitterRequest request;
+	SinkInfo   *sink = start_request(fcinfo, &request, REQUEST_CHECKPOINT, "checkpoint",
+									 "paimon_sink.checkpoint()");
 
-	refuse_transaction_block("paimon_sink.checkpoint()");
-	require_prepared_transactions();
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_CHECKPOINT;
-	request.sink_id = sink->sink_id;
 	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
 	submit(&request);
 	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
@@ -554,18 +564,14 @@ paimon_sink_start_workers(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_recover(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "recover");
-	char	   *mode = PG_ARGISNULL(3) ? "restore" : text_argument(fcinfo, 3);
 	CommitterRequest request;
+	SinkInfo   *sink = start_request(fcinfo, &request, REQUEST_RECOVER, "recover",
+									 "paimon_sink.recover()");
+	char	   *mode = PG_ARGISNULL(3) ? "restore" : text_argument(fcinfo, 3);
 	TupleDesc	desc;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 
-	refuse_transaction_block("paimon_sink.recover()");
-	require_prepared_transactions();
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_RECOVER;
-	request.sink_id = sink->sink_id;
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -577,11 +583,7 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 				 errmsg("cannot recover the own commit user of sink \"%s\"", sink->name),
 				 errdetail("SQL sessions write with it; discarding what it staged would lose committed transactions."),
 				 errhint("recover() is for jobs with their own commit user (paimon_sink.commit_user).")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the restored checkpoint id must not be NULL")));
-	request.checkpoint_id = PG_GETARG_INT64(2);
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
 	if (strcmp(mode, "restore") == 0)
 		request.mode = RECOVER_RESTORE;
 	else if (strcmp(mode, "restore_and_fail") == 0)
@@ -612,15 +614,10 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_end_input(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "end the input of");
 	CommitterRequest request;
+	SinkInfo   *sink = start_request(fcinfo, &request, REQUEST_END_INPUT, "end the input of",
+									 "paimon_sink.end_input()");
 
-	refuse_transaction_block("paimon_sink.end_input()");
-	require_prepared_transactions();
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_END_INPUT;
-	request.sink_id = sink->sink_id;
-	request.writer_id = -1;
 	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
 	submit(&request);
 	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
@@ -638,14 +635,14 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = owned_sink(fcinfo, "remove orphan files of");
-	Interval   *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 	CommitterRequest request;
+	Interval   *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 	Oid			type = INT8OID;
 	Datum		value;
 	int64		milliseconds;
 
-	refuse_transaction_block("paimon_sink.remove_orphan_files()");
+	(void) start_request(fcinfo, &request, REQUEST_REMOVE_ORPHANS, "remove orphan files of",
+						 "paimon_sink.remove_orphan_files()");
 	if (older_than == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -658,9 +655,6 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 				 errmsg("older_than must not be negative"),
 				 errdetail("A negative age puts the cut-off in the future, where files are still being written."),
 				 errhint("Pass an age such as interval '1 day'.")));
-	memset(&request, 0, sizeof(request));
-	request.kind = REQUEST_REMOVE_ORPHANS;
-	request.sink_id = sink->sink_id;
 	request.older_than_ms = milliseconds;
 	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
 	submit(&request);

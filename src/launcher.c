@@ -56,6 +56,33 @@ launcher_register(void)
 	RegisterBackgroundWorker(&worker);
 }
 
+/*
+ * launcher_start_worker registers a dynamic worker of this library that
+ * connects to a database, notifies the caller when it stops and is never
+ * restarted by the postmaster (its starter does that); NULL when no worker
+ * slot is free.
+ */
+BackgroundWorkerHandle *
+launcher_start_worker(const char *function, const char *type, const char *name, Datum main_arg)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "paimon_sink", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, type, BGW_MAXLEN);
+	worker.bgw_main_arg = main_arg;
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
 /* Mark every connectable, non-template database as wanted. */
 static void
 want_all_databases(void)

@@ -38,6 +38,7 @@
 #include "catalog.h"
 #include "fault.h"
 #include "handoff.h"
+#include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -121,22 +122,11 @@ static shm_mq_handle *barrier_queue;	/* while answering a barrier */
 BackgroundWorkerHandle *
 writer_start(int database_index, int writer_index)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
+	char		name[BGW_MAXLEN];
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "paimon_sink");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "paimon_sink_writer_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "paimon_sink writer %d", writer_index);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "paimon_sink writer");
-	worker.bgw_main_arg = Int32GetDatum((database_index << 16) | writer_index);
-	worker.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		return NULL;
-	return handle;
+	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
+	return launcher_start_worker("paimon_sink_writer_main", "paimon_sink writer", name,
+								 Int32GetDatum((database_index << 16) | writer_index));
 }
 
 static Stream *
