@@ -148,4 +148,27 @@ SELECT count(*) FILTER (WHERE payload LIKE 'spilled after %') AS after,
 	count(*) FILTER (WHERE payload ~ '^spilled [0-9]+$') AS spilled,
 	count(DISTINCT payload) FILTER (WHERE payload LIKE 'spilled%') AS distinct_payloads
   FROM events;
+-- values do not depend on the inserting session's settings (rows are staged
+-- with the types' binary send functions)
+CREATE TABLE settings_target (id int, d date, f float8, i interval, ts timestamptz, rc regclass);
+RESET ROLE;
+CREATE SCHEMA other_schema AUTHORIZATION regress_sink_owner;
+SET ROLE regress_sink_owner;
+CREATE TABLE other_schema.events (x int);
+SELECT sink_name FROM paimon_sink.create_sink('settings_sink', 'settings_target');
+BEGIN;
+SET LOCAL DateStyle = 'Postgres, DMY';
+SET LOCAL extra_float_digits = 0;
+SET LOCAL IntervalStyle = 'sql_standard';
+SET LOCAL TimeZone = 'Asia/Kolkata';
+SET LOCAL search_path = other_schema, public;
+INSERT INTO settings_sink VALUES (1, '2024-01-02', 0.30000000000000004, '-1 days -02:03:04',
+	'2024-06-01 12:00:00+00', 'events');
+INSERT INTO settings_sink VALUES (2, '31/12/1999', 1.7976931348623157e308, '1 year 2 mons', 'infinity', NULL);
+COMMIT;
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('settings_sink');
+SET TimeZone = 'UTC';
+SELECT id, d, f::text, i, ts, rc FROM settings_target ORDER BY id;
+SELECT rc = 'other_schema.events'::regclass AS resolved_where_inserted FROM settings_target WHERE id = 1;
+RESET TimeZone;
 RESET ROLE;

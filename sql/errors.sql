@@ -156,3 +156,43 @@ SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('orders_sink');
 SELECT paimon_sink.drop_sink('orders_sink');
 SELECT count(*) FROM orders;
 RESET ROLE;
+-- the sink's layout is fixed at create_sink: altering the foreign table or
+-- a staged column's type in the target fails clearly, never misloads
+SET ROLE regress_sink_owner;
+CREATE TABLE layout (id int, a int, b int NOT NULL);
+SELECT sink_name FROM paimon_sink.create_sink('layout_sink', 'layout');
+INSERT INTO layout_sink VALUES (1, 10, 20);
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN a TO tmp;
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN b TO a;
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN tmp TO b;
+INSERT INTO layout_sink VALUES (2, 30, 40);
+\echo :LAST_ERROR_SQLSTATE
+-- what was staged loads in the layout it was staged in
+SELECT row_count FROM paimon_sink.checkpoint('layout_sink');
+SELECT id, a, b FROM layout;
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN a TO tmp;
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN b TO a;
+ALTER FOREIGN TABLE layout_sink RENAME COLUMN tmp TO b;
+ALTER TABLE layout ALTER COLUMN a TYPE text;
+INSERT INTO layout_sink VALUES (3, 50, NULL);
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE layout ALTER COLUMN a TYPE int USING a::int;
+INSERT INTO layout_sink VALUES (3, 50, 60);
+SELECT row_count FROM paimon_sink.checkpoint('layout_sink');
+-- ON CONFLICT cannot be honoured; dropping the target is refused
+INSERT INTO layout_sink VALUES (4, 1, 1) ON CONFLICT DO NOTHING;
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE layout;
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('layout_sink');
+DROP TABLE layout;
+-- arguments that make no sense
+SELECT * FROM paimon_sink.create_sink(NULL, 'orders');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', checkpoint_interval => '-1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.create_sink('x', 'orders', bucket_key => '{id,id}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink(NULL);
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;

@@ -15,6 +15,11 @@ CREATE TABLE paimon_sink.sink_definition (
 	bucket_key text[],
 	checkpoint_interval interval,
 	default_commit_user text NOT NULL,
+	-- never repeats, unlike sink_id after DROP EXTENSION: staged files carry it
+	sink_uuid uuid NOT NULL DEFAULT gen_random_uuid(),
+	-- the layout rows are staged in (binary COPY), fixed at create_sink
+	column_names text[],
+	column_types regtype[],
 	created_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE paimon_sink.sink_definition IS

@@ -25,11 +25,13 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/uuid.h"
 #include "access/genam.h"
 
 #define SINK_COLUMNS \
 	"sink_id, sink_name, target_table::oid, foreign_table::oid, owner_role::oid, " \
-	"mode, buckets, bucket_key, default_commit_user"
+	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[]"
 
 /* catalog_extension_owner returns the role that owns the extension. */
 Oid
@@ -129,10 +131,106 @@ lookup_sink(const char *where, Oid type, Datum value, SinkInfo *info)
 				info->bucket_key = lappend(info->bucket_key, TextDatumGetCString(elements[i]));
 		}
 		info->default_commit_user = SPI_getvalue(tuple, desc, 9);
+		memcpy(&info->sink_uuid, DatumGetUUIDP(SPI_getbinval(tuple, desc, 10, &isnull)),
+			   sizeof(pg_uuid_t));
+		key = SPI_getbinval(tuple, desc, 11, &isnull);
+		info->column_count = 0;
+		if (!isnull)
+		{
+			Datum	   *names;
+			Datum	   *types;
+			int			type_count;
+
+			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
+							  &names, NULL, &info->column_count);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 12, &isnull)),
+							  OIDOID, sizeof(Oid), true, TYPALIGN_INT, &types, NULL, &type_count);
+			info->column_names = palloc(sizeof(char *) * info->column_count);
+			info->column_types = palloc(sizeof(Oid) * info->column_count);
+			for (int i = 0; i < info->column_count; i++)
+			{
+				info->column_names[i] = TextDatumGetCString(names[i]);
+				info->column_types[i] = DatumGetObjectId(types[i]);
+			}
+		}
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
 	return found;
+}
+
+/*
+ * catalog_check_layout checks a relation against the layout the sink stages
+ * rows in (binary COPY needs the very types).  exact: the relation is the
+ * sink's foreign table, whose columns must be the layout, in order;
+ * otherwise it is the target, which must have each column with its type.
+ * Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE or
+ * ERRCODE_DATATYPE_MISMATCH / ERRCODE_UNDEFINED_COLUMN.
+ */
+void
+catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
+{
+	int			column = 0;
+
+	if (exact)
+	{
+		HeapTuple	tuple;
+		int			natts = 0;
+
+		for (AttrNumber attnum = 1;; attnum++)
+		{
+			Form_pg_attribute attr;
+
+			tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+			if (!HeapTupleIsValid(tuple))
+				break;
+			attr = (Form_pg_attribute) GETSTRUCT(tuple);
+			if (!attr->attisdropped)
+			{
+				if (column >= sink->column_count ||
+					strcmp(NameStr(attr->attname), sink->column_names[column]) != 0 ||
+					attr->atttypid != sink->column_types[column])
+				{
+					ReleaseSysCache(tuple);
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
+							 errdetail("Rows are staged in the column layout fixed when the sink was created."),
+							 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the sink.")));
+				}
+				column++;
+			}
+			natts++;
+			ReleaseSysCache(tuple);
+		}
+		if (column != sink->column_count)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
+					 errdetail("Rows are staged in the column layout fixed when the sink was created."),
+					 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the sink.")));
+		return;
+	}
+	for (column = 0; column < sink->column_count; column++)
+	{
+		AttrNumber	attnum = get_attnum(relid, sink->column_names[column]);
+		Oid			type;
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
+							sink->column_names[column], sink->name, get_rel_name(relid)),
+					 errhint("Restore the column, or commit what is staged and re-create the sink.")));
+		type = get_atttype(relid, attnum);
+		if (type != sink->column_types[column])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target table \"%s\" has type %s, but sink \"%s\" stages %s",
+							sink->column_names[column], get_rel_name(relid), format_type_be(type),
+							sink->name, format_type_be(sink->column_types[column])),
+					 errhint("Change the column back, or commit what is staged and re-create the sink.")));
+	}
 }
 
 /* catalog_sink_by_name looks a sink up by name; false when there is none. */

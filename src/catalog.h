@@ -15,6 +15,7 @@
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "paimon_sink.h"
+#include "utils/uuid.h"
 
 typedef struct SinkInfo
 {
@@ -27,6 +28,10 @@ typedef struct SinkInfo
 	int32		buckets;
 	List	   *bucket_key;		/* column names, char * */
 	char	   *default_commit_user;
+	pg_uuid_t	sink_uuid;		/* never repeats; staged files carry it */
+	int			column_count;	/* the staged row layout */
+	char	  **column_names;
+	Oid		   *column_types;
 } SinkInfo;
 
 extern bool catalog_sink_by_name(const char *name, SinkInfo *info);
@@ -34,6 +39,7 @@ extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
 extern Oid	catalog_extension_owner(void);
+extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
 extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
 							const char *nulls, bool as_catalog_owner);
 

@@ -62,6 +62,7 @@
 static int	MyDatabaseIndex;
 static DatabaseEntry *MyDatabaseEntry;
 static BackgroundWorkerHandle **writer_handles;
+static TimestampTz *writer_started_at;
 static MemoryContext committer_context;
 static shm_mq_handle **barrier_queues;	/* while a barrier runs */
 
@@ -86,6 +87,7 @@ static struct
 	int			next_excluded;
 	StringInfoData batch;
 	int			batch_position;
+	bool		header_sent;
 }			load;
 
 /* committer_start registers a committer worker for a database entry. */
@@ -171,7 +173,8 @@ committer_submit(int database_index, CommitterRequest *request)
 				(errcode(request->sqlerrcode),
 				 errmsg_internal("%s", request->message),
 				 request->detail[0] ? errdetail_internal("%s", request->detail) : 0,
-				 request->hint[0] ? errhint("%s", request->hint) : 0));
+				 request->hint[0] ? errhint("%s", request->hint) : 0,
+				 request->context[0] ? errcontext("%s", request->context) : 0));
 }
 
 /* Run a query of the catalog (within a transaction, SPI connected). */
@@ -321,6 +324,16 @@ load_read(void *outbuf, int minread, int maxread)
 {
 	int			copied = 0;
 
+	/* COPY's binary format: the signature, flags and extension length */
+	if (!load.header_sent)
+	{
+		static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+		resetStringInfo(&load.batch);
+		appendBinaryStringInfo(&load.batch, header, sizeof(header));
+		load.batch_position = 0;
+		load.header_sent = true;
+	}
 	while (copied < minread)
 	{
 		LoadFile   *file;
@@ -341,7 +354,7 @@ load_read(void *outbuf, int minread, int maxread)
 		file = list_nth(load.files, load.file_index);
 		if (load.file < 0)
 		{
-			load.file = staged_file_open(file->path, NULL, &load.offset);
+			load.file = staged_file_open(file->path, NULL, &load.offset, ERROR);
 			if (load.file < 0)
 				ereport(ERROR,
 						(errcode_for_file_access(),
@@ -375,25 +388,6 @@ load_read(void *outbuf, int minread, int maxread)
 	return copied;
 }
 
-/* Column names of a sink's foreign table, in order: the staged row layout. */
-static List *
-foreign_table_columns(Oid foreign_table)
-{
-	Relation	rel = table_open(foreign_table, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *columns = NIL;
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(desc, i);
-
-		if (!attr->attisdropped)
-			columns = lappend(columns, makeString(pstrdup(NameStr(attr->attname))));
-	}
-	table_close(rel, AccessShareLock);
-	return columns;
-}
-
 /*
  * Load staged files into the target with COPY FROM's machinery, as the
  * sink's owner.  BeginCopyFrom is called directly, so DoCopy's checks are
@@ -405,9 +399,8 @@ load_files(SinkInfo *sink, List *files)
 	Relation	rel;
 	ParseState *pstate;
 	ParseNamespaceItem *nsitem;
-	List	   *columns = foreign_table_columns(sink->foreign_table);
+	List	   *columns = NIL;
 	List	   *options;
-	ListCell   *lc;
 	Oid			saved_user;
 	int			saved_context;
 	int			nest_level;
@@ -421,19 +414,16 @@ load_files(SinkInfo *sink, List *files)
 						   SECURITY_RESTRICTED_OPERATION);
 	nest_level = NewGUCNestLevel();
 
+	/* binary COPY needs the staged types: the target must still have them */
+	catalog_check_layout(sink, RelationGetRelid(rel), false);
 	pstate = make_parsestate(NULL);
 	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
 	nsitem->p_rte->requiredPerms = ACL_INSERT;
-	foreach(lc, columns)
+	for (int i = 0; i < sink->column_count; i++)
 	{
-		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), strVal(lfirst(lc)));
+		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), sink->column_names[i]);
 
-		if (attnum == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
-							strVal(lfirst(lc)), sink->name, RelationGetRelationName(rel)),
-					 errhint("Restore the column, or drop and re-create the sink.")));
+		columns = lappend(columns, makeString(sink->column_names[i]));
 		nsitem->p_rte->insertedCols = bms_add_member(nsitem->p_rte->insertedCols,
 													 attnum - FirstLowInvalidHeapAttributeNumber);
 	}
@@ -445,9 +435,9 @@ load_files(SinkInfo *sink, List *files)
 						sink->name, RelationGetRelationName(rel)),
 				 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 
-	options = list_make1(makeDefElem("encoding",
-									 (Node *) makeString(pstrdup(GetDatabaseEncodingName())), -1));
+	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
 	load.files = files;
+	load.header_sent = false;
 	load.file_index = 0;
 	load.file = -1;
 	initStringInfo(&load.batch);
@@ -722,6 +712,23 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 	return recorded;
 }
 
+/* What a commit's errors say about where they come from. */
+typedef struct CommitContext
+{
+	const char *sink;
+	const char *commit_user;
+	int64		checkpoint_id;
+} CommitContext;
+
+static void
+commit_error_context(void *arg)
+{
+	CommitContext *context = arg;
+
+	errcontext("committing checkpoint %lld of commit user \"%s\" of sink \"%s\"",
+			   (long long) context->checkpoint_id, context->commit_user, context->sink);
+}
+
 /* Commit one prepared checkpoint as one snapshot. */
 static void
 commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
@@ -744,6 +751,8 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	ListCell   *lc;
 	bool		isnull;
 	MemoryContext old_context;
+	CommitContext context;
+	ErrorContextCallback callback;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -757,6 +766,13 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	old_context = MemoryContextSwitchTo(committer_context);
 	sink = require_sink_id(sink_id);
 	MemoryContextSwitchTo(old_context);
+	context.sink = sink->name;
+	context.commit_user = commit_user;
+	context.checkpoint_id = checkpoint_id;
+	callback.callback = commit_error_context;
+	callback.arg = &context;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
@@ -830,6 +846,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	PopActiveSnapshot();
 	SPI_finish();
 
+	error_context_stack = callback.previous;
 	fault_point("committer_before_prepare");
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
@@ -1072,7 +1089,10 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 		char		path[MAXPGPATH];
 		struct stat st;
 
-		if (!staged_file_name_is_valid(entry->d_name))
+		/* staged files, and headers a crash left under their temporary name */
+		if (!staged_file_name_is_valid(entry->d_name) &&
+			!(strlen(entry->d_name) == STAGED_FILE_NAME_LENGTH + 4 &&
+			  strcmp(entry->d_name + STAGED_FILE_NAME_LENGTH, ".tmp") == 0))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", directory, entry->d_name);
 		if (stat(path, &st) != 0 || st.st_mtime > cutoff)
@@ -1222,6 +1242,7 @@ serve(CommitterRequest *request)
 		strlcpy(outcome.message, error->message ? error->message : "", sizeof(outcome.message));
 		strlcpy(outcome.detail, error->detail ? error->detail : "", sizeof(outcome.detail));
 		strlcpy(outcome.hint, error->hint ? error->hint : "", sizeof(outcome.hint));
+		strlcpy(outcome.context, error->context ? error->context : "", sizeof(outcome.context));
 		ereport(LOG,
 				(errmsg("paimon_sink committer request failed: %s", outcome.message)));
 		FreeErrorData(error);
@@ -1247,6 +1268,11 @@ start_writers(void)
 			continue;
 		if (writer->pid != 0)
 			continue;			/* an earlier writer is still leaving */
+		/* a writer that keeps failing is started once a second, not in a loop */
+		if (writer_started_at[w] != 0 &&
+			!TimestampDifferenceExceeds(writer_started_at[w], GetCurrentTimestamp(), 1000))
+			continue;
+		writer_started_at[w] = GetCurrentTimestamp();
 		{
 			/* handles outlive every request */
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -1328,6 +1354,8 @@ paimon_sink_committer_main(Datum main_arg)
 											  ALLOCSET_DEFAULT_SIZES);
 	writer_handles = MemoryContextAllocZero(TopMemoryContext,
 											sizeof(BackgroundWorkerHandle *) * PaimonSinkWritersPerDatabase);
+	writer_started_at = MemoryContextAllocZero(TopMemoryContext,
+											   sizeof(TimestampTz) * PaimonSinkWritersPerDatabase);
 
 	if (!extension_exists())
 	{

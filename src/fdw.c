@@ -29,6 +29,7 @@
 #include "fdw.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
+#include "port/pg_bswap.h"
 #include "handoff.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -55,7 +56,7 @@ typedef struct SinkInsertState
 	int			bucket_key_count;
 	int			column_count;
 	AttrNumber *columns;		/* non-dropped foreign table attnums */
-	FmgrInfo   *output_functions;
+	FmgrInfo   *send_functions;	/* binary output: no session setting changes it */
 	Relation	target;
 	ResultRelInfo *target_info;
 	TupleTableSlot *target_slot;
@@ -64,54 +65,6 @@ typedef struct SinkInsertState
 	StringInfoData line;
 	MemoryContext row_context;
 } SinkInsertState;
-
-/* fdw_append_copy_text appends a value escaped for COPY's text format. */
-void
-fdw_append_copy_text(StringInfo buffer, const char *value)
-{
-	const char *start = value;
-	const char *p;
-
-	for (p = value; *p; p++)
-	{
-		char		c = *p;
-		char		escaped;
-
-		if ((unsigned char) c >= 0x20 && c != '\\' && c != 0x7f)
-			continue;
-		switch (c)
-		{
-			case '\b':
-				escaped = 'b';
-				break;
-			case '\f':
-				escaped = 'f';
-				break;
-			case '\n':
-				escaped = 'n';
-				break;
-			case '\r':
-				escaped = 'r';
-				break;
-			case '\t':
-				escaped = 't';
-				break;
-			case '\v':
-				escaped = 'v';
-				break;
-			case '\\':
-				escaped = '\\';
-				break;
-			default:
-				continue;		/* other bytes are taken literally */
-		}
-		appendBinaryStringInfo(buffer, start, p - start);
-		appendStringInfoChar(buffer, '\\');
-		appendStringInfoChar(buffer, escaped);
-		start = p + 1;
-	}
-	appendBinaryStringInfo(buffer, start, p - start);
-}
 
 /* The sink id option of a foreign table; errors when it is not a sink's. */
 static SinkInfo
@@ -196,10 +149,49 @@ sinkEndForeignScan(ForeignScanState *node)
 {
 }
 
+/* INSERT ... ON CONFLICT cannot be honoured: conflicts show only at commit. */
+static List *
+sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+					  int subplan_index)
+{
+	if (plan->onConflictAction != ONCONFLICT_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("INSERT with ON CONFLICT is not supported on a sink's foreign table"),
+				 errdetail("Rows reach the target when a checkpoint commits; a conflict is only known then, and fails that commit."),
+				 errhint("Insert without ON CONFLICT, and keep conflicting rows out of the sink.")));
+	return NIL;
+}
+
 static int
 sinkIsForeignRelUpdatable(Relation rel)
 {
 	return (1 << CMD_INSERT);
+}
+
+/* Rows of a commit user whose input ended could never be committed. */
+static void
+refuse_after_end_input(const SinkInfo *sink, const char *commit_user)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
+	Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
+	bool		ended;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT 1 FROM paimon_sink.commit_user_state WHERE sink_id = $1 "
+							  "AND commit_user = $2 AND last_committed_checkpoint = $3",
+							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read paimon_sink.commit_user_state");
+	ended = SPI_processed > 0;
+	SPI_finish();
+	if (ended)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
+						sink->name),
+				 errdetail("end_input() committed its last checkpoint; rows written now could never be committed."),
+				 errhint("Write with a new commit user (paimon_sink.commit_user).")));
 }
 
 /* Set up the insert state of a statement (INSERT or COPY). */
@@ -219,23 +211,28 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
 		PaimonSinkCommitUser : state->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
+	refuse_after_end_input(&state->sink, commit_user);
 	state->stream.sink_id = state->sink.sink_id;
+	state->stream.sink_uuid = state->sink.sink_uuid;
 	state->stream.writer_id = PaimonSinkWriterId;
 	strlcpy(state->stream.commit_user, commit_user, sizeof(state->stream.commit_user));
 	state->fixed_bucket = MyProcPid % state->sink.buckets;
 
+	/* rows are staged in the layout fixed at create_sink, checked both ways */
+	catalog_check_layout(&state->sink, RelationGetRelid(rel), true);
+	catalog_check_layout(&state->sink, state->sink.target, false);
 	state->columns = palloc(sizeof(AttrNumber) * desc->natts);
-	state->output_functions = palloc(sizeof(FmgrInfo) * desc->natts);
+	state->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, i);
-		Oid			output;
+		Oid			send;
 		bool		varlena;
 
 		if (attr->attisdropped)
 			continue;
-		getTypeOutputInfo(attr->atttypid, &output, &varlena);
-		fmgr_info(output, &state->output_functions[state->column_count]);
+		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
+		fmgr_info(send, &state->send_functions[state->column_count]);
 		state->columns[state->column_count++] = attr->attnum;
 	}
 
@@ -307,32 +304,41 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 	ExecConstraints(state->target_info, target_slot, state->estate);
 }
 
-static int
-row_bucket(SinkInsertState *state, TupleTableSlot *slot)
+/*
+ * Encode a row as one tuple of COPY's binary format (field count, then each
+ * field's length and send-function bytes), noting the bytes of the bucket
+ * key's columns for routing.
+ */
+static uint32
+encode_row(SinkInsertState *state, TupleTableSlot *slot)
 {
 	uint32		hash = 0;
+	uint16		count = pg_hton16((uint16) state->column_count);
 
-	if (state->bucket_key_count == 0)
-		return state->fixed_bucket;
-	for (int i = 0; i < state->bucket_key_count; i++)
+	resetStringInfo(&state->line);
+	appendBinaryStringInfo(&state->line, (char *) &count, sizeof(count));
+	for (int i = 0; i < state->column_count; i++)
 	{
-		int			attnum = state->bucket_attnums[i];
-		uint32		value_hash = 0;
+		AttrNumber	attnum = state->columns[i];
+		uint32		length;
+		bytea	   *value;
 
-		if (!slot->tts_isnull[attnum - 1])
+		if (slot->tts_isnull[attnum - 1])
 		{
-			int			column;
-			char	   *text;
-
-			for (column = 0; state->columns[column] != attnum; column++)
-				;
-			text = OutputFunctionCall(&state->output_functions[column],
-									  slot->tts_values[attnum - 1]);
-			value_hash = hash_bytes((const unsigned char *) text, strlen(text));
+			length = pg_hton32((uint32) -1);
+			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
+			continue;
 		}
-		hash = hash_combine(hash, value_hash);
+		value = SendFunctionCall(&state->send_functions[i], slot->tts_values[attnum - 1]);
+		length = pg_hton32(VARSIZE(value) - VARHDRSZ);
+		appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
+		appendBinaryStringInfo(&state->line, VARDATA(value), VARSIZE(value) - VARHDRSZ);
+		for (int k = 0; k < state->bucket_key_count; k++)
+			if (state->bucket_attnums[k] == attnum)
+				hash = hash_combine(hash, hash_bytes((unsigned char *) VARDATA(value),
+													 VARSIZE(value) - VARHDRSZ));
 	}
-	return hash % state->sink.buckets;
+	return hash;
 }
 
 /* Check, encode and buffer one row. */
@@ -341,27 +347,13 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->row_context);
 	PendingStream *pending;
+	uint32		hash;
 
 	slot_getallattrs(slot);
 	check_target_constraints(state, slot);
-
-	resetStringInfo(&state->line);
-	for (int i = 0; i < state->column_count; i++)
-	{
-		AttrNumber	attnum = state->columns[i];
-
-		if (i > 0)
-			appendStringInfoChar(&state->line, '\t');
-		if (slot->tts_isnull[attnum - 1])
-			appendStringInfoString(&state->line, "\\N");
-		else
-			fdw_append_copy_text(&state->line,
-								 OutputFunctionCall(&state->output_functions[i],
-													slot->tts_values[attnum - 1]));
-	}
-	appendStringInfoChar(&state->line, '\n');
-
-	state->stream.bucket = row_bucket(state, slot);
+	hash = encode_row(state, slot);
+	state->stream.bucket = state->bucket_key_count > 0 ?
+		(int) (hash % state->sink.buckets) : state->fixed_bucket;
 	MemoryContextSwitchTo(old);
 	pending = handoff_stream(&state->stream,
 							 handoff_writer_for(state->stream.sink_id, state->stream.bucket));
@@ -449,6 +441,7 @@ paimon_sink_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ReScanForeignScan = sinkReScanForeignScan;
 	routine->EndForeignScan = sinkEndForeignScan;
 	routine->IsForeignRelUpdatable = sinkIsForeignRelUpdatable;
+	routine->PlanForeignModify = sinkPlanForeignModify;
 	routine->BeginForeignModify = sinkBeginForeignModify;
 	routine->ExecForeignInsert = sinkExecForeignInsert;
 	routine->ExecForeignBatchInsert = sinkExecForeignBatchInsert;

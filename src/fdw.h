@@ -3,7 +3,9 @@
  * fdw.h
  *	  The paimon_sink foreign-data wrapper: a sink's foreign table takes
  *	  INSERT (single and batched) and COPY FROM; rows are checked against
- *	  the target's constraints and buffered for hand-off at pre-commit.
+ *	  the target's constraints, encoded in COPY's binary format and buffered
+ *	  for hand-off at pre-commit.  Its entry points are the SQL-callable
+ *	  paimon_sink_fdw_handler and paimon_sink_fdw_validator.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,8 +14,9 @@
 
 #include "postgres.h"
 
-#include "lib/stringinfo.h"
+#include "fmgr.h"
 
-extern void fdw_append_copy_text(StringInfo buffer, const char *value);
+extern Datum paimon_sink_fdw_handler(PG_FUNCTION_ARGS);
+extern Datum paimon_sink_fdw_validator(PG_FUNCTION_ARGS);
 
 #endif							/* PAIMON_SINK_FDW_H */

@@ -18,6 +18,8 @@
 #include "access/xact.h"
 #include "catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/dependency.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "committer.h"
 #include "executor/spi.h"
@@ -104,6 +106,10 @@ owned_sink(FunctionCallInfo fcinfo, const char *action)
 	SinkInfo   *sink;
 
 	paimon_sink_require_preload();
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the sink name must not be NULL")));
 	sink = catalog_require_sink(name);
 	catalog_check_owner(sink, action);
 	return sink;
@@ -153,12 +159,22 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "create_sink must return a row");
 
-	if (name == NULL || name[0] == '\0' || strlen(name) >= NAMEDATALEN)
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the sink name must not be NULL")));
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid sink name \"%s\"", name ? name : ""),
 				 errdetail("A sink name has 1 to %d characters; it also names the sink's foreign table.",
 						   NAMEDATALEN - 1)));
+	if (interval != (Datum) 0 &&
+		DatumGetIntervalP(interval)->time <= 0 && DatumGetIntervalP(interval)->day <= 0 &&
+		DatumGetIntervalP(interval)->month <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint_interval must be positive")));
 	if (strcmp(mode, "upsert") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -197,6 +213,18 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 
 		deconstruct_array(DatumGetArrayTypeP(bucket_key), TEXTOID, -1, false, TYPALIGN_INT,
 						  &elements, &nulls, &count);
+		if (ARR_NDIM(DatumGetArrayTypeP(bucket_key)) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bucket_key must be a one-dimensional array of column names")));
+		for (int i = 0; i < count; i++)
+			for (int j = 0; j < i; j++)
+				if (!nulls[i] && !nulls[j] &&
+					strcmp(TextDatumGetCString(elements[i]), TextDatumGetCString(elements[j])) == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("bucket key column \"%s\" is named twice",
+									TextDatumGetCString(elements[i]))));
 		for (int i = 0; i < count; i++)
 			if (nulls[i] || get_attnum(target, TextDatumGetCString(elements[i])) <= 0)
 				ereport(ERROR,
@@ -259,6 +287,15 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 					0, NULL, NULL, NULL, false);
 	CommandCounterIncrement();
 	foreign_table = get_relname_relid(name, get_rel_namespace(target));
+	{
+		/* the target cannot be dropped from under its sink */
+		ObjectAddress foreign_table_address;
+		ObjectAddress target_address;
+
+		ObjectAddressSet(foreign_table_address, RelationRelationId, foreign_table);
+		ObjectAddressSet(target_address, RelationRelationId, target);
+		recordDependencyOn(&foreign_table_address, &target_address, DEPENDENCY_NORMAL);
+	}
 	catalog_execute(psprintf("COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
 							 quote_literal_cstr(psprintf("paimon_sink sink %s: INSERT or COPY rows here; they land in %s when a checkpoint commits",
 														 name, quote_qualified_identifier(schema, get_rel_name(target))))),
@@ -267,7 +304,12 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 		Oid			types[2] = {INT4OID, OIDOID};
 		Datum		values[2] = {Int32GetDatum(sink_id), ObjectIdGetDatum(foreign_table)};
 
-		catalog_execute("UPDATE paimon_sink.sink_definition SET foreign_table = $2 WHERE sink_id = $1",
+		catalog_execute("UPDATE paimon_sink.sink_definition SET foreign_table = $2, "
+						"column_names = (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_catalog.pg_attribute "
+						"  WHERE attrelid = $2 AND attnum > 0 AND NOT attisdropped), "
+						"column_types = (SELECT array_agg(atttypid::regtype ORDER BY attnum) FROM pg_catalog.pg_attribute "
+						"  WHERE attrelid = $2 AND attnum > 0 AND NOT attisdropped) "
+						"WHERE sink_id = $1",
 						2, types, values, NULL, true);
 		catalog_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
 						"SELECT sink_id, default_commit_user FROM paimon_sink.sink_definition WHERE sink_id = $1 "
@@ -397,6 +439,11 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 	strlcpy(request.commit_user, commit_user_argument(fcinfo, 1, sink), sizeof(request.commit_user));
 	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
 	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	if (!PG_ARGISNULL(3) && request.writer_id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("writer id must not be negative"),
+				 errhint("Pass NULL to prepare every writer id of the commit user.")));
 	submit(&request);
 
 	values[0] = Int32GetDatum(sink->sink_id);

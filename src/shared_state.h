@@ -168,6 +168,7 @@ typedef struct CommitterRequest
 	char		message[PAIMON_SINK_ERROR_TEXT];
 	char		detail[PAIMON_SINK_ERROR_TEXT];
 	char		hint[PAIMON_SINK_ERROR_TEXT];
+	char		context[PAIMON_SINK_ERROR_TEXT];
 } CommitterRequest;
 
 /* One database with sinks. */

@@ -84,6 +84,7 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 	char		database_path[MAXPGPATH];
 	char		directory[MAXPGPATH];
 	char		path[MAXPGPATH];
+	char		temporary[MAXPGPATH + 4];
 	uuid_t		uuid;
 	StagedFileHeader header;
 	File		file;
@@ -99,8 +100,10 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 	uuid_unparse_lower(uuid, file_name);
 	strcat(file_name, ".stage");
 	staged_file_path(path, database_id, stream->sink_id, file_name);
+	snprintf(temporary, sizeof(temporary), "%s.tmp", path);
 
-	file = PathNameOpenFile(path, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
+	/* a file appears under its name only with its header durable */
+	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
 	if (file < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -110,6 +113,7 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 	header.magic = STAGED_FILE_MAGIC;
 	header.version = STAGED_FILE_VERSION;
 	header.commit_user_length = strlen(stream->commit_user);
+	header.sink_uuid = stream->sink_uuid;
 	header.sink_id = stream->sink_id;
 	header.writer_id = stream->writer_id;
 	header.bucket = stream->bucket;
@@ -124,8 +128,11 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 				(errcode_for_file_access(),
 				 errmsg("could not write staged file \"%s\": %m", path)));
 	}
-	staged_file_sync(file, path);
-	fsync_fname(directory, true);
+	staged_file_sync(file, temporary);
+	if (durable_rename(temporary, path, ERROR) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename staged file \"%s\": %m", temporary)));
 	*size = sizeof(header);
 	return file;
 }
@@ -133,11 +140,12 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 /*
  * staged_file_open opens an existing staged file for reading and appending,
  * checks its header and returns its stream; NULL stream skips that.  It
- * returns -1 (with errno) when the file cannot be opened and raises
- * ERRCODE_DATA_CORRUPTED when its header is not ours.
+ * returns -1 (with errno) when the file cannot be opened, and reports a
+ * header that is not ours at elevel (ERRCODE_DATA_CORRUPTED), returning -1
+ * when that is below ERROR.
  */
 File
-staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start)
+staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start, int elevel)
 {
 	StagedFileHeader header;
 	File		file;
@@ -152,14 +160,17 @@ staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start)
 		header.commit_user_length > PAIMON_SINK_COMMIT_USER_MAXLEN)
 	{
 		FileClose(file);
-		ereport(ERROR,
+		ereport(elevel,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("staged file \"%s\" has an invalid header", path),
 				 errdetail("The file is shorter than a header or was not written by paimon_sink %d.",
 						   STAGED_FILE_VERSION)));
+		errno = EINVAL;
+		return -1;
 	}
 	if (stream != NULL)
 	{
+		stream->sink_uuid = header.sink_uuid;
 		stream->sink_id = header.sink_id;
 		stream->writer_id = header.writer_id;
 		stream->bucket = header.bucket;

@@ -17,16 +17,18 @@
 #include "lib/stringinfo.h"
 #include "paimon_sink.h"
 #include "storage/fd.h"
+#include "utils/uuid.h"
 
 #define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
-#define STAGED_FILE_VERSION 1
+#define STAGED_FILE_VERSION 2
 #define STAGED_FILE_UUID_BYTES 16
 #define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */
 
 /* The stream a file belongs to: (sink, commit user, writer id, bucket). */
 typedef struct StreamIdentity
 {
+	pg_uuid_t	sink_uuid;		/* the sink's incarnation: ids repeat, this not */
 	int32		sink_id;
 	int32		writer_id;
 	int32		bucket;
@@ -38,6 +40,7 @@ typedef struct StagedFileHeader
 	uint32		magic;
 	uint16		version;
 	uint16		commit_user_length;
+	pg_uuid_t	sink_uuid;
 	int32		sink_id;
 	int32		writer_id;
 	int32		bucket;
@@ -67,7 +70,7 @@ extern void staged_file_path(char *path, Oid database_id, int32 sink_id,
 extern File staged_file_create(Oid database_id, const StreamIdentity *stream,
 							   char *file_name, off_t *size);
 extern File staged_file_open(const char *path, StreamIdentity *stream,
-							 off_t *data_start);
+							 off_t *data_start, int elevel);
 extern off_t staged_file_append(File file, const char *path, off_t offset,
 								StagedBatchHeader *header, const char *payload);
 extern void staged_file_sync(File file, const char *path);

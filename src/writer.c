@@ -137,6 +137,7 @@ get_stream(const StreamIdentity *id)
 	Stream	   *stream;
 
 	memset(&key, 0, sizeof(key));
+	key.sink_uuid = id->sink_uuid;
 	key.sink_id = id->sink_id;
 	key.writer_id = id->writer_id;
 	key.bucket = id->bucket;
@@ -685,13 +686,25 @@ adopt_file(const char *path, const char *name)
 	OpenFile   *file;
 	Stream	   *stream;
 	MemoryContext old;
+	SinkInfo	sink;
 
 	memset(&id, 0, sizeof(id));
-	handle = staged_file_open(path, &id, &offset);
+	handle = staged_file_open(path, &id, &offset, LOG);
 	if (handle < 0)
-		return;					/* removed meanwhile */
+		return;					/* removed meanwhile, or not a staged file */
 	if (handoff_writer_for(id.sink_id, id.bucket) != MyWriterIndex || file_is_recorded(name))
 	{
+		FileClose(handle);
+		return;
+	}
+	/* a file of an earlier sink with the same id (before DROP EXTENSION) */
+	if (!catalog_sink_by_id(id.sink_id, &sink) ||
+		memcmp(&sink.sink_uuid, &id.sink_uuid, sizeof(pg_uuid_t)) != 0)
+	{
+		ereport(LOG,
+				(errmsg("paimon_sink writer leaves staged file \"%s\" alone: it belongs to no existing sink",
+						path),
+				 errhint("paimon_sink.remove_orphan_files() removes it.")));
 		FileClose(handle);
 		return;
 	}

@@ -246,13 +246,16 @@ clean('stale restore');
 insert_rows(9, 'bounded', 'job-x');
 is(sql("SELECT row_count || ' ' || (checkpoint_id = 9223372036854775807) FROM paimon_sink.end_input('f', 'job-x')"),
 	'9 true', 'end_input commits the last checkpoint');
-insert_rows(1, 'too late', 'job-x');
+($ret, $out, $err) = try_sql("SET paimon_sink.commit_user = 'job-x'; INSERT INTO f VALUES (999999, 'too late')");
+like($err, qr/55000: commit user "job-x" of sink "f" has ended its input/,
+	'a row written after the end of input is refused');
 ($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.prepare_commit('f', 'job-x', 5)");
 like($err, qr/55000: commit user "job-x" has ended its input/, 'a prepare after the end of input fails');
 
 # --- orphan files: only files nobody refers to, older than the cut-off
+insert_rows(1, 'staged, open', 'job-y');
 my ($some_file) = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
-ok(defined $some_file, 'a live staged file exists (the late row)');
+ok(defined $some_file, 'a live staged file exists (an open stream)');
 (my $orphan = $some_file) =~ s{[^/]+\.stage$}{00000000-0000-4000-8000-000000000001.stage};
 PostgreSQL::Test::Utils::append_to_file($orphan, 'not a staged file of any stream');
 utime(time - 7200, time - 7200, $orphan);
