@@ -533,7 +533,7 @@ idle_writer(int index)
  * their excluded offsets following each), and each writer's barrier seq.
  */
 static List *
-run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, int kind, uint64 *seqs)
+run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, uint64 *seqs)
 {
 	Snapshot	snapshot = GetLatestSnapshot();
 	shm_mq_handle **queues = barrier_queues;
@@ -551,7 +551,8 @@ run_barrier(int32 sink_id, const char *commit_user, int32 writer_id, int kind, u
 		shm_mq_set_receiver(queue, MyProc);
 		SpinLockAcquire(&writer->mutex);
 		shm_mq_set_sender(queue, writer->proc);
-		writer->barrier_sink_id = sink_id;
+		writer->barrier_sink_id = sink->sink_id;
+		writer->barrier_sink_uuid = sink->sink_uuid;
 		strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
 		writer->barrier_writer_id = writer_id;
 		writer->barrier_kind = kind;
@@ -634,9 +635,10 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 	List	   *records;
 	ListCell   *lc;
 	int			recorded = 0;
+	SinkInfo   *sink;
 
 	begin_work();
-	(void) require_sink_id(sink_id);
+	sink = require_sink_id(sink_id);
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
 	if (last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		ereport(ERROR,
@@ -660,7 +662,7 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 				 errdetail("Checkpoint ids of a commit user must not decrease."),
 				 errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
 
-	records = run_barrier(sink_id, commit_user, writer_id, BARRIER_SEAL, seqs);
+	records = run_barrier(sink, commit_user, writer_id, BARRIER_SEAL, seqs);
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -965,9 +967,13 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
 	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
 	Int64GetDatum(restored)};
+	SinkInfo   *sink;
+	MemoryContext old;
 
 	begin_work();
-	(void) require_sink_id(sink_id);
+	old = MemoryContextSwitchTo(committer_context);
+	sink = require_sink_id(sink_id);
+	MemoryContextSwitchTo(old);
 	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
 	end_work();
 	if (restored < last_committed)
@@ -983,7 +989,7 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	do_commit(sink_id, commit_user, restored, request);
 
 	/* the writers drop what the job staged since */
-	records = run_barrier(sink_id, commit_user, -1, BARRIER_DISCARD, seqs);
+	records = run_barrier(sink, commit_user, -1, BARRIER_DISCARD, seqs);
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -1077,9 +1083,13 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 	ListCell   *lc;
 	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	time_t		cutoff = time(NULL) - (time_t) (request->older_than_ms / 1000);
+	SinkInfo   *sink;
+	MemoryContext old;
 
 	begin_work();
-	(void) require_sink_id(sink_id);
+	old = MemoryContextSwitchTo(committer_context);
+	sink = require_sink_id(sink_id);
+	MemoryContextSwitchTo(old);
 	end_work();
 
 	staged_file_directory(directory, MyDatabaseId, sink_id);
@@ -1103,7 +1113,7 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 	if (dir != NULL)
 		FreeDir(dir);
 
-	held = run_barrier(sink_id, "", -1, BARRIER_LIST, seqs);
+	held = run_barrier(sink, "", -1, BARRIER_LIST, seqs);
 
 	begin_work();
 	request->discarded_files = 0;

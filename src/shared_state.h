@@ -26,6 +26,7 @@
 #include "storage/shm_mq.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 /* Database entry states. */
 typedef enum DatabaseState
@@ -97,6 +98,7 @@ typedef struct WriterEntry
 	uint64		barrier_seq;
 	uint64		confirmed_barrier_seq;	/* recorded by the committer */
 	int32		barrier_sink_id;
+	pg_uuid_t	barrier_sink_uuid;
 	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int32		barrier_writer_id;	/* -1: every writer id */
 	int			barrier_kind;	/* BarrierKind */

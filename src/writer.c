@@ -392,6 +392,7 @@ static bool
 stream_matches(const Stream *stream)
 {
 	return stream->id.sink_id == MyWriter->barrier_sink_id &&
+		memcmp(&stream->id.sink_uuid, &MyWriter->barrier_sink_uuid, sizeof(pg_uuid_t)) == 0 &&
 		(MyWriter->barrier_commit_user[0] == '\0' ||
 		 strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0) &&
 		(MyWriter->barrier_writer_id < 0 || stream->id.writer_id == MyWriter->barrier_writer_id);

@@ -155,6 +155,45 @@ ok(!-d $sink_dir, 'a committed drop removes the staged files');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.dropped_sink'), '0',
 	'and its cleanup record');
 
+# a staged file whose header never became durable is left alone, logged,
+# and does not keep the writers from starting
+$node->safe_psql('postgres', "CREATE TABLE t2 (id int); SELECT sink_name FROM paimon_sink.create_sink('s2', 't2')");
+my $s2 = $node->safe_psql('postgres', "SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 's2'");
+$node->safe_psql('postgres', "INSERT INTO s2 VALUES (1)");
+my ($s2_dir) = glob("$staged_dir/*/$s2");
+my $torn = "$s2_dir/00000000-0000-4000-8000-00000000000a.stage";
+PostgreSQL::Test::Utils::append_to_file($torn, '');
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
+ok(writers_ready(), 'writers start again despite a file with no header');
+like(slurp_file($node->logfile), qr/staged file ".*00000000-0000-4000-8000-00000000000a\.stage" has an invalid header/,
+	'the file is reported');
+is($node->safe_psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('s2')"), '1',
+	'the sink goes on committing');
+is($node->safe_psql('postgres', "SELECT string_agg(file_name, ',') FROM paimon_sink.remove_orphan_files('s2', '0')"),
+	'00000000-0000-4000-8000-00000000000a.stage', 'orphan removal takes it');
+
+# DROP EXTENSION leaves staged rows of its sinks; a new sink with the same id
+# must never take them
+$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'old-job'; INSERT INTO s2 VALUES (666)");
+$node->safe_psql('postgres', 'DROP EXTENSION paimon_sink CASCADE');
+$node->safe_psql('postgres', 'CREATE EXTENSION paimon_sink');
+$node->safe_psql('postgres', "CREATE TABLE t3 (id int)");
+my $reused = 0;
+for my $n (1 .. $s2 + 1)
+{
+	$node->safe_psql('postgres', "DROP FOREIGN TABLE IF EXISTS s3");
+	$node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('s3') FROM paimon_sink.sinks WHERE sink_name = 's3'");
+	$node->safe_psql('postgres', "SELECT paimon_sink.create_sink('s3', 't3')");
+	$reused = $node->safe_psql('postgres', "SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 's3'");
+	last if $reused == $s2;
+}
+ok(writers_ready(), 'writers serve the re-created extension');
+is($reused, $s2, 'the new sink has the id of the dropped one');
+$node->safe_psql('postgres', "SELECT paimon_sink.prepare_commit('s3', 'old-job', 1)");
+$node->safe_psql('postgres', "SELECT paimon_sink.commit('s3', 'old-job', 1)");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM t3'), '0', 'no row of the dropped sink reaches it');
+
 $node->stop;
 
 # without prepared transactions, sinks are refused with a clear error
