@@ -205,6 +205,8 @@ end_work(void)
 	MemoryContextSwitchTo(committer_context);
 }
 
+static void remove_committed_files(void);
+
 /* Commit every in-doubt prepared transaction of ours in this database. */
 static void
 recover_in_doubt(void)
@@ -240,6 +242,9 @@ recover_in_doubt(void)
 				(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", gid),
 				 errdetail("A checkpoint is prepared only once it is complete, so recovery commits it.")));
 	}
+	/* the files of the checkpoints just committed are no longer needed */
+	if (gids != NIL)
+		remove_committed_files();
 	list_free_deep(gids);
 }
 
