@@ -492,9 +492,13 @@ commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
 static SinkInfo *
 require_sink_id(int32 sink_id)
 {
+	/* it outlives SPI_finish: it lasts as long as the request */
+	MemoryContext old = MemoryContextSwitchTo(committer_context);
 	SinkInfo   *sink = palloc0(sizeof(SinkInfo));
+	bool		found = catalog_sink_by_id(sink_id, sink);
 
-	if (!catalog_sink_by_id(sink_id, sink))
+	MemoryContextSwitchTo(old);
+	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("sink %d does not exist", sink_id),
@@ -770,9 +774,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	/* SPI calls return to SPI's context; what outlives SPI_finish goes here */
-	old_context = MemoryContextSwitchTo(committer_context);
 	sink = require_sink_id(sink_id);
-	MemoryContextSwitchTo(old_context);
 	context.sink = sink->name;
 	context.commit_user = commit_user;
 	context.checkpoint_id = checkpoint_id;
@@ -973,12 +975,9 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
 	Int64GetDatum(restored)};
 	SinkInfo   *sink;
-	MemoryContext old;
 
 	begin_work();
-	old = MemoryContextSwitchTo(committer_context);
 	sink = require_sink_id(sink_id);
-	MemoryContextSwitchTo(old);
 	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
 	end_work();
 	if (restored < last_committed)
@@ -1089,12 +1088,9 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	time_t		cutoff = time(NULL) - (time_t) (request->older_than_ms / 1000);
 	SinkInfo   *sink;
-	MemoryContext old;
 
 	begin_work();
-	old = MemoryContextSwitchTo(committer_context);
 	sink = require_sink_id(sink_id);
-	MemoryContextSwitchTo(old);
 	end_work();
 
 	staged_file_directory(directory, MyDatabaseId, sink_id);
