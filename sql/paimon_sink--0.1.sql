@@ -35,10 +35,13 @@ CREATE TABLE paimon_sink.commit_user_state (
 	last_committed_checkpoint bigint NOT NULL DEFAULT 0,
 	last_snapshot_id bigint,
 	last_committed_at timestamptz,
+	fence_epoch bigint NOT NULL DEFAULT 0,
 	PRIMARY KEY (sink_id, commit_user)
 );
 COMMENT ON TABLE paimon_sink.commit_user_state IS
 	'One row per (sink, commit user): last prepared and last committed checkpoint id and last snapshot id.';
+COMMENT ON COLUMN paimon_sink.commit_user_state.fence_epoch IS
+	'Raised by every recover() of the commit user (as Kafka raises a producer epoch): rows whose transaction began writing under an older epoch are left out of every later checkpoint, even when that transaction commits after recover().';
 
 -- One staged file recorded for a checkpoint (Paimon: CommitMessage).
 CREATE TABLE paimon_sink.committable (
@@ -179,7 +182,7 @@ CREATE FUNCTION paimon_sink.recover(
 	OUT discarded_checkpoints integer, OUT discarded_files integer)
 	AS 'MODULE_PATHNAME', 'paimon_sink_recover' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.recover(text, text, bigint, text) IS
-$$A job restoring from checkpoint restored_checkpoint_id (Paimon: restore + filterAndCommit): finishes in-doubt transactions, commits its prepared checkpoints up to that id, discards what the commit user staged or prepared after it (its source replays that; the files are removed), and returns (last_committed_checkpoint bigint, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer). mode 'restore' returns; 'restore_and_fail' raises 55000 after a re-commit so the job restarts, as Paimon does. Refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user or mode, the sink's own commit user, or a stale restore (restored_checkpoint_id below the last committed checkpoint: nothing changes, nothing is doubled); 25001; 55000.$$;
+$$A job restoring from checkpoint restored_checkpoint_id (Paimon: restore + filterAndCommit): finishes in-doubt transactions, commits its prepared checkpoints up to that id, discards what the commit user staged or prepared after it (its source replays that; the files are removed), and fences the failed attempt: it raises the commit user's fence epoch (Kafka's producer epoch), so rows of transactions that began writing before the call are left out of every later checkpoint even when they commit afterwards, and sessions that wrote under the old epoch get 55000 on their next write until they set paimon_sink.commit_user again. Call it before the restored job writes. Returns (last_committed_checkpoint bigint, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer). mode 'restore' returns; 'restore_and_fail' raises 55000 after a re-commit so the job restarts, as Paimon does. Refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user or mode, the sink's own commit user, or a stale restore (restored_checkpoint_id below the last committed checkpoint: nothing changes, nothing is doubled); 25001; 55000.$$;
 
 CREATE FUNCTION paimon_sink.end_input(sink_name text, commit_user text)
 	RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint,

@@ -469,7 +469,7 @@ text_datum(const char *value)
 /* Read the commit user's marks, creating its row on first use. */
 static void
 commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
-				  int64 *last_prepared, int64 *last_committed)
+				  int64 *last_prepared, int64 *last_committed, uint64 *fence_epoch)
 {
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2] = {Int32GetDatum(sink_id), text_datum(commit_user)};
@@ -478,15 +478,18 @@ commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
 	execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
 			"VALUES ($1, $2) ON CONFLICT DO NOTHING", 2, types, values, SPI_OK_INSERT);
 	execute(for_update ?
-			"SELECT last_prepared_checkpoint, last_committed_checkpoint "
+			"SELECT last_prepared_checkpoint, last_committed_checkpoint, fence_epoch "
 			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2 FOR UPDATE" :
-			"SELECT last_prepared_checkpoint, last_committed_checkpoint "
+			"SELECT last_prepared_checkpoint, last_committed_checkpoint, fence_epoch "
 			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2",
 			2, types, values, for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
 	*last_prepared = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												 1, &isnull));
 	*last_committed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												  2, &isnull));
+	if (fence_epoch != NULL)
+		*fence_epoch = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 3, &isnull));
 }
 
 static SinkInfo *
@@ -542,7 +545,8 @@ idle_writer(int index)
  * their excluded offsets following each), and each writer's barrier seq.
  */
 static List *
-run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, uint64 *seqs)
+run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
+			uint64 fence_epoch, uint64 *seqs)
 {
 	Snapshot	snapshot = GetLatestSnapshot();
 	shm_mq_handle **queues = barrier_queues;
@@ -565,6 +569,7 @@ run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 		strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
 		writer->barrier_writer_id = writer_id;
 		writer->barrier_kind = kind;
+		writer->barrier_fence_epoch = fence_epoch;
 		writer->barrier_xmin = snapshot->xmin;
 		writer->barrier_xmax = snapshot->xmax;
 		writer->barrier_xcnt = snapshot->xcnt;
@@ -645,10 +650,11 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 	ListCell   *lc;
 	int			recorded = 0;
 	SinkInfo   *sink;
+	uint64		fence_epoch;
 
 	begin_work();
 	sink = require_sink_id(sink_id);
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
 	if (last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -671,7 +677,7 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 				 errdetail("Checkpoint ids of a commit user must not decrease."),
 				 errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
 
-	records = run_barrier(sink, commit_user, writer_id, BARRIER_SEAL, seqs);
+	records = run_barrier(sink, commit_user, writer_id, BARRIER_SEAL, fence_epoch, seqs);
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -782,7 +788,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
@@ -896,7 +902,7 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 
 	begin_work();
 	(void) require_sink_id(sink_id);
-	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
 	request->previous_last_committed = last_committed;
 	execute("SELECT DISTINCT checkpoint_id FROM paimon_sink.committable "
 			"WHERE sink_id = $1 AND commit_user = $2 AND snapshot_id IS NULL "
@@ -918,7 +924,7 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	list_free_deep(identifiers);
 
 	begin_work();
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (Min(checkpoint_id, last_prepared) > last_committed)
 	{
 		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
@@ -944,7 +950,7 @@ do_checkpoint(int32 sink_id, CommitterRequest *request)
 	begin_work();
 	sink = require_sink_id(sink_id);
 	strlcpy(commit_user, sink->default_commit_user, sizeof(commit_user));
-	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
 	end_work();
 
 	checkpoint_id = Max(last_prepared, last_committed) + 1;
@@ -978,8 +984,7 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 
 	begin_work();
 	sink = require_sink_id(sink_id);
-	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed);
-	end_work();
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (restored < last_committed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -990,10 +995,19 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 				 errhint("Restore the job from checkpoint %lld or later, or move its source past what checkpoint %lld committed.",
 						 (long long) last_committed, (long long) last_committed)));
 
+	/*
+	 * Fence the failed attempt first: batches of transactions that began
+	 * writing before this commit are left out of every later checkpoint,
+	 * even those that reach a writer after the discard below.
+	 */
+	execute("UPDATE paimon_sink.commit_user_state SET fence_epoch = fence_epoch + 1 "
+			"WHERE sink_id = $1 AND commit_user = $2", 2, types, values, SPI_OK_UPDATE);
+	end_work();
+
 	do_commit(sink_id, commit_user, restored, request);
 
 	/* the writers drop what the job staged since */
-	records = run_barrier(sink, commit_user, -1, BARRIER_DISCARD, seqs);
+	records = run_barrier(sink, commit_user, -1, BARRIER_DISCARD, 0, seqs);
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -1114,7 +1128,7 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 	if (dir != NULL)
 		FreeDir(dir);
 
-	held = run_barrier(sink, "", -1, BARRIER_LIST, seqs);
+	held = run_barrier(sink, "", -1, BARRIER_LIST, 0, seqs);
 
 	begin_work();
 	request->discarded_files = 0;

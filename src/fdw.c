@@ -51,6 +51,7 @@ typedef struct SinkInsertState
 {
 	SinkInfo	sink;
 	StreamIdentity stream;
+	uint64		fence_epoch;	/* the commit user's, read by this statement */
 	int			fixed_bucket;
 	int		   *bucket_attnums;	/* foreign table attnums, or NULL */
 	int			bucket_key_count;
@@ -169,21 +170,34 @@ sinkIsForeignRelUpdatable(Relation rel)
 	return (1 << CMD_INSERT);
 }
 
-/* Rows of a commit user whose input ended could never be committed. */
-static void
-refuse_after_end_input(const SinkInfo *sink, const char *commit_user)
+/*
+ * The commit user's fence epoch, which the statement's rows carry (see
+ * recover()); and a refusal when the commit user's input has ended, since
+ * its rows could never be committed.
+ */
+static uint64
+read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
 	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
 	Datum		values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
 	Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
-	bool		ended;
+	bool		ended = false;
+	uint64		fence_epoch = 0;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT 1 FROM paimon_sink.commit_user_state WHERE sink_id = $1 "
-							  "AND commit_user = $2 AND last_committed_checkpoint = $3",
+	if (SPI_execute_with_args("SELECT last_committed_checkpoint = $3, fence_epoch "
+							  "FROM paimon_sink.commit_user_state "
+							  "WHERE sink_id = $1 AND commit_user = $2",
 							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.commit_user_state");
-	ended = SPI_processed > 0;
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		ended = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		fence_epoch = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 2, &isnull));
+	}
 	SPI_finish();
 	if (ended)
 		ereport(ERROR,
@@ -192,6 +206,70 @@ refuse_after_end_input(const SinkInfo *sink, const char *commit_user)
 						sink->name),
 				 errdetail("end_input() committed its last checkpoint; rows written now could never be committed."),
 				 errhint("Write with a new commit user (paimon_sink.commit_user).")));
+	return fence_epoch;
+}
+
+/*
+ * The fence epoch this session joined, per (sink, commit user): the one it
+ * first wrote under, or the current one after it set paimon_sink.commit_user
+ * again.  A job restored by recover() writes from new sessions; a session of
+ * the failed attempt still running (a zombie) is refused from then on, as
+ * Kafka refuses a producer whose epoch is stale.
+ */
+typedef struct SessionEpoch
+{
+	pg_uuid_t	sink_uuid;
+	uint64		fence_epoch;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+} SessionEpoch;
+
+static List *session_epochs = NIL;
+
+/*
+ * fdw_forget_fence_epochs: the session joins each commit user's current
+ * fence epoch at its next write.  Called when paimon_sink.commit_user is set.
+ */
+void
+fdw_forget_fence_epochs(void)
+{
+	list_free_deep(session_epochs);
+	session_epochs = NIL;
+}
+
+static uint64
+session_fence_epoch(const SinkInfo *sink, const char *commit_user, uint64 current)
+{
+	ListCell   *lc;
+	SessionEpoch *joined;
+
+	foreach(lc, session_epochs)
+	{
+		joined = lfirst(lc);
+		if (memcmp(&joined->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) != 0 ||
+			strcmp(joined->commit_user, commit_user) != 0)
+			continue;
+		if (joined->fence_epoch < current)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
+							commit_user, sink->name),
+					 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of the restored-from attempt are replayed by the job, never committed from its old sessions.",
+							   (unsigned long long) joined->fence_epoch,
+							   (unsigned long long) current),
+					 errhint("Write from a new session, or set paimon_sink.commit_user again to join the restored job.")));
+		return joined->fence_epoch;
+	}
+	joined = MemoryContextAllocZero(TopMemoryContext, sizeof(SessionEpoch));
+	joined->sink_uuid = sink->sink_uuid;
+	joined->fence_epoch = current;
+	strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		session_epochs = lappend(session_epochs, joined);
+		MemoryContextSwitchTo(old);
+	}
+	return current;
 }
 
 /* Set up the insert state of a statement (INSERT or COPY). */
@@ -211,7 +289,8 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
 		PaimonSinkCommitUser : state->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
-	refuse_after_end_input(&state->sink, commit_user);
+	state->fence_epoch = session_fence_epoch(&state->sink, commit_user,
+											 read_commit_user_state(&state->sink, commit_user));
 	state->stream.sink_id = state->sink.sink_id;
 	state->stream.sink_uuid = state->sink.sink_uuid;
 	state->stream.writer_id = PaimonSinkWriterId;
@@ -356,7 +435,8 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 		(int) (hash % state->sink.buckets) : state->fixed_bucket;
 	MemoryContextSwitchTo(old);
 	pending = handoff_stream(&state->stream,
-							 handoff_writer_for(state->stream.sink_id, state->stream.bucket));
+							 handoff_writer_for(state->stream.sink_id, state->stream.bucket),
+							 state->fence_epoch);
 	handoff_append_row(pending, state->line.data, state->line.len);
 	MemoryContextReset(state->row_context);
 }

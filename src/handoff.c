@@ -64,6 +64,7 @@ struct PendingStream
 {
 	StreamIdentity id;
 	int			writer_index;
+	uint64		fence_epoch;	/* the lowest any statement of it saw */
 	List	   *chunks;			/* PendingChunk * */
 	uint64		rows;
 	List	   *marks;			/* SavepointMark *, innermost last */
@@ -114,27 +115,41 @@ handoff_writer_for(int32 sink_id, int32 bucket)
 
 /*
  * handoff_stream returns this transaction's buffer for a stream, creating
- * it on first use.
+ * it on first use.  fence_epoch is the commit user's epoch the calling
+ * statement read: the transaction keeps the lowest, since a recover() after
+ * its first write fences all of it.
  */
 PendingStream *
-handoff_stream(const StreamIdentity *stream, int writer_index)
+handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoch)
 {
 	ListCell   *lc;
 	PendingStream *pending;
 	MemoryContext old;
 
 	if (last_stream != NULL && memcmp(&last_stream->id, stream, sizeof(*stream)) == 0)
-		return last_stream;
-	foreach(lc, pending_streams)
+		pending = last_stream;
+	else
 	{
-		pending = lfirst(lc);
-		if (memcmp(&pending->id, stream, sizeof(*stream)) == 0)
-			return last_stream = pending;
+		pending = NULL;
+		foreach(lc, pending_streams)
+		{
+			if (memcmp(&((PendingStream *) lfirst(lc))->id, stream, sizeof(*stream)) == 0)
+			{
+				pending = lfirst(lc);
+				break;
+			}
+		}
+	}
+	if (pending != NULL)
+	{
+		pending->fence_epoch = Min(pending->fence_epoch, fence_epoch);
+		return last_stream = pending;
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	pending = palloc0(sizeof(PendingStream));
 	pending->id = *stream;
 	pending->writer_index = writer_index;
+	pending->fence_epoch = fence_epoch;
 	pending_streams = lappend(pending_streams, pending);
 	MemoryContextSwitchTo(old);
 	return last_stream = pending;
@@ -543,6 +558,7 @@ send_pending_rows(void)
 			memset(&message, 0, sizeof(message));
 			message.kind = HANDOFF_MESSAGE_CHUNK;
 			message.full_xid = U64FromFullTransactionId(full_xid);
+			message.fence_epoch = stream->fence_epoch;
 			message.stream = stream->id;
 			foreach(chunk_cell, stream->chunks)
 			{

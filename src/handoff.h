@@ -25,13 +25,15 @@ typedef struct HandoffMessage
 	uint32		kind;
 	uint32		row_count;
 	uint64		full_xid;
+	uint64		fence_epoch;	/* the commit user's, when the writing began */
 	StreamIdentity stream;
 } HandoffMessage;
 
 typedef struct PendingStream PendingStream;
 
 extern void handoff_register_callbacks(void);
-extern PendingStream *handoff_stream(const StreamIdentity *stream, int writer_index);
+extern PendingStream *handoff_stream(const StreamIdentity *stream, int writer_index,
+									 uint64 fence_epoch);
 extern void handoff_append_row(PendingStream *stream, const char *row, int length);
 extern int	handoff_writer_for(int32 sink_id, int32 bucket);
 extern int	handoff_database_index(bool wait_for_writers);

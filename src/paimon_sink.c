@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "fdw.h"
 #include "fmgr.h"
 #include "handoff.h"
 #include "launcher.h"
@@ -150,14 +151,21 @@ paimon_sink_require_preload(void)
 				 errhint("Add paimon_sink to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/* Setting the commit user (again) joins its current fence epoch. */
+static void
+assign_commit_user_setting(const char *newval, void *extra)
+{
+	fdw_forget_fence_epochs();
+}
+
 void
 _PG_init(void)
 {
 	DefineCustomStringVariable("paimon_sink.commit_user",
 							   "Commit user of the rows this session writes into sinks.",
-							   "Empty means the sink's own commit user. An external job sets its stable identity.",
+							   "Empty means the sink's own commit user. An external job sets its stable identity; setting it joins the commit user's current fence epoch (see recover()).",
 							   &PaimonSinkCommitUser, "", PGC_USERSET, 0,
-							   check_commit_user_setting, NULL, NULL);
+							   check_commit_user_setting, assign_commit_user_setting, NULL);
 	DefineCustomIntVariable("paimon_sink.handoff_buffer_size",
 							"Rows a transaction keeps in memory before it spills them to a temporary file.",
 							"Rows wait in the session until the transaction commits; beyond this size they wait on disk.",

@@ -101,6 +101,7 @@ typedef struct WriterEntry
 	pg_uuid_t	barrier_sink_uuid;
 	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int32		barrier_writer_id;	/* -1: every writer id */
+	uint64		barrier_fence_epoch;	/* seal: batches written before it drop */
 	int			barrier_kind;	/* BarrierKind */
 	TransactionId barrier_xmin;
 	TransactionId barrier_xmax;

@@ -21,7 +21,7 @@
 
 #define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
-#define STAGED_FILE_VERSION 2
+#define STAGED_FILE_VERSION 3
 #define STAGED_FILE_UUID_BYTES 16
 #define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */
 
@@ -51,13 +51,15 @@ typedef struct StagedFileHeader
 /*
  * A batch record.  origin_file/origin_offset are set on a batch carried
  * forward from a sealed file whose checkpoint left it out (its transaction
- * was still running at the barrier).
+ * was still running at the barrier).  fence_epoch is the commit user's
+ * epoch when the transaction began writing: a recover() since fences it.
  */
 typedef struct StagedBatchHeader
 {
 	uint32		magic;
 	uint32		payload_length;
 	uint64		full_xid;
+	uint64		fence_epoch;
 	uint32		row_count;
 	uint32		checksum;
 	uint64		origin_offset;

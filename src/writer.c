@@ -62,6 +62,7 @@ typedef struct BatchInfo
 	uint32		length;			/* header and payload */
 	uint32		rows;
 	uint64		full_xid;
+	uint64		fence_epoch;
 	bool		dead;			/* a carried copy whose original stands */
 } BatchInfo;
 
@@ -152,7 +153,8 @@ get_stream(const StreamIdentity *id)
 }
 
 static void
-add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_xid, bool dead)
+add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_xid,
+		  uint64 fence_epoch, bool dead)
 {
 	BatchInfo  *batch;
 
@@ -168,6 +170,7 @@ add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_
 	batch->length = length;
 	batch->rows = rows;
 	batch->full_xid = full_xid;
+	batch->fence_epoch = fence_epoch;
 	batch->dead = dead;
 }
 
@@ -193,8 +196,8 @@ current_file(Stream *stream)
 
 /* Append one batch to a stream's current file. */
 static void
-append_batch(Stream *stream, uint64 full_xid, uint32 rows, const char *payload, uint32 length,
-			 const char *origin_name, off_t origin_offset)
+append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
+			 const char *payload, uint32 length, const char *origin_name, off_t origin_offset)
 {
 	OpenFile   *file = current_file(stream);
 	StagedBatchHeader header;
@@ -203,6 +206,7 @@ append_batch(Stream *stream, uint64 full_xid, uint32 rows, const char *payload, 
 	memset(&header, 0, sizeof(header));
 	header.payload_length = length;
 	header.full_xid = full_xid;
+	header.fence_epoch = fence_epoch;
 	header.row_count = rows;
 	if (origin_name != NULL)
 	{
@@ -211,7 +215,7 @@ append_batch(Stream *stream, uint64 full_xid, uint32 rows, const char *payload, 
 	}
 	file->size = staged_file_append(file->file, file->path, offset, &header, payload);
 	file->dirty = true;
-	add_batch(file, offset, file->size - offset, rows, full_xid, false);
+	add_batch(file, offset, file->size - offset, rows, full_xid, fence_epoch, false);
 	pg_atomic_fetch_add_u64(&MyWriter->rows_staged, rows);
 	pg_atomic_fetch_add_u64(&MyWriter->bytes_staged, length);
 }
@@ -338,9 +342,9 @@ poll_handoffs(void)
 				elog(ERROR, "paimon_sink writer received a short hand-off message");
 			memcpy(&message, data, sizeof(message));
 			if (message.kind == HANDOFF_MESSAGE_CHUNK)
-				append_batch(get_stream(&message.stream), message.full_xid, message.row_count,
-							 (char *) data + sizeof(message), length - sizeof(message),
-							 NULL, 0);
+				append_batch(get_stream(&message.stream), message.full_xid, message.fence_epoch,
+							 message.row_count, (char *) data + sizeof(message),
+							 length - sizeof(message), NULL, 0);
 			else if (message.kind == HANDOFF_MESSAGE_END)
 			{
 				PendingAck *ack = &pending_acks[pending_ack_count++];
@@ -361,17 +365,26 @@ typedef enum BatchClass
 {
 	BATCH_TAKE,
 	BATCH_DROP,
-	BATCH_CARRY
+	BATCH_CARRY,
+	BATCH_FENCED
 } BatchClass;
 
+/*
+ * A batch's transaction began writing before the commit user's last
+ * recover() (its epoch is older than the barrier's): the job restored from
+ * a checkpoint and replays those rows itself, so they are left out whether
+ * that transaction committed before, during or after the recovery.
+ */
 static BatchClass
-classify(const BatchInfo *batch, Snapshot snapshot)
+classify(const BatchInfo *batch, Snapshot snapshot, uint64 fence_epoch)
 {
 	FullTransactionId next = ReadNextFullTransactionId();
 	TransactionId xid = (TransactionId) batch->full_xid;
 
 	if (batch->dead)
 		return BATCH_DROP;
+	if (batch->fence_epoch < fence_epoch)
+		return BATCH_FENCED;
 	if (batch->full_xid > U64FromFullTransactionId(next) ||
 		U64FromFullTransactionId(next) - batch->full_xid > (uint64) 1 << 30)
 		ereport(ERROR,
@@ -428,12 +441,13 @@ discard_stream(Stream *stream)
 
 /* Seal every open file of a stream against the barrier's snapshot. */
 static void
-seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq)
+seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_epoch)
 {
 	List	   *files = stream->open_files;
 	ListCell   *lc;
 	StringInfoData payload;
 	bool		carried = false;
+	uint64		fenced_rows = 0;
 
 	if (files == NIL)
 		return;
@@ -456,7 +470,7 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq)
 			BatchInfo  *batch = &file->batches[b];
 			StagedBatchHeader header;
 
-			switch (classify(batch, snapshot))
+			switch (classify(batch, snapshot, fence_epoch))
 			{
 				case BATCH_TAKE:
 					sealed->record.row_count += batch->rows;
@@ -469,13 +483,17 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq)
 								(errcode(ERRCODE_DATA_CORRUPTED),
 								 errmsg("staged file \"%s\" has an unreadable batch at offset %lld",
 										file->path, (long long) batch->offset)));
-					append_batch(stream, batch->full_xid, batch->rows, payload.data, payload.len,
-								 file->name, batch->offset);
+					append_batch(stream, batch->full_xid, batch->fence_epoch, batch->rows,
+								 payload.data, payload.len, file->name, batch->offset);
 					carried = true;
 					sealed->excluded[excluded++] = batch->offset;
 					break;
 				case BATCH_DROP:
 					sealed->excluded[excluded++] = batch->offset;
+					break;
+				case BATCH_FENCED:
+					sealed->excluded[excluded++] = batch->offset;
+					fenced_rows += batch->rows;
 					break;
 			}
 		}
@@ -494,6 +512,12 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq)
 	}
 	list_free(files);
 	pfree(payload.data);
+	if (fenced_rows > 0)
+		ereport(LOG,
+				(errmsg("paimon_sink left out %llu rows of commit user \"%s\" of sink %d written before its last recover()",
+						(unsigned long long) fenced_rows, stream->id.commit_user, stream->id.sink_id),
+				 errdetail("Their transactions began writing under fence epoch %llu or lower; the job replays them from its restored checkpoint.",
+						   (unsigned long long) fence_epoch - 1)));
 	/* carried copies must be durable before the committable leaving them out is */
 	if (carried)
 		sync_dirty_files();
@@ -612,7 +636,7 @@ answer_barrier(void)
 		if (!stream_matches(stream))
 			continue;
 		if (kind == BARRIER_SEAL)
-			seal_stream(stream, &snapshot, barrier_seq);
+			seal_stream(stream, &snapshot, barrier_seq, MyWriter->barrier_fence_epoch);
 		else if (kind == BARRIER_DISCARD)
 			discard_stream(stream);
 		else if (kind == BARRIER_LIST)
@@ -737,7 +761,7 @@ adopt_file(const char *path, const char *name)
 			dead = !file_is_recorded(origin_name) && stat(origin_path, &st) == 0;
 		}
 		add_batch(file, offset, sizeof(header) + header.payload_length, header.row_count,
-				  header.full_xid, dead);
+				  header.full_xid, header.fence_epoch, dead);
 		offset += sizeof(header) + header.payload_length;
 	}
 	if (offset < size)

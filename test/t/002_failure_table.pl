@@ -242,6 +242,42 @@ is(sql("SELECT count(*) FROM target"), $before, 'nothing doubled or removed');
 is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-m')"), '3', 'the mark stands');
 clean('stale restore');
 
+# --- a transaction of the failed attempt commits after recover(): fenced off, never doubled
+insert_rows(5, 'zombie base', 'job-z');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-z', 1)");
+my $zombie = $node->background_psql('postgres', on_error_stop => 0);
+$zombie->query_safe("SET paimon_sink.commit_user = 'job-z'");
+$zombie->query_safe("BEGIN");
+$zombie->query_safe("INSERT INTO f SELECT g, 'zombie' FROM generate_series(200001, 200010) g");
+my $inflight = $node->background_psql('postgres', on_error_stop => 0);
+$inflight->query_safe("SET paimon_sink.commit_user = 'job-z'");
+$inflight->query_safe("INSERT INTO f SELECT g, 'handed off' FROM generate_series(200101, 200104) g");
+is(sql("SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints FROM paimon_sink.recover('f', 'job-z', 1)"),
+	'1 1', 'the job restores from checkpoint 1 while a transaction of the failed attempt is open');
+$zombie->query_safe("COMMIT");
+is(sql("SELECT fence_epoch FROM paimon_sink.commit_user_state WHERE commit_user = 'job-z'"), '1',
+	'recover() raised the fence epoch');
+$zombie->query("INSERT INTO f VALUES (200011, 'zombie')");
+like($zombie->{stderr}, qr/commit user "job-z" of sink "f" was recovered after this session began writing/,
+	'a session of the failed attempt is refused from then on');
+$zombie->{stderr} = '';    # this psql wrapper keeps a failed query's stderr
+$inflight->query("INSERT INTO f VALUES (200105, 'handed off')");
+like($inflight->{stderr}, qr/was recovered after this session began writing/, 'every such session');
+$inflight->{stderr} = '';
+$inflight->query_safe("SET paimon_sink.commit_user = 'job-z'");
+$inflight->query_safe("INSERT INTO f SELECT g, 'rejoined' FROM generate_series(200201, 200203) g");
+$zombie->quit;
+$inflight->quit;
+insert_rows(6, 'zombie replay', 'job-z');
+sql("SELECT paimon_sink.prepare_commit('f', 'job-z', 2)");
+is(sql("SELECT row_count FROM paimon_sink.commit('f', 'job-z', 2)"), '9',
+	'checkpoint 2 holds the replay and the rejoined session, not the fenced rows');
+is(count_note('zombie') . ' ' . count_note('handed off') . ' ' . count_note('rejoined') . ' '
+	. count_note('zombie replay'), '0 0 3 6', 'rows written before recover() never appear');
+ok($node->log_contains(qr/paimon_sink left out \d+ rows of commit user "job-z"/),
+	'the writer logs the rows it left out');
+clean('a transaction of the failed attempt commits after recover()');
+
 # --- end of input: committed at once; a later prepare is an error, never a skip
 insert_rows(9, 'bounded', 'job-x');
 is(sql("SELECT row_count || ' ' || (checkpoint_id = 9223372036854775807) FROM paimon_sink.end_input('f', 'job-x')"),
