@@ -1008,11 +1008,18 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 
 	/* the writers drop what the job staged since */
 	records = run_barrier(sink, commit_user, -1, BARRIER_DISCARD, 0, seqs);
+	request->discarded_files = 0;
 	foreach(lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
-		char	   *path = palloc(MAXPGPATH);
+		char	   *path;
 
+		if (record->kind == BARRIER_RECORD_DISCARDED)
+		{
+			request->discarded_files++; /* the writer removed it */
+			continue;
+		}
+		path = palloc(MAXPGPATH);
 		staged_file_path(path, MyDatabaseId, sink_id, record->file_name);
 		paths = lappend(paths, path);
 	}
@@ -1046,7 +1053,6 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	end_work();
 
 	/* files of kept checkpoints are committed and gone; the rest are orphans */
-	request->discarded_files = 0;
 	foreach(lc, paths)
 	{
 		if (unlink(lfirst(lc)) == 0)

@@ -413,11 +413,12 @@ stream_matches(const Stream *stream)
 
 /*
  * A job restores from an earlier checkpoint: the rows it staged since are
- * replayed by its source, so the stream's open files go.  Sealed files are
- * reported so that the committer removes those no kept checkpoint records.
+ * replayed by its source, so the stream's open files go, each reported as
+ * removed.  Sealed files are reported after it so that the committer removes
+ * those no kept checkpoint records.
  */
 static void
-discard_stream(Stream *stream)
+discard_stream(Stream *stream, shm_mq_handle *queue, bool *failed)
 {
 	ListCell   *lc;
 
@@ -430,6 +431,17 @@ discard_stream(Stream *stream)
 			ereport(WARNING,
 					(errcode_for_file_access(),
 					 errmsg("could not remove staged file \"%s\": %m", file->path)));
+		else if (!*failed)
+		{
+			CommittableRecord record;
+
+			memset(&record, 0, sizeof(record));
+			record.kind = BARRIER_RECORD_DISCARDED;
+			record.stream = stream->id;
+			strlcpy(record.file_name, file->name, sizeof(record.file_name));
+			if (shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
+				*failed = true;
+		}
 		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
 		if (file->batches)
 			pfree(file->batches);
@@ -638,7 +650,7 @@ answer_barrier(void)
 		if (kind == BARRIER_SEAL)
 			seal_stream(stream, &snapshot, barrier_seq, MyWriter->barrier_fence_epoch);
 		else if (kind == BARRIER_DISCARD)
-			discard_stream(stream);
+			discard_stream(stream, queue, &failed);
 		else if (kind == BARRIER_LIST)
 		{
 			foreach(lc, stream->open_files)

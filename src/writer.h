@@ -20,6 +20,7 @@
 /* Records on a barrier reply queue (writer to committer). */
 #define BARRIER_RECORD_COMMITTABLE 1
 #define BARRIER_RECORD_END 2
+#define BARRIER_RECORD_DISCARDED 3	/* an open file the writer removed */
 
 /* A committable: one sealed file and the batch offsets it leaves out. */
 typedef struct CommittableRecord

@@ -209,9 +209,14 @@ sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 1)");
 insert_rows(7, 'after m prepared', 'job-m');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 2)");
 insert_rows(8, 'after m staged', 'job-m');
-is(sql("SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints || ' ' || discarded_checkpoints || ' ' || (discarded_files > 0)
+# every staged file but those of checkpoint 1 goes: checkpoint 2's and the open ones
+my $expect_discarded = staged_files() - sql("SELECT count(*) FROM paimon_sink.committable
+	WHERE commit_user = 'job-m' AND checkpoint_id = 1");
+ok($expect_discarded > sql("SELECT count(*) FROM paimon_sink.committable
+	WHERE commit_user = 'job-m' AND checkpoint_id = 2"), 'open files are staged too');
+is(sql("SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints || ' ' || discarded_checkpoints || ' ' || discarded_files
 		FROM paimon_sink.recover('f', 'job-m', 1)"),
-	'1 1 1 true', 'recover(1): checkpoint 1 re-committed, checkpoint 2 and the staged rows discarded');
+	"1 1 1 $expect_discarded", 'recover(1): checkpoint 1 re-committed, checkpoint 2 and the staged rows discarded, every file counted');
 is(count_note('restore m') . ' ' . count_note('after m prepared') . ' ' . count_note('after m staged'),
 	'6 0 0', 'only checkpoint 1 is in the target');
 is(staged_files(), 0, 'the discarded files are removed');
