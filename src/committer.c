@@ -1122,8 +1122,7 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 
 		/* staged files, and headers a crash left under their temporary name */
 		if (!staged_file_name_is_valid(entry->d_name) &&
-			!(strlen(entry->d_name) == STAGED_FILE_NAME_LENGTH + 4 &&
-			  strcmp(entry->d_name + STAGED_FILE_NAME_LENGTH, ".tmp") == 0))
+			staged_file_temporary_creator(entry->d_name) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", directory, entry->d_name);
 		if (stat(path, &st) != 0 || st.st_mtime > cutoff)

@@ -45,6 +45,34 @@ staged_file_name_is_valid(const char *file_name)
 	return staged_file_name_to_uuid(file_name, uuid);
 }
 
+/*
+ * staged_file_temporary_creator: for "<uuid>.stage.<writer>.tmp", the name a
+ * file has until its header is durable, the index of the writer creating it;
+ * -1 for any other name.  A crash can leave such a file behind; only its
+ * creator removes it (when it starts), so no writer removes one being made.
+ */
+int
+staged_file_temporary_creator(const char *file_name)
+{
+	char		staged[STAGED_FILE_NAME_LENGTH + 1];
+	const char *rest;
+	char	   *end;
+	long		creator;
+
+	if (strlen(file_name) <= STAGED_FILE_NAME_LENGTH + 1)
+		return -1;
+	strlcpy(staged, file_name, sizeof(staged));
+	rest = file_name + STAGED_FILE_NAME_LENGTH;
+	if (!staged_file_name_is_valid(staged) || rest[0] != '.' ||
+		strspn(rest + 1, "0123456789") == 0)
+		return -1;
+	errno = 0;
+	creator = strtol(rest + 1, &end, 10);
+	if (errno != 0 || creator > PG_INT16_MAX || strcmp(end, ".tmp") != 0)
+		return -1;
+	return (int) creator;
+}
+
 /* staged_file_name_to_uuid parses the uuid part of a staged file's name. */
 bool
 staged_file_name_to_uuid(const char *file_name, uint8 *uuid)
@@ -75,16 +103,17 @@ ensure_directory(const char *path, const char *parent)
  * staged_file_create creates a new staged file for a stream, writes and
  * fsyncs its header and its folder entry, and returns it open for writing.
  * file_name (STAGED_FILE_NAME_LENGTH + 1 bytes) receives its name and *size
- * the offset where batches start.
+ * the offset where batches start.  creator, the writer's index, names the
+ * temporary file the header is made in (see staged_file_temporary_creator).
  */
 File
-staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_name,
+staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, char *file_name,
 				   off_t *size)
 {
 	char		database_path[MAXPGPATH];
 	char		directory[MAXPGPATH];
 	char		path[MAXPGPATH];
-	char		temporary[MAXPGPATH + 4];
+	char		temporary[MAXPGPATH + 16];
 	uuid_t		uuid;
 	StagedFileHeader header;
 	File		file;
@@ -100,7 +129,7 @@ staged_file_create(Oid database_id, const StreamIdentity *stream, char *file_nam
 	uuid_unparse_lower(uuid, file_name);
 	strcat(file_name, ".stage");
 	staged_file_path(path, database_id, stream->sink_id, file_name);
-	snprintf(temporary, sizeof(temporary), "%s.tmp", path);
+	snprintf(temporary, sizeof(temporary), "%s.%d.tmp", path, creator);
 
 	/* a file appears under its name only with its header durable */
 	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);

@@ -69,7 +69,7 @@ typedef struct StagedBatchHeader
 extern void staged_file_directory(char *path, Oid database_id, int32 sink_id);
 extern void staged_file_path(char *path, Oid database_id, int32 sink_id,
 							 const char *file_name);
-extern File staged_file_create(Oid database_id, const StreamIdentity *stream,
+extern File staged_file_create(Oid database_id, int creator, const StreamIdentity *stream,
 							   char *file_name, off_t *size);
 extern File staged_file_open(const char *path, StreamIdentity *stream,
 							 off_t *data_start, int elevel);
@@ -81,5 +81,6 @@ extern bool staged_file_read_batch(File file, const char *path, off_t offset,
 								   StringInfo payload);
 extern bool staged_file_name_to_uuid(const char *file_name, uint8 *uuid);
 extern bool staged_file_name_is_valid(const char *file_name);
+extern int	staged_file_temporary_creator(const char *file_name);
 
 #endif							/* PAIMON_SINK_STAGED_FILE_H */

@@ -185,7 +185,7 @@ current_file(Stream *stream)
 		return file;
 	old = MemoryContextSwitchTo(writer_context);
 	file = palloc0(sizeof(OpenFile));
-	file->file = staged_file_create(MyDatabaseId, &stream->id, file->name, &file->size);
+	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
 	stream->open_files = lappend(stream->open_files, file);
@@ -830,9 +830,18 @@ adopt_files(void)
 		{
 			char		path[MAXPGPATH];
 
+			snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
+			/* a header this writer was making when it ended never became a file */
+			if (staged_file_temporary_creator(file_entry->d_name) == MyWriterIndex)
+			{
+				if (unlink(path) != 0 && errno != ENOENT)
+					ereport(WARNING,
+							(errcode_for_file_access(),
+							 errmsg("could not remove temporary staged file \"%s\": %m", path)));
+				continue;
+			}
 			if (!staged_file_name_is_valid(file_entry->d_name))
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
 			adopt_file(path, file_entry->d_name);
 		}
 		FreeDir(files);

@@ -6,6 +6,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;
@@ -172,6 +173,20 @@ is($node->safe_psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('s
 	'the sink goes on committing');
 is($node->safe_psql('postgres', "SELECT string_agg(file_name, ',') FROM paimon_sink.remove_orphan_files('s2', '0')"),
 	'00000000-0000-4000-8000-00000000000a.stage', 'orphan removal takes it');
+
+# a header a writer was making when it ended (its temporary name carries the
+# writer's index): that writer removes it when it starts again, no other does
+my @temporary = map { "$s2_dir/00000000-0000-4000-8000-00000000000b.stage.$_.tmp" } (0, 1, 9);
+PostgreSQL::Test::Utils::append_to_file($_, 'half a header') for @temporary;
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
+my $waited = 0;
+while ((-e $temporary[0] || -e $temporary[1]) && $waited++ < 100) { usleep(100_000); }
+ok(!-e $temporary[0] && !-e $temporary[1], 'writers 0 and 1 remove the temporary files they left');
+ok(-e $temporary[2], 'a temporary file of a writer that does not run is left alone');
+ok(writers_ready(), 'writers serve');
+is($node->safe_psql('postgres', "SELECT string_agg(file_name, ',') FROM paimon_sink.remove_orphan_files('s2', '0')"),
+	'00000000-0000-4000-8000-00000000000b.stage.9.tmp', 'orphan removal takes that one');
 
 # DROP EXTENSION leaves staged rows of its sinks; a new sink with the same id
 # must never take them
