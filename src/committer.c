@@ -482,7 +482,7 @@ commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
 			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2 FOR UPDATE" :
 			"SELECT last_prepared_checkpoint, last_committed_checkpoint, fence_epoch "
 			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2",
-			2, types, values, for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
+			2, types, values, SPI_OK_SELECT);
 	*last_prepared = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												 1, &isnull));
 	*last_committed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,

@@ -241,6 +241,7 @@ session_fence_epoch(const SinkInfo *sink, const char *commit_user, uint64 curren
 {
 	ListCell   *lc;
 	SessionEpoch *joined;
+	MemoryContext old;
 
 	foreach(lc, session_epochs)
 	{
@@ -259,16 +260,13 @@ session_fence_epoch(const SinkInfo *sink, const char *commit_user, uint64 curren
 					 errhint("Write from a new session, or set paimon_sink.commit_user again to join the restored job.")));
 		return joined->fence_epoch;
 	}
-	joined = MemoryContextAllocZero(TopMemoryContext, sizeof(SessionEpoch));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	joined = palloc0(sizeof(SessionEpoch));
 	joined->sink_uuid = sink->sink_uuid;
 	joined->fence_epoch = current;
 	strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		session_epochs = lappend(session_epochs, joined);
-		MemoryContextSwitchTo(old);
-	}
+	session_epochs = lappend(session_epochs, joined);
+	MemoryContextSwitchTo(old);
 	return current;
 }
 
