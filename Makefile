@@ -22,7 +22,8 @@ SHLIB_LINK = -luuid
 
 # pg_regress inputs live in sql/, outputs in expected/ (PGXS defaults).
 REGRESS = setup append errors
-REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf
+# UTF8, so that the encoding tests mean the same everywhere
+REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf --encoding=UTF8
 
 ISOLATION = concurrent_checkpoint drop_sink
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \

@@ -37,6 +37,19 @@ SELECT count(*) FROM events WHERE id IS NULL OR created_at IS NULL;
 -- a checkpoint with nothing written returns no row
 SELECT checkpoint_id FROM paimon_sink.checkpoint('events_sink');
 
+-- a session's client encoding never changes staged text: rows are staged in
+-- the database encoding (a LATIN1 session once made the commit fail forever)
+SELECT getdatabaseencoding();
+SET client_encoding = 'LATIN1';
+INSERT INTO events_sink (payload) VALUES (convert_from('\xc3a9c3a0c3bc'::bytea, 'UTF8'));
+COPY events_sink (payload) FROM STDIN;
+latin1 copy
+\.
+RESET client_encoding;
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('events_sink');
+SELECT convert_to(payload, 'UTF8') FROM events
+ WHERE payload IN (convert_from('\xc3a9c3a0c3bc'::bytea, 'UTF8'), 'latin1 copy') ORDER BY id;
+
 -- rolled-back inserts never appear
 BEGIN;
 INSERT INTO events_sink (payload) VALUES ('rolled back');

@@ -36,8 +36,8 @@
 #include "committer.h"
 #include "executor/executor.h"
 #include "fault.h"
-#include "mb/pg_wchar.h"
 #include "launcher.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
@@ -1378,6 +1378,8 @@ paimon_sink_committer_main(Datum main_arg)
 	MyDatabaseEntry = shared_database(MyDatabaseIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink committer");
+	/* staged rows are in the database encoding, whatever ALTER DATABASE sets */
+	SetConfigOption("client_encoding", GetDatabaseEncodingName(), PGC_SUSET, PGC_S_OVERRIDE);
 	barrier_queues = MemoryContextAllocZero(TopMemoryContext,
 											sizeof(shm_mq_handle *) * PaimonSinkWritersPerDatabase);
 	committer_context = AllocSetContextCreate(TopMemoryContext, "paimon_sink committer",

@@ -29,12 +29,13 @@
 #include "fdw.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
-#include "port/pg_bswap.h"
 #include "handoff.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
+#include "port/pg_bswap.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -57,7 +58,8 @@ typedef struct SinkInsertState
 	int			bucket_key_count;
 	int			column_count;
 	AttrNumber *columns;		/* non-dropped foreign table attnums */
-	FmgrInfo   *send_functions;	/* binary output: no session setting changes it */
+	FmgrInfo   *send_functions;	/* binary output, in the database encoding */
+	int			client_encoding;	/* to restore after encoding a row, or -1 */
 	Relation	target;
 	ResultRelInfo *target_info;
 	TupleTableSlot *target_slot;
@@ -344,6 +346,10 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 		if (!attr->attisdropped)
 			state->target_map[i] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
 	}
+	state->client_encoding = pg_get_client_encoding();
+	if (state->client_encoding == GetDatabaseEncoding() ||
+		state->client_encoding == PG_SQL_ASCII || GetDatabaseEncoding() == PG_SQL_ASCII)
+		state->client_encoding = -1;	/* send functions do not convert */
 	initStringInfo(&state->line);
 	state->row_context = AllocSetContextCreate(CurrentMemoryContext, "paimon_sink row",
 											   ALLOCSET_SMALL_SIZES);
@@ -387,7 +393,7 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
  * key's columns for routing.
  */
 static uint32
-encode_row(SinkInsertState *state, TupleTableSlot *slot)
+encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
 {
 	uint32		hash = 0;
 	uint16		count = pg_hton16((uint16) state->column_count);
@@ -415,6 +421,37 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot)
 				hash = hash_combine(hash, hash_bytes((unsigned char *) VARDATA(value),
 													 VARSIZE(value) - VARHDRSZ));
 	}
+	return hash;
+}
+
+/*
+ * Send functions of text-like types (text, varchar, json, xml, enums, and
+ * arrays or records of them) convert to the session's client encoding; the
+ * committer reads the rows back in the database encoding.  So a session
+ * whose client encoding converts is switched to the database encoding while
+ * a row is encoded, and back even on error.  SetClientEncoding needs no
+ * catalog access for either: the session's conversion is already prepared.
+ */
+static uint32
+encode_row(SinkInsertState *state, TupleTableSlot *slot)
+{
+	uint32		hash;
+
+	if (state->client_encoding < 0)
+		return encode_row_fields(state, slot);
+	if (SetClientEncoding(GetDatabaseEncoding()) < 0)
+		elog(ERROR, "could not switch to the database encoding");
+	PG_TRY();
+	{
+		hash = encode_row_fields(state, slot);
+	}
+	PG_FINALLY();
+	{
+		if (SetClientEncoding(state->client_encoding) < 0)
+			elog(FATAL, "could not restore the client encoding \"%s\"",
+				 pg_encoding_to_char(state->client_encoding));
+	}
+	PG_END_TRY();
 	return hash;
 }
 
