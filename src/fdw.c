@@ -5,8 +5,9 @@
  *
  * Structure after contrib/postgres_fdw and file_fdw: a validator with a
  * table of valid options, the insert callbacks (BeginForeignModify,
- * ExecForeignInsert, ExecForeignBatchInsert, BeginForeignInsert for COPY),
- * and scan callbacks that refuse reading, pointing at the target table.
+ * ExecForeignInsert, BeginForeignInsert for COPY) and scan callbacks that
+ * refuse reading, pointing at the target table.  No batch insert: it exists
+ * to save round trips, and here would only copy every row once more.
  *
  * The executor does not check constraints of foreign tables, so each row is
  * converted to the target's row type and checked with ExecConstraints here,
@@ -37,15 +38,13 @@
 #include "optimizer/planmain.h"
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
-
-/* Rows per ExecForeignBatchInsert call. */
-#define SINK_BATCH_SIZE 100
 
 /* Per-statement insert state. */
 typedef struct SinkInsertState
@@ -69,44 +68,130 @@ typedef struct SinkInsertState
 	MemoryContext row_context;
 } SinkInsertState;
 
+/*
+ * The sinks of the foreign tables this session used, by foreign table OID,
+ * with both layouts checked: a statement reads no catalog for them.  An
+ * entry is dropped when the relcache entry of its foreign table or target is
+ * invalidated: drop_sink drops the foreign table, and ALTER TABLE or ALTER
+ * FOREIGN TABLE ... OPTIONS of either invalidates it (postgres_fdw keeps its
+ * connections the same way, dropping them on catalog invalidations).
+ */
+typedef struct SinkCacheEntry
+{
+	Oid			foreign_table;	/* hash key */
+	bool		valid;
+	MemoryContext context;		/* holds sink's strings and lists */
+	SinkInfo	sink;
+} SinkCacheEntry;
+
+static HTAB *sink_cache = NULL;
+
+static void
+sink_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	SinkCacheEntry *entry;
+
+	hash_seq_init(&status, sink_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || entry->foreign_table == relid || entry->sink.target == relid)
+			entry->valid = false;
+	}
+}
+
 /* The sink id option of a foreign table; errors when it is not a sink's. */
-static SinkInfo
-sink_of_foreign_table(Oid relid)
+static int32
+sink_id_option(Oid relid)
 {
 	ForeignTable *table = GetForeignTable(relid);
 	ListCell   *lc;
-	int32		sink_id = -1;
-	SinkInfo	sink;
 
 	foreach(lc, table->options)
 	{
 		DefElem    *def = lfirst(lc);
 
 		if (strcmp(def->defname, "sink_id") == 0)
-			sink_id = pg_strtoint32(defGetString(def));
+			return pg_strtoint32(defGetString(def));
 	}
-	if (sink_id < 0 || !catalog_sink_by_id(sink_id, &sink) || sink.foreign_table != relid)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-				 errmsg("foreign table \"%s\" is not the foreign table of a sink",
-						get_rel_name(relid)),
-				 errdetail("Its sink_id option names no sink that owns this table."),
-				 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
-	return sink;
+	return -1;
+}
+
+static void
+not_a_sink(Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+			 errmsg("foreign table \"%s\" is not the foreign table of a sink",
+					get_rel_name(relid)),
+			 errdetail("Its sink_id option names no sink that owns this table."),
+			 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+}
+
+/*
+ * The sink of a foreign table (from the session's cache), its rows' layout
+ * checked against the foreign table and the target when check_layout.
+ */
+static const SinkInfo *
+sink_of_foreign_table(Oid relid, bool check_layout)
+{
+	SinkCacheEntry *entry;
+	bool		found;
+	MemoryContext old;
+	int32		sink_id;
+
+	if (sink_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SinkCacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		sink_cache = hash_create("paimon_sink sinks of foreign tables", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(sink_cache_invalidate, (Datum) 0);
+	}
+	entry = hash_search(sink_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->context = AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink",
+											   ALLOCSET_SMALL_SIZES);
+	}
+	if (entry->valid)
+		return &entry->sink;
+
+	MemoryContextReset(entry->context);
+	memset(&entry->sink, 0, sizeof(entry->sink));
+	sink_id = sink_id_option(relid);
+	old = MemoryContextSwitchTo(entry->context);
+	found = sink_id >= 0 && catalog_sink_by_id(sink_id, &entry->sink) &&
+		entry->sink.foreign_table == relid;
+	MemoryContextSwitchTo(old);
+	if (!found)
+		not_a_sink(relid);
+	if (check_layout)
+	{
+		/* rows are staged in the layout fixed at create_sink, checked both ways */
+		catalog_check_layout(&entry->sink, relid, true);
+		catalog_check_layout(&entry->sink, entry->sink.target, false);
+	}
+	entry->valid = check_layout;
+	return &entry->sink;
 }
 
 static void
 refuse_reading(Oid relid)
 {
-	SinkInfo	sink = sink_of_foreign_table(relid);
+	const SinkInfo *sink = sink_of_foreign_table(relid, false);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot read from foreign table \"%s\" of sink \"%s\"",
-					get_rel_name(relid), sink.name),
+					get_rel_name(relid), sink->name),
 			 errdetail("A sink's foreign table only takes INSERT and COPY FROM; committed rows land in the target table."),
 			 errhint("Query the target table \"%s\" instead.",
-					 get_rel_name(sink.target))));
+					 get_rel_name(sink->target))));
 }
 
 static void
@@ -173,24 +258,34 @@ sinkIsForeignRelUpdatable(Relation rel)
 }
 
 /*
- * The commit user's fence epoch, which the statement's rows carry (see
- * recover()); and a refusal when the commit user's input has ended, since
- * its rows could never be committed.
+ * The commit user's fence epoch now (see recover()); and a refusal when the
+ * commit user's input has ended, since its rows could never be committed.
+ * The query's plan is kept for the session.
  */
 static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
-	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+	static SPIPlanPtr plan = NULL;
 	Datum		values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
 	Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
 	bool		ended = false;
 	uint64		fence_epoch = 0;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT last_committed_checkpoint = $3, fence_epoch "
-							  "FROM paimon_sink.commit_user_state "
-							  "WHERE sink_id = $1 AND commit_user = $2",
-							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (plan == NULL)
+	{
+		Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
+		SPIPlanPtr	prepared = SPI_prepare("SELECT last_committed_checkpoint = $3, fence_epoch "
+										   "FROM paimon_sink.commit_user_state "
+										   "WHERE sink_id = $1 AND commit_user = $2",
+										   3, types);
+
+		if (prepared == NULL || SPI_keepplan(prepared) != 0)
+			elog(ERROR, "could not prepare the query of paimon_sink.commit_user_state: %s",
+				 SPI_result_code_string(SPI_result));
+		plan = prepared;
+	}
+	if (SPI_execute_plan(plan, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.commit_user_state");
 	if (SPI_processed > 0)
 	{
@@ -216,12 +311,15 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
  * first wrote under, or the current one after it set paimon_sink.commit_user
  * again.  A job restored by recover() writes from new sessions; a session of
  * the failed attempt still running (a zombie) is refused from then on, as
- * Kafka refuses a producer whose epoch is stale.
+ * Kafka refuses a producer whose epoch is stale.  The commit user's state is
+ * read by the first statement of each transaction that writes for it: the
+ * writers fence the rows themselves, this only refuses early.
  */
 typedef struct SessionEpoch
 {
 	pg_uuid_t	sink_uuid;
 	uint64		fence_epoch;
+	LocalTransactionId checked_in;	/* the transaction that last read it */
 	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } SessionEpoch;
 
@@ -239,37 +337,49 @@ fdw_forget_fence_epochs(void)
 }
 
 static uint64
-session_fence_epoch(const SinkInfo *sink, const char *commit_user, uint64 current)
+session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 {
 	ListCell   *lc;
-	SessionEpoch *joined;
-	MemoryContext old;
+	SessionEpoch *joined = NULL;
+	uint64		current;
 
 	foreach(lc, session_epochs)
 	{
-		joined = lfirst(lc);
-		if (memcmp(&joined->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) != 0 ||
-			strcmp(joined->commit_user, commit_user) != 0)
-			continue;
-		if (joined->fence_epoch < current)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
-							commit_user, sink->name),
-					 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of the restored-from attempt are replayed by the job, never committed from its old sessions.",
-							   (unsigned long long) joined->fence_epoch,
-							   (unsigned long long) current),
-					 errhint("Write from a new session, or set paimon_sink.commit_user again to join the restored job.")));
-		return joined->fence_epoch;
+		SessionEpoch *entry = lfirst(lc);
+
+		if (memcmp(&entry->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+			strcmp(entry->commit_user, commit_user) == 0)
+		{
+			joined = entry;
+			break;
+		}
 	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	joined = palloc0(sizeof(SessionEpoch));
-	joined->sink_uuid = sink->sink_uuid;
-	joined->fence_epoch = current;
-	strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
-	session_epochs = lappend(session_epochs, joined);
-	MemoryContextSwitchTo(old);
-	return current;
+	if (joined != NULL && joined->checked_in == MyProc->lxid)
+		return joined->fence_epoch;
+
+	current = read_commit_user_state(sink, commit_user);
+	if (joined == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		joined = palloc0(sizeof(SessionEpoch));
+		joined->sink_uuid = sink->sink_uuid;
+		joined->fence_epoch = current;
+		strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
+		session_epochs = lappend(session_epochs, joined);
+		MemoryContextSwitchTo(old);
+	}
+	else if (joined->fence_epoch < current)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
+						commit_user, sink->name),
+				 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of the restored-from attempt are replayed by the job, never committed from its old sessions.",
+						   (unsigned long long) joined->fence_epoch,
+						   (unsigned long long) current),
+				 errhint("Write from a new session, or set paimon_sink.commit_user again to join the restored job.")));
+	joined->checked_in = MyProc->lxid;
+	return joined->fence_epoch;
 }
 
 /* Set up the insert state of a statement (INSERT or COPY). */
@@ -279,27 +389,35 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	Relation	rel = rinfo->ri_RelationDesc;
 	TupleDesc	desc = RelationGetDescr(rel);
 	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
+	const SinkInfo *sink;
 	const char *commit_user;
 	ListCell   *lc;
 	int			i;
 
-	state->sink = sink_of_foreign_table(RelationGetRelid(rel));
+	/* the lock on the target takes in invalidations: look again after it */
+	sink = sink_of_foreign_table(RelationGetRelid(rel), true);
+	state->target = table_open(sink->target, AccessShareLock);
+	sink = sink_of_foreign_table(RelationGetRelid(rel), true);
+	state->sink = *sink;
+	state->sink.name = pstrdup(sink->name);
+	state->sink.default_commit_user = pstrdup(sink->default_commit_user);
+	state->sink.bucket_key = NIL;
+	foreach(lc, sink->bucket_key)
+		state->sink.bucket_key = lappend(state->sink.bucket_key, pstrdup(lfirst(lc)));
+	state->sink.column_names = NULL;	/* checked above, not needed after */
+	state->sink.column_types = NULL;
 	state->estate = estate;
 
 	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
 		PaimonSinkCommitUser : state->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
-	state->fence_epoch = session_fence_epoch(&state->sink, commit_user,
-											 read_commit_user_state(&state->sink, commit_user));
+	state->fence_epoch = session_fence_epoch(&state->sink, commit_user);
 	state->stream.sink_id = state->sink.sink_id;
 	state->stream.sink_uuid = state->sink.sink_uuid;
 	state->stream.writer_id = PaimonSinkWriterId;
 	strlcpy(state->stream.commit_user, commit_user, sizeof(state->stream.commit_user));
 	state->fixed_bucket = MyProcPid % state->sink.buckets;
 
-	/* rows are staged in the layout fixed at create_sink, checked both ways */
-	catalog_check_layout(&state->sink, RelationGetRelid(rel), true);
-	catalog_check_layout(&state->sink, state->sink.target, false);
 	state->columns = palloc(sizeof(AttrNumber) * desc->natts);
 	state->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
 	for (i = 0; i < desc->natts; i++)
@@ -334,7 +452,6 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	}
 
 	/* the target, for constraint checks; the commit takes the real locks */
-	state->target = table_open(state->sink.target, AccessShareLock);
 	state->target_info = makeNode(ResultRelInfo);
 	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
@@ -351,8 +468,9 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 		state->client_encoding == PG_SQL_ASCII || GetDatabaseEncoding() == PG_SQL_ASCII)
 		state->client_encoding = -1;	/* send functions do not convert */
 	initStringInfo(&state->line);
+	/* a block that holds a whole row's send buffers: a reset frees nothing */
 	state->row_context = AllocSetContextCreate(CurrentMemoryContext, "paimon_sink row",
-											   ALLOCSET_SMALL_SIZES);
+											   ALLOCSET_DEFAULT_SIZES);
 	return state;
 }
 
@@ -493,27 +611,6 @@ sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot
 	return slot;
 }
 
-static TupleTableSlot **
-sinkExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
-						   TupleTableSlot **planSlots, int *numSlots)
-{
-	for (int i = 0; i < *numSlots; i++)
-		insert_row(rinfo->ri_FdwState, slots[i]);
-	return slots;
-}
-
-/* Batch unless RETURNING or row triggers need each row back (as postgres_fdw). */
-static int
-sinkGetForeignModifyBatchSize(ResultRelInfo *rinfo)
-{
-	if (rinfo->ri_projectReturning != NULL ||
-		(rinfo->ri_TrigDesc != NULL &&
-		 (rinfo->ri_TrigDesc->trig_insert_before_row ||
-		  rinfo->ri_TrigDesc->trig_insert_after_row)))
-		return 1;
-	return SINK_BATCH_SIZE;
-}
-
 static void
 end_insert(SinkInsertState *state)
 {
@@ -559,8 +656,6 @@ paimon_sink_fdw_handler(PG_FUNCTION_ARGS)
 	routine->PlanForeignModify = sinkPlanForeignModify;
 	routine->BeginForeignModify = sinkBeginForeignModify;
 	routine->ExecForeignInsert = sinkExecForeignInsert;
-	routine->ExecForeignBatchInsert = sinkExecForeignBatchInsert;
-	routine->GetForeignModifyBatchSize = sinkGetForeignModifyBatchSize;
 	routine->EndForeignModify = sinkEndForeignModify;
 	routine->BeginForeignInsert = sinkBeginForeignInsert;
 	routine->EndForeignInsert = sinkEndForeignInsert;
