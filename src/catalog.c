@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/uuid.h"
@@ -60,6 +61,49 @@ catalog_extension_owner(void)
 	return owner;
 }
 
+/* Plans kept for the life of the process, by query text. */
+typedef struct KeptPlan
+{
+	const char *query;
+	SPIPlanPtr	plan;
+} KeptPlan;
+
+static List *kept_plans = NIL;
+
+/*
+ * catalog_plan returns a plan of query (with nargs parameters of types),
+ * prepared on first use and kept for the process (SPI_keepplan; the plan
+ * cache replans it when the catalog changes).  The caller is connected to
+ * SPI.  The committer runs two dozen catalog statements per checkpoint: parsing
+ * and planning them each time cost more than running them.  Raises
+ * ERRCODE_INTERNAL_ERROR when SPI cannot prepare the query.
+ */
+SPIPlanPtr
+catalog_plan(const char *query, int nargs, Oid *types)
+{
+	ListCell   *lc;
+	KeptPlan   *kept;
+	SPIPlanPtr	plan;
+	MemoryContext old;
+
+	foreach(lc, kept_plans)
+	{
+		kept = lfirst(lc);
+		if (kept->query == query || strcmp(kept->query, query) == 0)
+			return kept->plan;
+	}
+	plan = SPI_prepare(query, nargs, types);
+	if (plan == NULL || SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kept = palloc(sizeof(KeptPlan));
+	kept->query = pstrdup(query);
+	kept->plan = plan;
+	kept_plans = lappend(kept_plans, kept);
+	MemoryContextSwitchTo(old);
+	return plan;
+}
+
 /*
  * catalog_execute runs one statement with SPI (the caller is connected) and
  * returns SPI's result code; as_catalog_owner runs it as the extension's
@@ -92,15 +136,13 @@ catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const c
 }
 
 static bool
-lookup_sink(const char *where, Oid type, Datum value, SinkInfo *info)
+lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	char	   *query = psprintf("SELECT " SINK_COLUMNS
-								 " FROM paimon_sink.sink_definition WHERE %s = $1", where);
 	bool		found = false;
 
 	SPI_connect();
-	if (SPI_execute_with_args(query, 1, &type, &value, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(catalog_plan(query, 1, &type), &value, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.sink_definition");
 	if (SPI_processed == 1)
 	{
@@ -237,14 +279,16 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 bool
 catalog_sink_by_name(const char *name, SinkInfo *info)
 {
-	return lookup_sink("sink_name", TEXTOID, CStringGetTextDatum(name), info);
+	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition WHERE sink_name = $1",
+					   TEXTOID, CStringGetTextDatum(name), info);
 }
 
 /* catalog_sink_by_id looks a sink up by id; false when there is none. */
 bool
 catalog_sink_by_id(int32 sink_id, SinkInfo *info)
 {
-	return lookup_sink("sink_id", INT4OID, Int32GetDatum(sink_id), info);
+	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition WHERE sink_id = $1",
+					   INT4OID, Int32GetDatum(sink_id), info);
 }
 
 /* catalog_require_sink returns a sink or raises ERRCODE_UNDEFINED_OBJECT. */

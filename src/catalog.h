@@ -40,6 +40,7 @@ extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
 extern Oid	catalog_extension_owner(void);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
+extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
 extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
 							const char *nulls, bool as_catalog_owner);
 

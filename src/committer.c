@@ -66,6 +66,20 @@ static TimestampTz *writer_started_at;
 static MemoryContext committer_context;
 static shm_mq_handle **barrier_queues;	/* while a barrier runs */
 
+/*
+ * An in-doubt transaction of ours can exist only after a crash between
+ * PREPARE TRANSACTION and COMMIT PREPARED (a new committer starts with this
+ * set) or after a request that failed: only then does a request look first.
+ */
+static bool in_doubt_possible = true;
+
+/*
+ * Staged files of checkpoints committed by the request being served: removed
+ * once the requester has its answer.  A crash before leaves them to
+ * remove_committed_files at the next start.
+ */
+static List *committed_paths = NIL;
+
 /* One staged file being loaded, and the batch offsets it leaves out. */
 typedef struct LoadFile
 {
@@ -181,7 +195,7 @@ committer_submit(int database_index, CommitterRequest *request)
 static void
 execute(const char *query, int nargs, Oid *types, Datum *values, int expected)
 {
-	int			result = SPI_execute_with_args(query, nargs, types, values, NULL, false, 0);
+	int			result = SPI_execute_plan(catalog_plan(query, nargs, types), values, NULL, false, 0);
 
 	if (result != expected)
 		elog(ERROR, "paimon_sink committer: \"%s\" returned %d", query, result);
@@ -246,6 +260,7 @@ recover_in_doubt(void)
 	if (gids != NIL)
 		remove_committed_files();
 	list_free_deep(gids);
+	in_doubt_possible = false;
 }
 
 /* Remove staged files of committed checkpoints that a crash left behind. */
@@ -879,8 +894,10 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 					(unsigned long long) loaded, list_length(files),
 					(double) (GetCurrentTimestamp() - start) / 1000.0)));
 
+	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)
-		(void) durable_unlink(lfirst(lc), LOG);
+		committed_paths = lappend(committed_paths, pstrdup(lfirst(lc)));
+	MemoryContextSwitchTo(old_context);
 	fault_point("committer_after_commit_prepared");
 }
 
@@ -923,13 +940,18 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
 	list_free_deep(identifiers);
 
+	/*
+	 * Only this committer moves the marks, so a plain read will do: a locking
+	 * one would take a transaction id and a WAL flush when nothing changes.
+	 */
 	begin_work();
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
+	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
 	if (Min(checkpoint_id, last_prepared) > last_committed)
 	{
 		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
 		execute("UPDATE paimon_sink.commit_user_state SET last_committed_checkpoint = $3 "
-				"WHERE sink_id = $1 AND commit_user = $2", 3, types, values, SPI_OK_UPDATE);
+				"WHERE sink_id = $1 AND commit_user = $2 AND last_committed_checkpoint < $3",
+				3, types, values, SPI_OK_UPDATE);
 		last_committed = Min(checkpoint_id, last_prepared);
 	}
 	end_work();
@@ -1217,6 +1239,26 @@ finish_request(CommitterRequest *request, CommitterRequest *outcome)
 	ConditionVariableBroadcast(&MyDatabaseEntry->request_done);
 }
 
+/*
+ * Remove files whose removal need not be durable: should one come back
+ * after a crash, remove_committed_files removes it again.
+ */
+static void
+remove_paths(List **paths)
+{
+	ListCell   *lc;
+
+	foreach(lc, *paths)
+	{
+		if (unlink(lfirst(lc)) != 0 && errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc))));
+	}
+	list_free_deep(*paths);
+	*paths = NIL;
+}
+
 /* Serve one request; an error goes back to the requester, state intact. */
 static void
 serve(CommitterRequest *request)
@@ -1230,7 +1272,8 @@ serve(CommitterRequest *request)
 	PG_TRY();
 	{
 		/* an in-doubt transaction of ours holds the locks this needs */
-		recover_in_doubt();
+		if (in_doubt_possible)
+			recover_in_doubt();
 		switch (outcome.kind)
 		{
 			case REQUEST_PREPARE:
@@ -1264,6 +1307,7 @@ serve(CommitterRequest *request)
 		error = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
+		in_doubt_possible = true;
 		SPI_finish();
 		if (load.file >= 0)
 			FileClose(load.file);
@@ -1282,6 +1326,30 @@ serve(CommitterRequest *request)
 	MemoryContextReset(committer_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	finish_request(request, &outcome);
+	remove_paths(&committed_paths);
+}
+
+/*
+ * Sleep until woken or the nap ends.  Maintenance is due after a whole nap
+ * idle, or when woken without a request (drop_sink's commit wakes the
+ * committer to remove files); not after a request, where it would take the
+ * CPU from the requester, which the committer has just woken.
+ */
+static void
+wait_for_work(bool ready, bool *maintenance_due)
+{
+	int			events;
+	bool		queued = false;
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					   ready ? 10000 : 100, PG_WAIT_EXTENSION);
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		queued = queued || MyDatabaseEntry->requests[i].state == REQUEST_QUEUED;
+	LWLockRelease(PaimonSinkState->lock);
+	if ((events & WL_TIMEOUT) || !queued)
+		*maintenance_due = true;
 }
 
 /* Start the writers that do not run, once the previous ones have left. */
@@ -1370,6 +1438,8 @@ committer_exit(int code, Datum arg)
 void
 paimon_sink_committer_main(Datum main_arg)
 {
+	bool		maintenance_due = false;	/* the start did it */
+
 	MyDatabaseIndex = DatumGetInt32(main_arg);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -1438,6 +1508,12 @@ paimon_sink_committer_main(Datum main_arg)
 			serve(request);
 			continue;
 		}
+		if (!maintenance_due)
+		{
+			wait_for_work(ready, &maintenance_due);
+			continue;
+		}
+		maintenance_due = false;
 		if (!extension_exists())
 		{
 			ereport(LOG, (errmsg("paimon_sink committer stops: the extension was dropped")));
@@ -1463,8 +1539,6 @@ paimon_sink_committer_main(Datum main_arg)
 			PG_END_TRY();
 			MemoryContextReset(committer_context);
 		}
-		pgstat_report_activity(STATE_IDLE, NULL);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 ready ? 10000 : 100, PG_WAIT_EXTENSION);
+		wait_for_work(ready, &maintenance_due);
 	}
 }

@@ -260,31 +260,21 @@ sinkIsForeignRelUpdatable(Relation rel)
 /*
  * The commit user's fence epoch now (see recover()); and a refusal when the
  * commit user's input has ended, since its rows could never be committed.
- * The query's plan is kept for the session.
  */
 static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
-	static SPIPlanPtr plan = NULL;
+	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
 	Datum		values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
 	Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
 	bool		ended = false;
 	uint64		fence_epoch = 0;
+	SPIPlanPtr	plan;
 
 	SPI_connect();
-	if (plan == NULL)
-	{
-		Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
-		SPIPlanPtr	prepared = SPI_prepare("SELECT last_committed_checkpoint = $3, fence_epoch "
-										   "FROM paimon_sink.commit_user_state "
-										   "WHERE sink_id = $1 AND commit_user = $2",
-										   3, types);
-
-		if (prepared == NULL || SPI_keepplan(prepared) != 0)
-			elog(ERROR, "could not prepare the query of paimon_sink.commit_user_state: %s",
-				 SPI_result_code_string(SPI_result));
-		plan = prepared;
-	}
+	plan = catalog_plan("SELECT last_committed_checkpoint = $3, fence_epoch "
+						"FROM paimon_sink.commit_user_state "
+						"WHERE sink_id = $1 AND commit_user = $2", 3, types);
 	if (SPI_execute_plan(plan, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.commit_user_state");
 	if (SPI_processed > 0)

@@ -86,9 +86,7 @@ return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, 
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	plan = SPI_prepare(query, nargs, types);
-	if (plan == NULL)
-		elog(ERROR, "could not prepare \"%s\"", query);
+	plan = catalog_plan(query, nargs, types);
 	/* the committer committed after this statement's snapshot was taken */
 	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
 							 false, 0) != SPI_OK_SELECT)
@@ -534,8 +532,8 @@ paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 	Datum		result = (Datum) 0;
 
 	SPI_connect();
-	plan = SPI_prepare("SELECT last_committed_checkpoint FROM paimon_sink.commit_user_state "
-					   "WHERE sink_id = $1 AND commit_user = $2", 2, types);
+	plan = catalog_plan("SELECT last_committed_checkpoint FROM paimon_sink.commit_user_state "
+						"WHERE sink_id = $1 AND commit_user = $2", 2, types);
 	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
 							 false, 1) == SPI_OK_SELECT && SPI_processed == 1)
 		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
