@@ -11,7 +11,8 @@
  * the staged files with COPY FROM's own code (as the sink's owner, inside a
  * security-restricted operation), record the snapshot and raise the mark,
  * PREPARE TRANSACTION with a gid carrying (database, sink, checkpoint id,
- * commit user), then COMMIT PREPARED.  A prepared transaction is only ever
+ * commit user), then COMMIT PREPARED.  checkpoint() also runs its barrier
+ * and records the committables in that transaction.  A prepared transaction is only ever
  * created for a complete checkpoint, so recovery commits every in-doubt one
  * of ours (as Citus's transaction recovery, filtered by prefix and
  * database).  The worker drives its own transaction block the way
@@ -648,28 +649,11 @@ run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 	return records;
 }
 
-/*
- * Prepare checkpoint_id: barrier and record the committables in one
- * transaction.  record_empty also moves the prepared mark when the barrier
- * found nothing (a job's checkpoint happened even without rows).  Returns
- * the number of committables recorded.
- */
-static int
-do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
-		   bool record_empty)
+/* Refuse a checkpoint id the commit user's marks do not allow. */
+static void
+check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_prepared,
+					int64 last_committed)
 {
-	int64		last_prepared;
-	int64		last_committed;
-	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
-	List	   *records;
-	ListCell   *lc;
-	int			recorded = 0;
-	SinkInfo   *sink;
-	uint64		fence_epoch;
-
-	begin_work();
-	sink = require_sink_id(sink_id);
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
 	if (last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -691,6 +675,22 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 						(long long) checkpoint_id, commit_user, (long long) last_prepared),
 				 errdetail("Checkpoint ids of a commit user must not decrease."),
 				 errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
+}
+
+/*
+ * The barrier, and its committables recorded as checkpoint_id in the
+ * current transaction; record_empty also moves the prepared mark when the
+ * barrier found nothing (a job's checkpoint happened even without rows).
+ * Returns the number of committables recorded; seqs receives each writer's
+ * barrier seq, to confirm once the transaction is durable.
+ */
+static int
+barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+				   int32 writer_id, uint64 fence_epoch, bool record_empty, uint64 *seqs)
+{
+	List	   *records;
+	ListCell   *lc;
+	int			recorded = 0;
 
 	records = run_barrier(sink, commit_user, writer_id, BARRIER_SEAL, fence_epoch, seqs);
 	foreach(lc, records)
@@ -723,16 +723,20 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 	if (recorded > 0 || record_empty)
 	{
 		Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
-		Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
+		Datum		values[3] = {Int32GetDatum(sink->sink_id), text_datum(commit_user),
 		Int64GetDatum(checkpoint_id)};
 
 		execute("UPDATE paimon_sink.commit_user_state SET last_prepared_checkpoint = "
 				"greatest(last_prepared_checkpoint, $3) WHERE sink_id = $1 AND commit_user = $2",
 				3, types, values, SPI_OK_UPDATE);
 	}
-	end_work();
+	return recorded;
+}
 
-	/* the writers may forget what is now recorded */
+/* The writers may forget the sealed files a durable transaction recorded. */
+static void
+confirm_barrier(const uint64 *seqs)
+{
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
@@ -741,6 +745,31 @@ do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 wr
 		writer->confirmed_barrier_seq = Max(writer->confirmed_barrier_seq, seqs[w]);
 		SpinLockRelease(&writer->mutex);
 	}
+}
+
+/*
+ * Prepare checkpoint_id: barrier and record the committables in one
+ * transaction.  Returns the number of committables recorded.
+ */
+static int
+do_prepare(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
+		   bool record_empty)
+{
+	int64		last_prepared;
+	int64		last_committed;
+	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	int			recorded;
+	SinkInfo   *sink;
+	uint64		fence_epoch;
+
+	begin_work();
+	sink = require_sink_id(sink_id);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
+	check_checkpoint_id(commit_user, checkpoint_id, last_prepared, last_committed);
+	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, fence_epoch,
+								  record_empty, seqs);
+	end_work();
+	confirm_barrier(seqs);
 	return recorded;
 }
 
@@ -761,10 +790,21 @@ commit_error_context(void *arg)
 			   (long long) context->checkpoint_id, context->commit_user, context->sink);
 }
 
-/* Commit one prepared checkpoint as one snapshot. */
-static void
-commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+/*
+ * Commit one prepared checkpoint as one snapshot.  with_barrier: the
+ * checkpoint is not prepared yet; its barrier runs and its committables are
+ * recorded in the very transaction that loads and prepares them, which
+ * saves a transaction and its WAL flush (until PREPARE TRANSACTION is
+ * durable nothing is recorded, and the writers report the same files again
+ * at the next barrier).  Then *recorded receives the number of committables,
+ * and false is returned when the barrier found nothing to commit.
+ */
+static bool
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+				  bool with_barrier, int *recorded)
 {
+	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	uint64		fence_epoch;
 	char	   *gid = psprintf("%s:%u:%d:%lld:%s", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink_id,
 							   (long long) checkpoint_id, commit_user);
 	TimestampTz start = GetCurrentTimestamp();
@@ -803,7 +843,22 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
+	if (with_barrier)
+	{
+		check_checkpoint_id(commit_user, checkpoint_id, last_prepared, last_committed);
+		*recorded = barrier_and_record(sink, commit_user, checkpoint_id, -1, fence_epoch, false,
+									   seqs);
+		if (*recorded == 0)
+		{
+			error_context_stack = callback.previous;
+			PopActiveSnapshot();
+			SPI_finish();
+			AbortOutOfAnyTransaction();
+			MemoryContextSwitchTo(committer_context);
+			return false;
+		}
+	}
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
@@ -894,11 +949,14 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 					(unsigned long long) loaded, list_length(files),
 					(double) (GetCurrentTimestamp() - start) / 1000.0)));
 
+	if (with_barrier)
+		confirm_barrier(seqs);
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)
 		committed_paths = lappend(committed_paths, pstrdup(lfirst(lc)));
 	MemoryContextSwitchTo(old_context);
 	fault_point("committer_after_commit_prepared");
+	return true;
 }
 
 /*
@@ -937,7 +995,7 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	end_work();
 
 	foreach(lc, identifiers)
-		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
+		(void) commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc), false, NULL);
 	list_free_deep(identifiers);
 
 	/*
@@ -959,7 +1017,10 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	request->result_checkpoint_id = checkpoint_id;
 }
 
-/* checkpoint(): barrier, prepare and commit the sink's own commit user. */
+/*
+ * checkpoint(): barrier, prepare and commit the sink's own commit user; the
+ * barrier's committables are recorded in the transaction that commits them.
+ */
 static void
 do_checkpoint(int32 sink_id, CommitterRequest *request)
 {
@@ -977,8 +1038,18 @@ do_checkpoint(int32 sink_id, CommitterRequest *request)
 
 	checkpoint_id = Max(last_prepared, last_committed) + 1;
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
-	request->committable_count = do_prepare(sink_id, commit_user, checkpoint_id, -1, false);
-	do_commit(sink_id, commit_user, checkpoint_id, request);
+	if (last_prepared > last_committed)
+	{
+		/* earlier checkpoints wait prepared: they are committed first */
+		request->committable_count = do_prepare(sink_id, commit_user, checkpoint_id, -1, false);
+		do_commit(sink_id, commit_user, checkpoint_id, request);
+		return;
+	}
+	request->previous_last_committed = last_committed;
+	if (commit_checkpoint(sink_id, commit_user, checkpoint_id, true, &request->committable_count))
+		last_committed = checkpoint_id;
+	request->last_committed = last_committed;
+	request->result_checkpoint_id = checkpoint_id;
 }
 
 /*
