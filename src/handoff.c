@@ -10,6 +10,15 @@
  * writer would take this dead transaction's rows as committed.  The commit
  * itself is forced to be synchronous for the same reason.
  *
+ * A transaction that buffers more than paimon_sink.handoff_buffer_size
+ * streams its full chunks to the writers while it runs (outside
+ * subtransactions, whose rows a rollback could still take back), so that
+ * the writers write while the statement runs, as logical replication
+ * streams large in-progress transactions.  Inside a subtransaction full
+ * chunks spill to a temporary file instead.  A streamed chunk is a batch
+ * like any other: kept when the transaction commits, left out when it
+ * aborts.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -84,11 +93,14 @@ typedef struct ActiveHandoff
 static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
+static ActiveHandoff **writer_handoffs = NULL;	/* per writer, while open */
+static bool xid_made_durable = false;
 static bool wake_committer_at_commit = false;
 static BufFile *spill_file = NULL;
 static Size bytes_in_memory = 0;
 
 static void handoff_xact_callback(XactEvent event, void *arg);
+static void stream_rows(PendingStream *stream);
 static void handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 									 SubTransactionId parentSubid, void *arg);
 
@@ -235,9 +247,16 @@ handoff_append_row(PendingStream *stream, const char *row, int length)
 	}
 
 	chunk = stream->chunks ? llast(stream->chunks) : NULL;
-	if (chunk == NULL || chunk->spilled || chunk->data.len + length > HANDOFF_CHUNK_BYTES)
+	if (chunk != NULL && !chunk->spilled && chunk->data.len + length > HANDOFF_CHUNK_BYTES &&
+		bytes_in_memory > (Size) PaimonSinkHandoffBufferKB * 1024 && level == 1)
 	{
-		/* a full chunk goes to disk when the transaction holds too much */
+		/* the transaction holds too much: the stream's rows go to its writer */
+		stream_rows(stream);
+		chunk = llast(stream->chunks);
+	}
+	else if (chunk == NULL || chunk->spilled || chunk->data.len + length > HANDOFF_CHUNK_BYTES)
+	{
+		/* within a subtransaction, a full chunk goes to disk instead */
 		if (chunk != NULL && !chunk->spilled &&
 			bytes_in_memory > (Size) PaimonSinkHandoffBufferKB * 1024)
 			spill_chunk(chunk);
@@ -526,24 +545,107 @@ wait_for_ack(ActiveHandoff *handoff)
 	}
 }
 
+/*
+ * The transaction's xid, made safe to hand out: a transactional WAL record
+ * under it is flushed first (see the file comment), once per transaction.
+ */
+static FullTransactionId
+durable_xid(void)
+{
+	FullTransactionId full_xid = GetTopFullTransactionId();
+
+	if (!xid_made_durable)
+	{
+		XLogFlush(LogLogicalMessage(PAIMON_SINK_GID_PREFIX, "", 0, true));
+		ForceSyncCommit();
+		xid_made_durable = true;
+	}
+	return full_xid;
+}
+
+/* The transaction's open hand-off to writer w, opened on first use. */
+static ActiveHandoff *
+writer_handoff(int w)
+{
+	if (writer_handoffs == NULL)
+		writer_handoffs = MemoryContextAllocZero(TopTransactionContext,
+												 sizeof(ActiveHandoff *) * PaimonSinkWritersPerDatabase);
+	if (writer_handoffs[w] == NULL)
+	{
+		DatabaseEntry *db = shared_database(handoff_database_index(true));
+
+		writer_handoffs[w] = open_handoff(shared_writer(db, w));
+	}
+	return writer_handoffs[w];
+}
+
+/* Send one chunk of a stream's rows; streamed: while the transaction runs. */
+static void
+send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
+		   FullTransactionId full_xid, bool streamed)
+{
+	HandoffMessage message;
+	char	   *rows;
+	int			length;
+
+	memset(&message, 0, sizeof(message));
+	message.kind = HANDOFF_MESSAGE_CHUNK;
+	message.streamed = streamed;
+	message.full_xid = U64FromFullTransactionId(full_xid);
+	message.fence_epoch = stream->fence_epoch;
+	message.stream = stream->id;
+	message.row_count = chunk->rows;
+	rows = chunk_rows(chunk, &length);
+	send_message(handoff, &message, rows, length);
+	if (chunk->spilled)
+		pfree(rows);
+}
+
+/*
+ * Stream a stream's buffered rows to its writer now, in their order (the
+ * spilled ones too); the last chunk, emptied, takes the rows that follow.
+ * Only at the top level: no savepoint can take these rows back.
+ */
+static void
+stream_rows(PendingStream *stream)
+{
+	FullTransactionId full_xid = durable_xid();
+	ActiveHandoff *handoff = writer_handoff(stream->writer_index);
+	PendingChunk *last = llast(stream->chunks);
+	ListCell   *lc;
+
+	foreach(lc, stream->chunks)
+	{
+		PendingChunk *chunk = lfirst(lc);
+
+		if (chunk->rows > 0)
+			send_chunk(handoff, stream, chunk, full_xid, true);
+		if (chunk == last)
+			continue;
+		if (!chunk->spilled)
+		{
+			bytes_in_memory -= chunk->data.len;
+			pfree(chunk->data.data);
+		}
+		pfree(chunk);
+	}
+	list_free(stream->chunks);
+	stream->chunks = list_make1(last);
+	bytes_in_memory -= last->data.len;
+	resetStringInfo(&last->data);
+	last->rows = 0;
+}
+
 /* Hand every pending row to its writer and wait until all are durable. */
 static void
 send_pending_rows(void)
 {
-	FullTransactionId full_xid;
-	XLogRecPtr	lsn;
-	DatabaseEntry *db;
+	FullTransactionId full_xid = durable_xid();
 	ListCell   *lc;
 
-	full_xid = GetTopFullTransactionId();
-	lsn = LogLogicalMessage(PAIMON_SINK_GID_PREFIX, "", 0, true);
-	XLogFlush(lsn);
-	ForceSyncCommit();
-
-	db = shared_database(handoff_database_index(true));
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
-		ActiveHandoff *handoff = NULL;
+		ActiveHandoff *handoff = writer_handoffs ? writer_handoffs[w] : NULL;
 		HandoffMessage message;
 
 		foreach(lc, pending_streams)
@@ -553,27 +655,15 @@ send_pending_rows(void)
 
 			if (stream->writer_index != w || stream->rows == 0)
 				continue;
-			if (handoff == NULL)
-				handoff = open_handoff(shared_writer(db, w));
-			memset(&message, 0, sizeof(message));
-			message.kind = HANDOFF_MESSAGE_CHUNK;
-			message.full_xid = U64FromFullTransactionId(full_xid);
-			message.fence_epoch = stream->fence_epoch;
-			message.stream = stream->id;
 			foreach(chunk_cell, stream->chunks)
 			{
 				PendingChunk *chunk = lfirst(chunk_cell);
 
-				char	   *rows;
-				int			length;
-
 				if (chunk->rows == 0)
 					continue;
-				message.row_count = chunk->rows;
-				rows = chunk_rows(chunk, &length);
-				send_message(handoff, &message, rows, length);
-				if (chunk->spilled)
-					pfree(rows);
+				if (handoff == NULL)
+					handoff = writer_handoff(w);
+				send_chunk(handoff, stream, chunk, full_xid, false);
 			}
 		}
 		if (handoff == NULL)
@@ -611,6 +701,8 @@ reset_state(void)
 	pending_streams = NIL;
 	last_stream = NULL;
 	active_handoffs = NIL;
+	writer_handoffs = NULL;
+	xid_made_durable = false;
 }
 
 static void

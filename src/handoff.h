@@ -3,8 +3,9 @@
  * handoff.h
  *	  The backend side of writing into a sink: rows inserted by a
  *	  transaction are buffered per stream and handed to the writers at the
- *	  transaction's pre-commit, tagged with its 64-bit xid, and the commit
- *	  waits until every writer has made them durable.
+ *	  transaction's pre-commit (a large transaction streams them while it
+ *	  runs), tagged with its 64-bit xid, and the commit waits until every
+ *	  writer has made them durable.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +25,7 @@ typedef struct HandoffMessage
 {
 	uint32		kind;
 	uint32		row_count;
+	bool		streamed;		/* sent while the transaction runs */
 	uint64		full_xid;
 	uint64		fence_epoch;	/* the commit user's, when the writing began */
 	StreamIdentity stream;

@@ -74,6 +74,7 @@ typedef struct OpenFile
 	off_t		size;
 	bool		appendable;
 	bool		dirty;
+	uint64		owner_xid;		/* a streaming transaction's own file, or 0 */
 	int			batch_count;
 	int			batch_capacity;
 	BatchInfo  *batches;
@@ -89,7 +90,7 @@ typedef struct SealedFile
 typedef struct Stream
 {
 	StreamIdentity id;			/* hash key */
-	List	   *open_files;		/* OpenFile *; the last may be appendable */
+	List	   *open_files;		/* OpenFile *; one shared file may be appendable */
 	List	   *sealed;			/* SealedFile * */
 } Stream;
 
@@ -174,17 +175,29 @@ add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_
 	batch->dead = dead;
 }
 
-/* The stream's appendable file, created on first need. */
+/*
+ * The stream's appendable file, created on first need: the shared one
+ * (owner_xid 0), or the own file of a transaction that streams its rows
+ * while it runs.  A barrier that finds that transaction still running
+ * leaves its file open instead of copying its batches forward, so a long
+ * load costs no copy per checkpoint.
+ */
 static OpenFile *
-current_file(Stream *stream)
+current_file(Stream *stream, uint64 owner_xid)
 {
-	OpenFile   *file = stream->open_files ? llast(stream->open_files) : NULL;
+	OpenFile   *file;
+	ListCell   *lc;
 	MemoryContext old;
 
-	if (file != NULL && file->appendable)
-		return file;
+	foreach(lc, stream->open_files)
+	{
+		file = lfirst(lc);
+		if (file->appendable && file->owner_xid == owner_xid)
+			return file;
+	}
 	old = MemoryContextSwitchTo(writer_context);
 	file = palloc0(sizeof(OpenFile));
+	file->owner_xid = owner_xid;
 	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
@@ -194,12 +207,13 @@ current_file(Stream *stream)
 	return file;
 }
 
-/* Append one batch to a stream's current file. */
+/* Append one batch to a stream's current file (streamed: its own file). */
 static void
 append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
-			 const char *payload, uint32 length, const char *origin_name, off_t origin_offset)
+			 const char *payload, uint32 length, const char *origin_name, off_t origin_offset,
+			 bool streamed)
 {
-	OpenFile   *file = current_file(stream);
+	OpenFile   *file = current_file(stream, streamed ? full_xid : 0);
 	StagedBatchHeader header;
 	off_t		offset = file->size;
 
@@ -344,7 +358,7 @@ poll_handoffs(void)
 			if (message.kind == HANDOFF_MESSAGE_CHUNK)
 				append_batch(get_stream(&message.stream), message.full_xid, message.fence_epoch,
 							 message.row_count, (char *) data + sizeof(message),
-							 length - sizeof(message), NULL, 0);
+							 length - sizeof(message), NULL, 0, message.streamed);
 			else if (message.kind == HANDOFF_MESSAGE_END)
 			{
 				PendingAck *ack = &pending_acks[pending_ack_count++];
@@ -460,6 +474,8 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 	StringInfoData payload;
 	bool		carried = false;
 	uint64		fenced_rows = 0;
+	List	   *kept = NIL;
+	MemoryContext old_files;
 
 	if (files == NIL)
 		return;
@@ -468,9 +484,21 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 	foreach(lc, files)
 	{
 		OpenFile   *file = lfirst(lc);
-		MemoryContext old = MemoryContextSwitchTo(writer_context);
-		SealedFile *sealed = palloc0(sizeof(SealedFile));
+		MemoryContext old;
+		SealedFile *sealed;
 		int			excluded = 0;
+
+		/* a streaming transaction still running keeps its own file open */
+		if (file->owner_xid != 0 && file->batch_count > 0 &&
+			classify(&file->batches[0], snapshot, fence_epoch) == BATCH_CARRY)
+		{
+			old = MemoryContextSwitchTo(writer_context);
+			kept = lappend(kept, file);
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		old = MemoryContextSwitchTo(writer_context);
+		sealed = palloc0(sizeof(SealedFile));
 
 		sealed->excluded = palloc(sizeof(int64) * Max(1, file->batch_count));
 		MemoryContextSwitchTo(old);
@@ -496,7 +524,7 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 								 errmsg("staged file \"%s\" has an unreadable batch at offset %lld",
 										file->path, (long long) batch->offset)));
 					append_batch(stream, batch->full_xid, batch->fence_epoch, batch->rows,
-								 payload.data, payload.len, file->name, batch->offset);
+								 payload.data, payload.len, file->name, batch->offset, false);
 					carried = true;
 					sealed->excluded[excluded++] = batch->offset;
 					break;
@@ -524,6 +552,9 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 	}
 	list_free(files);
 	pfree(payload.data);
+	old_files = MemoryContextSwitchTo(writer_context);
+	stream->open_files = list_concat(kept, stream->open_files);
+	MemoryContextSwitchTo(old_files);
 	if (fenced_rows > 0)
 		ereport(LOG,
 				(errmsg("paimon_sink left out %llu rows of commit user \"%s\" of sink %d written before its last recover()",
