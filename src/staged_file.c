@@ -263,6 +263,25 @@ staged_file_sync(File file, const char *path)
 }
 
 /*
+ * staged_file_read_header reads only the header of the batch record at
+ * offset (to step over records, as a left-out range is listed); false when
+ * no record starts there.  Raises an I/O error as staged_file_read_batch.
+ */
+bool
+staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
+						StagedBatchHeader *header)
+{
+	if (offset + (off_t) sizeof(*header) > file_size)
+		return false;
+	if (FileRead(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read staged file \"%s\": %m", path)));
+	return header->magic == STAGED_BATCH_MAGIC &&
+		offset + (off_t) sizeof(*header) + header->payload_length <= file_size;
+}
+
+/*
  * staged_file_read_batch reads the batch record at offset.  It returns false
  * when no whole, valid record starts there (the torn tail of a file whose
  * writer died before fsync); payload, when not NULL, receives the rows.

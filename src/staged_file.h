@@ -76,6 +76,8 @@ extern File staged_file_open(const char *path, StreamIdentity *stream,
 extern off_t staged_file_append(File file, const char *path, off_t offset,
 								StagedBatchHeader *header, const char *payload);
 extern void staged_file_sync(File file, const char *path);
+extern bool staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
+									StagedBatchHeader *header);
 extern bool staged_file_read_batch(File file, const char *path, off_t offset,
 								   off_t file_size, StagedBatchHeader *header,
 								   StringInfo payload);

@@ -56,14 +56,21 @@
 #include "utils/snapshot.h"
 #include "writer.h"
 
+/*
+ * Adjacent batch records of one transaction (same epoch, same fate) share
+ * one entry, so a writer's memory does not grow with the size of a load:
+ * they are always classified alike.  Their offsets are read back from the
+ * file when a barrier leaves them out or carries them.
+ */
 typedef struct BatchInfo
 {
 	off_t		offset;
-	uint32		length;			/* header and payload */
-	uint32		rows;
+	uint64		length;			/* headers and payloads of its records */
+	uint64		rows;
+	uint32		records;
 	uint64		full_xid;
 	uint64		fence_epoch;
-	bool		dead;			/* a carried copy whose original stands */
+	bool		dead;			/* carried copies whose originals stand */
 } BatchInfo;
 
 typedef struct OpenFile
@@ -77,6 +84,7 @@ typedef struct OpenFile
 	uint64		owner_xid;		/* a streaming transaction's own file, or 0 */
 	int			batch_count;
 	int			batch_capacity;
+	uint32		record_count;	/* batch records in the file */
 	BatchInfo  *batches;
 } OpenFile;
 
@@ -157,8 +165,17 @@ static void
 add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_xid,
 		  uint64 fence_epoch, bool dead)
 {
-	BatchInfo  *batch;
+	BatchInfo  *batch = file->batch_count > 0 ? &file->batches[file->batch_count - 1] : NULL;
 
+	file->record_count++;
+	if (batch != NULL && batch->full_xid == full_xid && batch->fence_epoch == fence_epoch &&
+		batch->dead == dead && batch->offset + (off_t) batch->length == offset)
+	{
+		batch->length += length;
+		batch->rows += rows;
+		batch->records++;
+		return;
+	}
 	if (file->batch_count == file->batch_capacity)
 	{
 		file->batch_capacity = Max(16, file->batch_capacity * 2);
@@ -170,6 +187,7 @@ add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_
 	batch->offset = offset;
 	batch->length = length;
 	batch->rows = rows;
+	batch->records = 1;
 	batch->full_xid = full_xid;
 	batch->fence_epoch = fence_epoch;
 	batch->dead = dead;
@@ -500,7 +518,7 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 		old = MemoryContextSwitchTo(writer_context);
 		sealed = palloc0(sizeof(SealedFile));
 
-		sealed->excluded = palloc(sizeof(int64) * Max(1, file->batch_count));
+		sealed->excluded = palloc(sizeof(int64) * Max(1, file->record_count));
 		MemoryContextSwitchTo(old);
 		sealed->record.kind = BARRIER_RECORD_COMMITTABLE;
 		sealed->record.stream = stream->id;
@@ -508,33 +526,38 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 		for (int b = 0; b < file->batch_count; b++)
 		{
 			BatchInfo  *batch = &file->batches[b];
-			StagedBatchHeader header;
+			BatchClass	class = classify(batch, snapshot, fence_epoch);
+			off_t		offset = batch->offset;
 
-			switch (classify(batch, snapshot, fence_epoch))
+			if (class == BATCH_TAKE)
 			{
-				case BATCH_TAKE:
-					sealed->record.row_count += batch->rows;
-					sealed->record.byte_count += batch->length;
-					break;
-				case BATCH_CARRY:
-					if (!staged_file_read_batch(file->file, file->path, batch->offset, file->size,
-												&header, &payload))
-						ereport(ERROR,
-								(errcode(ERRCODE_DATA_CORRUPTED),
-								 errmsg("staged file \"%s\" has an unreadable batch at offset %lld",
-										file->path, (long long) batch->offset)));
-					append_batch(stream, batch->full_xid, batch->fence_epoch, batch->rows,
-								 payload.data, payload.len, file->name, batch->offset, false);
+				sealed->record.row_count += batch->rows;
+				sealed->record.byte_count += batch->length;
+				continue;
+			}
+			if (class == BATCH_FENCED)
+				fenced_rows += batch->rows;
+			/* each record of the entry is left out; a carried one is copied */
+			while (offset < batch->offset + (off_t) batch->length)
+			{
+				StagedBatchHeader header;
+
+				if (class == BATCH_CARRY ?
+					!staged_file_read_batch(file->file, file->path, offset, file->size, &header,
+											&payload) :
+					!staged_file_read_header(file->file, file->path, offset, file->size, &header))
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_CORRUPTED),
+							 errmsg("staged file \"%s\" has an unreadable batch at offset %lld",
+									file->path, (long long) offset)));
+				if (class == BATCH_CARRY)
+				{
+					append_batch(stream, batch->full_xid, batch->fence_epoch, header.row_count,
+								 payload.data, payload.len, file->name, offset, false);
 					carried = true;
-					sealed->excluded[excluded++] = batch->offset;
-					break;
-				case BATCH_DROP:
-					sealed->excluded[excluded++] = batch->offset;
-					break;
-				case BATCH_FENCED:
-					sealed->excluded[excluded++] = batch->offset;
-					fenced_rows += batch->rows;
-					break;
+				}
+				sealed->excluded[excluded++] = offset;
+				offset += sizeof(header) + header.payload_length;
 			}
 		}
 		sealed->record.excluded_count = excluded;
