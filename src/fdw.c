@@ -46,23 +46,32 @@
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
 
-/* Per-statement insert state. */
-typedef struct SinkInsertState
+/*
+ * A sink as its foreign table's statements use it: the definition, and
+ * what the layouts of the foreign table and the target give.
+ */
+typedef struct SinkLayout
 {
 	SinkInfo	sink;
-	StreamIdentity stream;
-	uint64		fence_epoch;	/* the commit user's, read by this statement */
-	int			fixed_bucket;
-	int		   *bucket_attnums;	/* foreign table attnums, or NULL */
-	int			bucket_key_count;
 	int			column_count;
 	AttrNumber *columns;		/* non-dropped foreign table attnums */
 	FmgrInfo   *send_functions;	/* binary output, in the database encoding */
+	int			bucket_key_count;
+	AttrNumber *bucket_attnums;	/* foreign table attnums, or NULL */
+	AttrNumber *target_map;		/* target attnum to foreign table attnum, by name */
+} SinkLayout;
+
+/* Per-statement insert state. */
+typedef struct SinkInsertState
+{
+	const SinkLayout *layout;	/* lives until the transaction ends */
+	StreamIdentity stream;
+	uint64		fence_epoch;	/* the commit user's, read by this statement */
+	int			fixed_bucket;
 	int			client_encoding;	/* to restore after encoding a row, or -1 */
 	Relation	target;
 	ResultRelInfo *target_info;
 	TupleTableSlot *target_slot;
-	AttrNumber *target_map;		/* target attnum to foreign table attnum, by name */
 	EState	   *estate;
 	StringInfoData line;
 	MemoryContext row_context;
@@ -80,8 +89,8 @@ typedef struct SinkCacheEntry
 {
 	Oid			foreign_table;	/* hash key */
 	bool		valid;
-	MemoryContext context;		/* holds sink's strings and lists */
-	SinkInfo	sink;
+	MemoryContext context;		/* holds the layout's strings and arrays */
+	SinkLayout	layout;
 } SinkCacheEntry;
 
 static HTAB *sink_cache = NULL;
@@ -95,12 +104,13 @@ sink_cache_invalidate(Datum arg, Oid relid)
 	hash_seq_init(&status, sink_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (relid == InvalidOid || entry->foreign_table == relid || entry->sink.target == relid)
+		if (relid == InvalidOid || entry->foreign_table == relid ||
+			entry->layout.sink.target == relid)
 			entry->valid = false;
 	}
 }
 
-/* The sink id option of a foreign table; errors when it is not a sink's. */
+/* The sink id option of a foreign table, or -1. */
 static int32
 sink_id_option(Oid relid)
 {
@@ -117,23 +127,62 @@ sink_id_option(Oid relid)
 	return -1;
 }
 
+/* What the layouts give each statement, computed once per entry. */
 static void
-not_a_sink(Oid relid)
+derive_layout(SinkLayout *layout, Relation rel, Relation target)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-			 errmsg("foreign table \"%s\" is not the foreign table of a sink",
-					get_rel_name(relid)),
-			 errdetail("Its sink_id option names no sink that owns this table."),
-			 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleDesc	target_desc = RelationGetDescr(target);
+	ListCell   *lc;
+	int			i = 0;
+
+	layout->columns = palloc(sizeof(AttrNumber) * desc->natts);
+	layout->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, a);
+		Oid			send;
+		bool		varlena;
+
+		if (attr->attisdropped)
+			continue;
+		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
+		fmgr_info_cxt(send, &layout->send_functions[layout->column_count], CurrentMemoryContext);
+		layout->columns[layout->column_count++] = attr->attnum;
+	}
+	layout->bucket_key_count = list_length(layout->sink.bucket_key);
+	layout->bucket_attnums = palloc(sizeof(AttrNumber) * Max(1, layout->bucket_key_count));
+	foreach(lc, layout->sink.bucket_key)
+	{
+		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
+							(char *) lfirst(lc), layout->sink.name)));
+		layout->bucket_attnums[i++] = attnum;
+	}
+	layout->target_map = palloc0(sizeof(AttrNumber) * target_desc->natts);
+	for (int a = 0; a < target_desc->natts; a++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(target_desc, a);
+
+		if (!attr->attisdropped)
+			layout->target_map[a] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
+	}
 }
 
 /*
- * The sink of a foreign table (from the session's cache), its rows' layout
- * checked against the foreign table and the target when check_layout.
+ * The sink of a foreign table, from the session's cache.  With rel and its
+ * target open, the layouts are checked both ways and what they give each
+ * statement is derived; without, only the definition is read (and the
+ * entry stays to be checked).  An entry read again leaves its old memory to
+ * the end of the transaction, where a running statement may still use it.
+ * Raises ERRCODE_FDW_TABLE_NOT_FOUND when the table is not a sink's.
  */
-static const SinkInfo *
-sink_of_foreign_table(Oid relid, bool check_layout)
+static const SinkLayout *
+sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 {
 	SinkCacheEntry *entry;
 	bool		found;
@@ -155,35 +204,43 @@ sink_of_foreign_table(Oid relid, bool check_layout)
 	if (!found)
 	{
 		entry->valid = false;
-		entry->context = AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink",
-											   ALLOCSET_SMALL_SIZES);
+		entry->context = NULL;
 	}
 	if (entry->valid)
-		return &entry->sink;
+		return &entry->layout;
 
-	MemoryContextReset(entry->context);
-	memset(&entry->sink, 0, sizeof(entry->sink));
+	if (entry->context != NULL)
+		MemoryContextSetParent(entry->context, TopTransactionContext);
+	entry->context = AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink",
+										   ALLOCSET_SMALL_SIZES);
+	memset(&entry->layout, 0, sizeof(entry->layout));
 	sink_id = sink_id_option(relid);
 	old = MemoryContextSwitchTo(entry->context);
-	found = sink_id >= 0 && catalog_sink_by_id(sink_id, &entry->sink) &&
-		entry->sink.foreign_table == relid;
-	MemoryContextSwitchTo(old);
-	if (!found)
-		not_a_sink(relid);
-	if (check_layout)
+	found = sink_id >= 0 && catalog_sink_by_id(sink_id, &entry->layout.sink) &&
+		entry->layout.sink.foreign_table == relid;
+	if (found && rel != NULL)
 	{
 		/* rows are staged in the layout fixed at create_sink, checked both ways */
-		catalog_check_layout(&entry->sink, relid, true);
-		catalog_check_layout(&entry->sink, entry->sink.target, false);
+		catalog_check_layout(&entry->layout.sink, relid, true);
+		catalog_check_layout(&entry->layout.sink, RelationGetRelid(target), false);
+		derive_layout(&entry->layout, rel, target);
 	}
-	entry->valid = check_layout;
-	return &entry->sink;
+	MemoryContextSwitchTo(old);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("foreign table \"%s\" is not the foreign table of a sink",
+						get_rel_name(relid)),
+				 errdetail("Its sink_id option names no sink that owns this table."),
+				 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+	entry->valid = rel != NULL;
+	return &entry->layout;
 }
 
 static void
 refuse_reading(Oid relid)
 {
-	const SinkInfo *sink = sink_of_foreign_table(relid, false);
+	const SinkInfo *sink = &sink_of_foreign_table(relid, NULL, NULL)->sink;
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -377,82 +434,33 @@ static SinkInsertState *
 begin_insert(ResultRelInfo *rinfo, EState *estate)
 {
 	Relation	rel = rinfo->ri_RelationDesc;
-	TupleDesc	desc = RelationGetDescr(rel);
 	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
-	const SinkInfo *sink;
+	const SinkLayout *layout;
 	const char *commit_user;
-	ListCell   *lc;
-	int			i;
 
-	/* the lock on the target takes in invalidations: look again after it */
-	sink = sink_of_foreign_table(RelationGetRelid(rel), true);
-	state->target = table_open(sink->target, AccessShareLock);
-	sink = sink_of_foreign_table(RelationGetRelid(rel), true);
-	state->sink = *sink;
-	state->sink.name = pstrdup(sink->name);
-	state->sink.default_commit_user = pstrdup(sink->default_commit_user);
-	state->sink.bucket_key = NIL;
-	foreach(lc, sink->bucket_key)
-		state->sink.bucket_key = lappend(state->sink.bucket_key, pstrdup(lfirst(lc)));
-	state->sink.column_names = NULL;	/* checked above, not needed after */
-	state->sink.column_types = NULL;
+	/*
+	 * The target is opened for constraint checks (the commit takes the real
+	 * locks); its lock takes in invalidations, so the layout is read after.
+	 */
+	layout = sink_of_foreign_table(RelationGetRelid(rel), NULL, NULL);
+	state->target = table_open(layout->sink.target, AccessShareLock);
+	layout = sink_of_foreign_table(RelationGetRelid(rel), rel, state->target);
+	state->layout = layout;
 	state->estate = estate;
 
 	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
-		PaimonSinkCommitUser : state->sink.default_commit_user;
+		PaimonSinkCommitUser : layout->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
-	state->fence_epoch = session_fence_epoch(&state->sink, commit_user);
-	state->stream.sink_id = state->sink.sink_id;
-	state->stream.sink_uuid = state->sink.sink_uuid;
+	state->fence_epoch = session_fence_epoch(&layout->sink, commit_user);
+	state->stream.sink_id = layout->sink.sink_id;
+	state->stream.sink_uuid = layout->sink.sink_uuid;
 	state->stream.writer_id = PaimonSinkWriterId;
 	strlcpy(state->stream.commit_user, commit_user, sizeof(state->stream.commit_user));
-	state->fixed_bucket = MyProcPid % state->sink.buckets;
+	state->fixed_bucket = MyProcPid % layout->sink.buckets;
 
-	state->columns = palloc(sizeof(AttrNumber) * desc->natts);
-	state->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(desc, i);
-		Oid			send;
-		bool		varlena;
-
-		if (attr->attisdropped)
-			continue;
-		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
-		fmgr_info(send, &state->send_functions[state->column_count]);
-		state->columns[state->column_count++] = attr->attnum;
-	}
-
-	state->bucket_key_count = list_length(state->sink.bucket_key);
-	if (state->bucket_key_count > 0)
-	{
-		i = 0;
-		state->bucket_attnums = palloc(sizeof(int) * state->bucket_key_count);
-		foreach(lc, state->sink.bucket_key)
-		{
-			AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
-
-			if (attnum == InvalidAttrNumber)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
-								(char *) lfirst(lc), state->sink.name)));
-			state->bucket_attnums[i++] = attnum;
-		}
-	}
-
-	/* the target, for constraint checks; the commit takes the real locks */
 	state->target_info = makeNode(ResultRelInfo);
 	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
-	state->target_map = palloc0(sizeof(AttrNumber) * RelationGetDescr(state->target)->natts);
-	for (i = 0; i < RelationGetDescr(state->target)->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(state->target), i);
-
-		if (!attr->attisdropped)
-			state->target_map[i] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
-	}
 	state->client_encoding = pg_get_client_encoding();
 	if (state->client_encoding == GetDatabaseEncoding() ||
 		state->client_encoding == PG_SQL_ASCII || GetDatabaseEncoding() == PG_SQL_ASCII)
@@ -476,7 +484,7 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 	ExecClearTuple(target_slot);
 	for (int i = 0; i < target_desc->natts; i++)
 	{
-		AttrNumber	source = state->target_map[i];
+		AttrNumber	source = state->layout->target_map[i];
 
 		if (source > 0)
 		{
@@ -504,13 +512,14 @@ static uint32
 encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
 {
 	uint32		hash = 0;
-	uint16		count = pg_hton16((uint16) state->column_count);
+	const SinkLayout *layout = state->layout;
+	uint16		count = pg_hton16((uint16) layout->column_count);
 
 	resetStringInfo(&state->line);
 	appendBinaryStringInfo(&state->line, (char *) &count, sizeof(count));
-	for (int i = 0; i < state->column_count; i++)
+	for (int i = 0; i < layout->column_count; i++)
 	{
-		AttrNumber	attnum = state->columns[i];
+		AttrNumber	attnum = layout->columns[i];
 		uint32		length;
 		bytea	   *value;
 
@@ -520,12 +529,12 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
 			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
 			continue;
 		}
-		value = SendFunctionCall(&state->send_functions[i], slot->tts_values[attnum - 1]);
+		value = SendFunctionCall(&layout->send_functions[i], slot->tts_values[attnum - 1]);
 		length = pg_hton32(VARSIZE(value) - VARHDRSZ);
 		appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
 		appendBinaryStringInfo(&state->line, VARDATA(value), VARSIZE(value) - VARHDRSZ);
-		for (int k = 0; k < state->bucket_key_count; k++)
-			if (state->bucket_attnums[k] == attnum)
+		for (int k = 0; k < layout->bucket_key_count; k++)
+			if (layout->bucket_attnums[k] == attnum)
 				hash = hash_combine(hash, hash_bytes((unsigned char *) VARDATA(value),
 													 VARSIZE(value) - VARHDRSZ));
 	}
@@ -574,8 +583,8 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	slot_getallattrs(slot);
 	check_target_constraints(state, slot);
 	hash = encode_row(state, slot);
-	state->stream.bucket = state->bucket_key_count > 0 ?
-		(int) (hash % state->sink.buckets) : state->fixed_bucket;
+	state->stream.bucket = state->layout->bucket_key_count > 0 ?
+		(int) (hash % state->layout->sink.buckets) : state->fixed_bucket;
 	MemoryContextSwitchTo(old);
 	pending = handoff_stream(&state->stream,
 							 handoff_writer_for(state->stream.sink_id, state->stream.bucket),
