@@ -13,7 +13,7 @@ SELECT obj_description('events_sink'::regclass, 'pg_class');
 SELECT sink_name, target_table, foreign_table, mode, buckets, last_committed_checkpoint
   FROM paimon_sink.sinks;
 
--- single-row, multi-row, INSERT ... SELECT (batched) and COPY
+-- single-row, multi-row, INSERT ... SELECT and COPY
 INSERT INTO events_sink (payload, amount) VALUES ('one', 1.5);
 INSERT INTO events_sink (payload, amount) VALUES ('two', 2), ('three', 3);
 INSERT INTO events_sink (payload, amount) SELECT 'bulk ' || g, g FROM generate_series(1, 1000) g;
@@ -24,7 +24,7 @@ copied two	\N
 -- values that need escaping in the staged files survive unchanged
 INSERT INTO events_sink (payload) VALUES (E'tab\there'), (E'line\nbreak'), (E'back\\slash'),
 	(E'cr\rhere'), ('\N'), (''), (NULL), ('ünïcødé ✓');
--- RETURNING works (batch size 1)
+-- RETURNING works
 INSERT INTO events_sink (payload) VALUES ('returned') RETURNING payload;
 -- nothing is visible before a checkpoint
 SELECT count(*) FROM events;
@@ -144,8 +144,9 @@ SELECT paimon_sink.drop_sink('measurements_sink');
 SELECT count(*) FROM paimon_sink.sinks WHERE sink_name = 'measurements_sink';
 SELECT to_regclass('measurements_sink');
 SELECT count(*) FROM measurements;
--- a transaction larger than paimon_sink.handoff_buffer_size spills to a
--- temporary file; savepoints still undo exactly what they wrote
+-- a transaction larger than paimon_sink.handoff_buffer_size streams its rows
+-- to the writers (inside a savepoint: to a temporary file); savepoints still
+-- undo exactly what they wrote
 SET paimon_sink.handoff_buffer_size = '64kB';
 BEGIN;
 INSERT INTO events_sink (payload) SELECT 'spilled ' || g FROM generate_series(1, 20000) g;

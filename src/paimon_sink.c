@@ -167,8 +167,8 @@ _PG_init(void)
 							   &PaimonSinkCommitUser, "", PGC_USERSET, 0,
 							   check_commit_user_setting, assign_commit_user_setting, NULL);
 	DefineCustomIntVariable("paimon_sink.handoff_buffer_size",
-							"Rows a transaction keeps in memory before it spills them to a temporary file.",
-							"Rows wait in the session until the transaction commits; beyond this size they wait on disk.",
+							"Rows a transaction keeps in memory before it streams them to the writers.",
+							"Beyond this size a transaction hands its rows to the writers while it runs; inside a savepoint they wait in a temporary file.",
 							&PaimonSinkHandoffBufferKB, 8192, 64, INT_MAX / 1024, PGC_USERSET,
 							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.writer_id",
