@@ -733,7 +733,13 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 	return recorded;
 }
 
-/* The writers may forget the sealed files a durable transaction recorded. */
+/*
+ * The writers may forget the sealed files that this barrier reported and a
+ * durable transaction recorded.  Exactly this barrier: the files of an
+ * earlier one whose transaction failed are still to be recorded.  Every
+ * barrier reaches every writer and is confirmed (or not) before the next
+ * one starts, so one seq per writer says it.
+ */
 static void
 confirm_barrier(const uint64 *seqs)
 {
@@ -742,7 +748,7 @@ confirm_barrier(const uint64 *seqs)
 		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
 
 		SpinLockAcquire(&writer->mutex);
-		writer->confirmed_barrier_seq = Max(writer->confirmed_barrier_seq, seqs[w]);
+		writer->confirmed_barrier_seq = seqs[w];
 		SpinLockRelease(&writer->mutex);
 	}
 }

@@ -96,7 +96,7 @@ typedef struct WriterEntry
 	/* barrier (committer to writer) */
 	int			barrier_state;
 	uint64		barrier_seq;
-	uint64		confirmed_barrier_seq;	/* recorded by the committer */
+	uint64		confirmed_barrier_seq;	/* the last barrier the committer recorded */
 	int32		barrier_sink_id;
 	pg_uuid_t	barrier_sink_uuid;
 	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];

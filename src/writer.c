@@ -613,7 +613,12 @@ forget_confirmed(void)
 		{
 			SealedFile *sealed = lfirst(lc);
 
-			if (sealed->reported_seq <= confirmed)
+			/*
+			 * Only the files the confirmed barrier reported: those of a
+			 * barrier whose transaction failed wait for their stream's next
+			 * barrier, even when a later barrier of other streams succeeded.
+			 */
+			if (sealed->reported_seq == confirmed)
 			{
 				stream->sealed = foreach_delete_current(stream->sealed, lc);
 				pfree(sealed->excluded);
