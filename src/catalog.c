@@ -279,7 +279,8 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 bool
 catalog_sink_by_name(const char *name, SinkInfo *info)
 {
-	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition WHERE sink_name = $1",
+	return lookup_sink("SELECT " SINK_COLUMNS
+					   " FROM paimon_sink.sink_definition WHERE sink_name = $1",
 					   TEXTOID, CStringGetTextDatum(name), info);
 }
 
@@ -287,7 +288,8 @@ catalog_sink_by_name(const char *name, SinkInfo *info)
 bool
 catalog_sink_by_id(int32 sink_id, SinkInfo *info)
 {
-	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition WHERE sink_id = $1",
+	return lookup_sink("SELECT " SINK_COLUMNS
+					   " FROM paimon_sink.sink_definition WHERE sink_id = $1",
 					   INT4OID, Int32GetDatum(sink_id), info);
 }
 

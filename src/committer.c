@@ -12,10 +12,10 @@
  * security-restricted operation), record the snapshot and raise the mark,
  * PREPARE TRANSACTION with a gid carrying (database, sink, checkpoint id,
  * commit user), then COMMIT PREPARED.  checkpoint() also runs its barrier
- * and records the committables in that transaction.  A prepared transaction is only ever
- * created for a complete checkpoint, so recovery commits every in-doubt one
- * of ours (as Citus's transaction recovery, filtered by prefix and
- * database).  The worker drives its own transaction block the way
+ * and records the committables in that transaction.  A prepared transaction
+ * is only ever created for a complete checkpoint, so recovery commits every
+ * in-doubt one of ours (as Citus's transaction recovery, filtered by prefix
+ * and database).  The worker drives its own transaction block the way
  * exec_simple_query drives BEGIN ... PREPARE TRANSACTION.
  *
  *-------------------------------------------------------------------------

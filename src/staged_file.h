@@ -3,8 +3,9 @@
  * staged_file.h
  *	  The staged-file format: a header naming the stream, then batch
  *	  records, each carrying the 64-bit xid of the transaction that wrote
- *	  its rows (COPY binary tuples, in the database encoding) and a CRC-32C.  Files are append-only;
- *	  which batches a checkpoint takes is recorded in its committable.
+ *	  its rows (COPY binary tuples, in the database encoding) and a
+ *	  CRC-32C.  Files are append-only; which batches a checkpoint takes is
+ *	  recorded in its committable.
  *
  *-------------------------------------------------------------------------
  */

@@ -247,7 +247,7 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
 	}
 	file->size = staged_file_append(file->file, file->path, offset, &header, payload);
 	file->dirty = true;
-	/* a streaming transaction's rows start to reach the disk before its commit fsyncs them */
+	/* a streaming transaction's rows head for the disk before its commit fsyncs them */
 	if (streamed)
 		FileWriteback(file->file, offset, file->size - offset, WAIT_EVENT_DATA_FILE_FLUSH);
 	add_batch(file, offset, file->size - offset, rows, full_xid, fence_epoch, false);
