@@ -97,6 +97,8 @@ static ActiveHandoff **writer_handoffs = NULL;	/* per writer, while open */
 static bool xid_made_durable = false;
 static bool wake_committer_at_commit = false;
 static BufFile *spill_file = NULL;
+static int	spill_end_fileno = 0;
+static off_t spill_end_offset = 0;
 static Size bytes_in_memory = 0;
 
 static void handoff_xact_callback(XactEvent event, void *arg);
@@ -183,9 +185,19 @@ spill_chunk(PendingChunk *chunk)
 		spill_file = BufFileCreateTemp(false);
 		CurrentResourceOwner = saved;
 	}
-	/* writes only append: the file is read back once, at pre-commit */
-	BufFileTell(spill_file, &chunk->spill_fileno, &chunk->spill_offset);
+	/*
+	 * Writes only append, at the end this code keeps: streaming reads spilled
+	 * chunks back in between, and BufFile's SEEK_END would miss what its
+	 * buffer has not written yet.
+	 */
+	if (BufFileSeek(spill_file, spill_end_fileno, spill_end_offset, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in the spilled rows of this transaction: %m")));
+	chunk->spill_fileno = spill_end_fileno;
+	chunk->spill_offset = spill_end_offset;
 	BufFileWrite(spill_file, chunk->data.data, chunk->data.len);
+	BufFileTell(spill_file, &spill_end_fileno, &spill_end_offset);
 	chunk->spill_length = chunk->data.len;
 	chunk->spilled = true;
 	bytes_in_memory -= chunk->data.len;
@@ -697,6 +709,8 @@ reset_state(void)
 	if (spill_file != NULL)
 		BufFileClose(spill_file);
 	spill_file = NULL;
+	spill_end_fileno = 0;
+	spill_end_offset = 0;
 	bytes_in_memory = 0;
 	pending_streams = NIL;
 	last_stream = NULL;
