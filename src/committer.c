@@ -11,11 +11,10 @@
  * the staged files with COPY FROM's own code (as the sink's owner, inside a
  * security-restricted operation), record the snapshot and raise the mark,
  * PREPARE TRANSACTION with a gid carrying (database, sink, checkpoint id,
- * commit user), then COMMIT PREPARED.  checkpoint() also runs its barrier
- * and records the committables in that transaction.  A prepared transaction
- * is only ever created for a complete checkpoint, so recovery commits every
- * in-doubt one of ours (as Citus's transaction recovery, filtered by prefix
- * and database).  The worker drives its own transaction block the way
+ * commit user), then COMMIT PREPARED.  A prepared transaction is only ever
+ * created for a complete checkpoint, so recovery commits every in-doubt one
+ * of ours (as Citus's transaction recovery, filtered by prefix and
+ * database).  The worker drives its own transaction block the way
  * exec_simple_query drives BEGIN ... PREPARE TRANSACTION.
  *
  *-------------------------------------------------------------------------
@@ -618,7 +617,9 @@ run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 					records = lappend(records, memcpy(palloc(length), data, length));
 					continue;
 				}
-				if (result == SHM_MQ_DETACHED || writer->incarnation != incarnations[w])
+				/* a writer that died before attaching never detaches */
+				if (result == SHM_MQ_DETACHED || writer->incarnation != incarnations[w] ||
+					writer->pid == 0)
 					ereport(ERROR,
 							(errcode(ERRCODE_CONNECTION_FAILURE),
 							 errmsg("sink writer %d stopped during the barrier", w),
@@ -796,21 +797,10 @@ commit_error_context(void *arg)
 			   (long long) context->checkpoint_id, context->commit_user, context->sink);
 }
 
-/*
- * Commit one prepared checkpoint as one snapshot.  with_barrier: the
- * checkpoint is not prepared yet; its barrier runs and its committables are
- * recorded in the very transaction that loads and prepares them, which
- * saves a transaction and its WAL flush (until PREPARE TRANSACTION is
- * durable nothing is recorded, and the writers report the same files again
- * at the next barrier).  Then *recorded receives the number of committables,
- * and false is returned when the barrier found nothing to commit.
- */
-static bool
-commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-				  bool with_barrier, int *recorded)
+/* Commit one prepared checkpoint as one snapshot. */
+static void
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 {
-	uint64	   *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
-	uint64		fence_epoch;
 	char	   *gid = psprintf("%s:%u:%d:%lld:%s", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink_id,
 							   (long long) checkpoint_id, commit_user);
 	TimestampTz start = GetCurrentTimestamp();
@@ -849,22 +839,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
-	if (with_barrier)
-	{
-		check_checkpoint_id(commit_user, checkpoint_id, last_prepared, last_committed);
-		*recorded = barrier_and_record(sink, commit_user, checkpoint_id, -1, fence_epoch, false,
-									   seqs);
-		if (*recorded == 0)
-		{
-			error_context_stack = callback.previous;
-			PopActiveSnapshot();
-			SPI_finish();
-			AbortOutOfAnyTransaction();
-			MemoryContextSwitchTo(committer_context);
-			return false;
-		}
-	}
+	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
@@ -955,14 +930,11 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 					(unsigned long long) loaded, list_length(files),
 					(double) (GetCurrentTimestamp() - start) / 1000.0)));
 
-	if (with_barrier)
-		confirm_barrier(seqs);
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)
 		committed_paths = lappend(committed_paths, pstrdup(lfirst(lc)));
 	MemoryContextSwitchTo(old_context);
 	fault_point("committer_after_commit_prepared");
-	return true;
 }
 
 /*
@@ -1001,7 +973,7 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	end_work();
 
 	foreach(lc, identifiers)
-		(void) commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc), false, NULL);
+		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
 	list_free_deep(identifiers);
 
 	/*
@@ -1024,8 +996,10 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 }
 
 /*
- * checkpoint(): barrier, prepare and commit the sink's own commit user; the
- * barrier's committables are recorded in the transaction that commits them.
+ * checkpoint(): barrier, prepare and commit the sink's own commit user.  The
+ * committables are recorded (committed) before the commit transaction: a
+ * writer that restarts while that transaction is in doubt must find its
+ * sealed files recorded, or it would adopt them again.
  */
 static void
 do_checkpoint(int32 sink_id, CommitterRequest *request)
@@ -1044,18 +1018,8 @@ do_checkpoint(int32 sink_id, CommitterRequest *request)
 
 	checkpoint_id = Max(last_prepared, last_committed) + 1;
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
-	if (last_prepared > last_committed)
-	{
-		/* earlier checkpoints wait prepared: they are committed first */
-		request->committable_count = do_prepare(sink_id, commit_user, checkpoint_id, -1, false);
-		do_commit(sink_id, commit_user, checkpoint_id, request);
-		return;
-	}
-	request->previous_last_committed = last_committed;
-	if (commit_checkpoint(sink_id, commit_user, checkpoint_id, true, &request->committable_count))
-		last_committed = checkpoint_id;
-	request->last_committed = last_committed;
-	request->result_checkpoint_id = checkpoint_id;
+	request->committable_count = do_prepare(sink_id, commit_user, checkpoint_id, -1, false);
+	do_commit(sink_id, commit_user, checkpoint_id, request);
 }
 
 /*
