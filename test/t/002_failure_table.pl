@@ -312,6 +312,35 @@ ok(!-e $orphan && -e $some_file, 'the live file of the open stream stays');
 ($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.remove_orphan_files('f', '-1 hour')");
 like($err, qr/22023: older_than must not be negative/, 'a cut-off in the future is refused');
 
+# --- a writer dies after a barrier request, before it answers: the request
+# fails (the committer once waited for it forever, stalling every sink of
+# the database), the writer comes back, the rows of the dying hand-off never
+# appear and the next checkpoint works
+sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'pause')");
+my $stuck = $node->background_psql('postgres', on_error_stop => 0);
+$stuck->query_until(qr/sent/, "\\echo sent\nINSERT INTO f VALUES (900001, 'hand-off of a dying writer');\n");
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_after_receive'"),
+	'a writer pauses before acknowledging a hand-off');
+my $barrier = $node->background_psql('postgres', on_error_stop => 0);
+$barrier->query_until(qr/sent/, "\\echo sent\nSELECT * FROM paimon_sink.checkpoint('f');\n");
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%paimon_sink.checkpoint(''f'')%' AND state = 'active' AND pid <> pg_backend_pid()"),
+	'a checkpoint waits for the paused writer');
+sql("SELECT pg_terminate_backend(paused_pid) FROM paimon_sink.faults WHERE point = 'writer_after_receive'");
+sql("SELECT paimon_sink.clear_faults()");
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE '%paimon_sink.checkpoint(''f'')%' AND state = 'active' AND pid <> pg_backend_pid()"),
+	'the checkpoint request ends once the writer is gone');
+$barrier->quit;
+$stuck->quit;
+ok(ready(), 'the writer is back');
+sql("SELECT * FROM paimon_sink.checkpoint('f')");
+is(sql("SELECT count(*) FROM target WHERE id = 900001"), '0', 'the dying hand-off left no row');
+insert_rows(5, 'after the dying writer');
+sql("SELECT * FROM paimon_sink.checkpoint('f')");
+is(count_note('after the dying writer'), '5', 'the next checkpoint commits');
+
 # --- fault points are a superuser's
 sql("CREATE ROLE plain LOGIN");
 ($ret, $out, $err) = $node->psql('postgres', "SET ROLE plain; SELECT paimon_sink.inject_fault('writer_after_ack', 'error')");
