@@ -294,16 +294,8 @@ staged_file_read_batch(File file, const char *path, off_t offset, off_t file_siz
 	StringInfo	buffer = payload;
 	bool		valid;
 
-	if (offset + (off_t) sizeof(*header) > file_size)
+	if (!staged_file_read_header(file, path, offset, file_size, header))
 		return false;
-	if (FileRead(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header))
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read staged file \"%s\": %m", path)));
-	if (header->magic != STAGED_BATCH_MAGIC ||
-		offset + (off_t) sizeof(*header) + header->payload_length > file_size)
-		return false;
-
 	if (buffer == NULL)
 	{
 		initStringInfo(&local);
