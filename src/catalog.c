@@ -64,7 +64,8 @@ catalog_extension_owner(void)
 /* Plans kept for the life of the process, by query text. */
 typedef struct KeptPlan
 {
-	const char *query;
+	const char *caller_query;	/* the caller's string: usually a constant */
+	const char *query;			/* a copy, for callers that build the text */
 	SPIPlanPtr	plan;
 } KeptPlan;
 
@@ -74,8 +75,8 @@ static List *kept_plans = NIL;
  * catalog_plan returns a plan of query (with nargs parameters of types),
  * prepared on first use and kept for the process (SPI_keepplan; the plan
  * cache replans it when the catalog changes).  The caller is connected to
- * SPI.  The committer runs two dozen catalog statements per checkpoint: parsing
- * and planning them each time cost more than running them.  Raises
+ * SPI.  The committer runs two dozen catalog statements per checkpoint:
+ * parsing and planning them each time cost more than running them.  Raises
  * ERRCODE_INTERNAL_ERROR when SPI cannot prepare the query.
  */
 SPIPlanPtr
@@ -86,10 +87,17 @@ catalog_plan(const char *query, int nargs, Oid *types)
 	SPIPlanPtr	plan;
 	MemoryContext old;
 
+	/* a constant query text is found by its address, checked once */
 	foreach(lc, kept_plans)
 	{
 		kept = lfirst(lc);
-		if (kept->query == query || strcmp(kept->query, query) == 0)
+		if (kept->caller_query == query && strcmp(kept->query, query) == 0)
+			return kept->plan;
+	}
+	foreach(lc, kept_plans)
+	{
+		kept = lfirst(lc);
+		if (strcmp(kept->query, query) == 0)
 			return kept->plan;
 	}
 	plan = SPI_prepare(query, nargs, types);
@@ -97,6 +105,7 @@ catalog_plan(const char *query, int nargs, Oid *types)
 		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	kept = palloc(sizeof(KeptPlan));
+	kept->caller_query = query;
 	kept->query = pstrdup(query);
 	kept->plan = plan;
 	kept_plans = lappend(kept_plans, kept);
