@@ -11,6 +11,7 @@ OBJS = \
 	src/staged_file.o \
 	src/catalog.o \
 	src/functions.o \
+	src/upsert.o \
 	src/fault.o
 
 EXTENSION = paimon_sink
@@ -21,7 +22,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -luuid
 
 # pg_regress inputs live in sql/, outputs in expected/ (PGXS defaults).
-REGRESS = setup append errors
+REGRESS = setup append errors upsert
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf --encoding=UTF8
 

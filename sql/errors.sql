@@ -142,8 +142,6 @@ RESET ROLE;
 SET ROLE regress_sink_owner;
 SELECT * FROM paimon_sink.create_sink('orders_sink', 'orders');
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM paimon_sink.create_sink('x', 'orders', mode => 'upsert');
-\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.create_sink('x', 'orders', mode => 'merge');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.create_sink('x', 'orders', buckets => 0);

@@ -20,7 +20,13 @@ CREATE TABLE paimon_sink.sink_definition (
 	-- the layout rows are staged in (binary COPY), fixed at create_sink
 	column_names text[],
 	column_types regtype[],
-	created_at timestamptz NOT NULL DEFAULT now()
+	-- upsert: the foreign table's column giving each row's kind (+I, -U, +U, -D)
+	row_kind_column text,
+	-- upsert: a NULL column keeps the target's value (Paimon's partial-update)
+	partial_update boolean NOT NULL DEFAULT false,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	CHECK ((mode = 'upsert') = (row_kind_column IS NOT NULL)),
+	CHECK (mode = 'upsert' OR NOT partial_update)
 );
 COMMENT ON TABLE paimon_sink.sink_definition IS
 	'One row per sink: its target table, foreign table, owner, mode, buckets and own commit user.';
@@ -54,6 +60,9 @@ CREATE TABLE paimon_sink.committable (
 	row_count bigint NOT NULL,
 	byte_count bigint NOT NULL,
 	excluded_offsets bigint[] NOT NULL DEFAULT '{}',
+	-- the highest sequence number of its bucket the file holds (Paimon's
+	-- DataFileMeta.maxSequenceNumber): a restarted writer continues above it
+	max_sequence bigint NOT NULL DEFAULT 0,
 	prepared_at timestamptz NOT NULL DEFAULT now(),
 	snapshot_id bigint
 );
@@ -127,10 +136,12 @@ CREATE FUNCTION paimon_sink.create_sink(
 	buckets integer DEFAULT 1,
 	bucket_key text[] DEFAULT NULL,
 	checkpoint_interval interval DEFAULT NULL,
+	row_kind_column text DEFAULT '_row_kind',
+	partial_update boolean DEFAULT false,
 	OUT sink_name text, OUT foreign_table regclass, OUT commit_user text)
 	AS 'MODULE_PATHNAME', 'paimon_sink_create_sink' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval) IS
-$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode is 'append' ('upsert' is not supported yet); buckets (1-1024) and bucket_key (column names) route rows to writers; checkpoint_interval is recorded for periodic checkpoints. Errors: 22023 bad name, mode or buckets; 0A000 upsert; 42809 target not a table; 42501 no INSERT right on target; 42703 unknown bucket key column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded.$$;
+COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean) IS
+$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target and the UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (ignored) or -D (delete: only the key columns count), and each checkpoint applies per key only the latest version; partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine). buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval is recorded for periodic checkpoints. Errors: 22023 bad name, mode, buckets, row_kind_column, or a bucket key outside the primary key; 42P16 upsert target without a primary key; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE) right on target; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded.$$;
 
 CREATE FUNCTION paimon_sink.drop_sink(sink_name text, force boolean DEFAULT false)
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink' LANGUAGE C VOLATILE;
@@ -226,7 +237,7 @@ REVOKE ALL ON FUNCTION paimon_sink.recover(text, text, bigint, text),
 	paimon_sink.release_fault(text),
 	paimon_sink.clear_faults() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval),
+REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean),
 	paimon_sink.drop_sink(text, boolean),
 	paimon_sink.prepare_commit(text, text, bigint, integer),
 	paimon_sink.commit(text, text, bigint),
@@ -237,7 +248,8 @@ REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, te
 
 CREATE VIEW paimon_sink.sinks AS
 	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table, s.owner_role, s.mode,
-		s.buckets, s.bucket_key, s.checkpoint_interval, s.default_commit_user,
+		s.buckets, s.bucket_key, s.row_kind_column, s.partial_update, s.checkpoint_interval,
+		s.default_commit_user,
 		u.last_prepared_checkpoint, u.last_committed_checkpoint, u.last_snapshot_id,
 		u.last_committed_at, s.created_at
 	FROM paimon_sink.sink_definition s

@@ -32,7 +32,8 @@
 
 #define SINK_COLUMNS \
 	"sink_id, sink_name, target_table::oid, foreign_table::oid, owner_role::oid, " \
-	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[]"
+	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[], " \
+	"row_kind_column, partial_update"
 
 /* catalog_extension_owner returns the role that owns the extension. */
 Oid
@@ -204,6 +205,8 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 				info->column_types[i] = DatumGetObjectId(types[i]);
 			}
 		}
+		info->row_kind_column = SPI_getvalue(tuple, desc, 13);
+		info->partial_update = DatumGetBool(SPI_getbinval(tuple, desc, 14, &isnull)) && !isnull;
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
@@ -264,8 +267,14 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 	}
 	for (column = 0; column < sink->column_count; column++)
 	{
-		AttrNumber	attnum = get_attnum(relid, sink->column_names[column]);
+		AttrNumber	attnum;
 		Oid			type;
+
+		/* an upsert sink's row kind is staged, never loaded */
+		if (sink->row_kind_column != NULL &&
+			strcmp(sink->column_names[column], sink->row_kind_column) == 0)
+			continue;
+		attnum = get_attnum(relid, sink->column_names[column]);
 
 		if (attnum == InvalidAttrNumber)
 			ereport(ERROR,

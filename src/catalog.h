@@ -32,7 +32,11 @@ typedef struct SinkInfo
 	int			column_count;	/* the staged row layout */
 	char	  **column_names;
 	Oid		   *column_types;
+	char	   *row_kind_column;	/* upsert: the foreign table's row kind column */
+	bool		partial_update; /* upsert: NULL columns keep the target's value */
 } SinkInfo;
+
+#define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
 
 extern bool catalog_sink_by_name(const char *name, SinkInfo *info);
 extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);

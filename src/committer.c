@@ -57,6 +57,7 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "upsert.h"
 #include "writer.h"
 
 static int	MyDatabaseIndex;
@@ -102,6 +103,11 @@ static struct
 	StringInfoData batch;
 	int			batch_position;
 	bool		header_sent;
+	/* the batch the bytes given to COPY last came from, for sequence numbers */
+	uint64		batch_first_sequence;
+	uint32		batch_rows;
+	uint32		batch_rows_read;
+	bool		numbered;		/* upsert: rows are counted per batch */
 }			load;
 
 /* committer_start registers a committer worker for a database entry. */
@@ -338,6 +344,36 @@ remove_dropped_sink_directories(void)
 	list_free(doomed);
 }
 
+/*
+ * Every row of the batch COPY read last was returned.  A row is numbered by
+ * the batch it came from: COPY's binary reader asks for more bytes only
+ * when it has used all it has, and load_read never gives it bytes of two
+ * batches at once, so the last batch read is the returned row's; this
+ * check makes sure that stays so.
+ */
+static void
+check_batch_read(void)
+{
+	if (load.numbered && load.batch_rows_read != load.batch_rows)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a staged batch of %u rows gave %u rows", load.batch_rows,
+						load.batch_rows_read),
+				 errdetail("Nothing of this checkpoint is applied.")));
+}
+
+/* The sequence number of the row COPY returned last (upsert sinks). */
+static uint64
+load_row_sequence(void)
+{
+	if (load.batch_rows_read >= load.batch_rows)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a staged batch of %u rows gave more rows", load.batch_rows),
+				 errdetail("Nothing of this checkpoint is applied.")));
+	return load.batch_first_sequence + load.batch_rows_read++;
+}
+
 /* Load callback: the rows of the included batches, file after file. */
 static int
 load_read(void *outbuf, int minread, int maxread)
@@ -403,9 +439,49 @@ load_read(void *outbuf, int minread, int maxread)
 			load.next_excluded++;
 			load.batch.len = 0;
 		}
+		else
+		{
+			check_batch_read();
+			load.batch_first_sequence = header.first_sequence;
+			load.batch_rows = header.row_count;
+			load.batch_rows_read = 0;
+		}
 		load.offset += sizeof(header) + header.payload_length;
 	}
 	return copied;
+}
+
+static void
+start_load(List *files, bool numbered)
+{
+	load.numbered = numbered;
+	load.files = files;
+	load.header_sent = false;
+	load.file_index = 0;
+	load.file = -1;
+	initStringInfo(&load.batch);
+	load.batch_position = 0;
+	load.batch_rows = 0;
+	load.batch_rows_read = 0;
+}
+
+static void
+end_load(void)
+{
+	if (load.file >= 0)
+		FileClose(load.file);
+	load.file = -1;
+}
+
+/* Apply an upsert sink's staged changes (see upsert.c). */
+static uint64
+apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
+{
+	start_load(files, true);
+	upsert_apply(sink, load_read, load_row_sequence, counts);
+	check_batch_read();
+	end_load();
+	return counts->versions;
 }
 
 /*
@@ -456,18 +532,11 @@ load_files(SinkInfo *sink, List *files)
 				 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
-	load.files = files;
-	load.header_sent = false;
-	load.file_index = 0;
-	load.file = -1;
-	initStringInfo(&load.batch);
-	load.batch_position = 0;
+	start_load(files, false);
 	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
 	rows = CopyFrom(cstate);
 	EndCopyFrom(cstate);
-	if (load.file >= 0)
-		FileClose(load.file);
-	load.file = -1;
+	end_load();
 
 	AtEOXact_GUC(false, nest_level);
 	SetUserIdAndSecContext(saved_user, saved_context);
@@ -699,9 +768,9 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 		CommittableRecord *record = lfirst(lc);
 		int64	   *excluded = (int64 *) (record + 1);
 		Datum	   *offsets = palloc(sizeof(Datum) * Max(1, record->excluded_count));
-		Oid			types[9] = {TEXTOID, INT4OID, TEXTOID, INT8OID, INT4OID, INT4OID, INT8OID,
-		INT8OID, INT8ARRAYOID};
-		Datum		values[9];
+		Oid			types[10] = {TEXTOID, INT4OID, TEXTOID, INT8OID, INT4OID, INT4OID, INT8OID,
+		INT8OID, INT8ARRAYOID, INT8OID};
+		Datum		values[10];
 
 		for (int i = 0; i < record->excluded_count; i++)
 			offsets[i] = Int64GetDatum(excluded[i]);
@@ -715,10 +784,12 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 		values[7] = Int64GetDatum(record->byte_count);
 		values[8] = PointerGetDatum(construct_array(offsets, record->excluded_count, INT8OID,
 													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[9] = Int64GetDatum(record->max_sequence);
 		execute("INSERT INTO paimon_sink.committable (file_name, sink_id, commit_user, "
-				"checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets) "
-				"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (file_name) DO NOTHING",
-				9, types, values, SPI_OK_INSERT);
+				"checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets, "
+				"max_sequence) "
+				"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (file_name) DO NOTHING",
+				10, types, values, SPI_OK_INSERT);
 		recorded += SPI_processed;
 	}
 	if (recorded > 0 || record_empty)
@@ -821,6 +892,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	MemoryContext old_context;
 	CommitContext context;
 	ErrorContextCallback callback;
+	UpsertCounts changes = {0};
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -885,7 +957,10 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 				 errdetail("Missing: %s. Nothing of the checkpoint was applied.", missing.data),
 				 errhint("The checkpoint cannot be committed without them; restore the files, or restore the job from an earlier checkpoint.")));
 
-	loaded = load_files(sink, files);
+	if (SINK_IS_UPSERT(sink))
+		loaded = apply_files(sink, files, &changes);
+	else
+		loaded = load_files(sink, files);
 
 	execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM paimon_sink.snapshot_log WHERE sink_id = $1",
 			1, types, values, SPI_OK_SELECT);
@@ -928,7 +1003,12 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", identifier %lld, %llu rows, %d files, %.3f ms",
 					(long long) snapshot_id, sink->name, commit_user, (long long) checkpoint_id,
 					(unsigned long long) loaded, list_length(files),
-					(double) (GetCurrentTimestamp() - start) / 1000.0)));
+					(double) (GetCurrentTimestamp() - start) / 1000.0),
+			 SINK_IS_UPSERT(sink) ?
+			 errdetail("%llu rows upserted and %llu deleted: the latest of %llu versions of each key.",
+					   (unsigned long long) changes.upserted,
+					   (unsigned long long) changes.deleted,
+					   (unsigned long long) changes.versions) : 0));
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)

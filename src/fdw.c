@@ -42,6 +42,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "catalog/pg_index.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
@@ -58,8 +61,24 @@ typedef struct SinkLayout
 	FmgrInfo   *send_functions;	/* binary output, in the database encoding */
 	int			bucket_key_count;
 	AttrNumber *bucket_attnums;	/* foreign table attnums, or NULL */
+	FmgrInfo   *bucket_hash;	/* the type's hash function, or fn_oid 0 */
+	Oid		   *bucket_collation;
 	AttrNumber *target_map;		/* target attnum to foreign table attnum, by name */
+	/* upsert sinks */
+	bool		upsert;
+	AttrNumber	row_kind_attnum;
+	int			key_count;		/* the target's primary key */
+	AttrNumber *key_attnums;	/* foreign table attnums */
+	bool	   *is_key;			/* by foreign table attnum - 1 */
 } SinkLayout;
+
+/* Row kinds of a change stream (Flink's RowKind, as Paimon takes them). */
+typedef enum RowKind
+{
+	ROW_KIND_UPSERT,			/* +I, +U, or no kind given */
+	ROW_KIND_UPDATE_BEFORE,		/* -U: ignored, as Paimon's deduplicate engine does */
+	ROW_KIND_DELETE				/* -D */
+} RowKind;
 
 /* Per-statement insert state. */
 typedef struct SinkInsertState
@@ -162,6 +181,54 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 					 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
 							(char *) lfirst(lc), layout->sink.name)));
 		layout->bucket_attnums[i++] = attnum;
+	}
+	layout->bucket_hash = palloc0(sizeof(FmgrInfo) * Max(1, layout->bucket_key_count));
+	layout->bucket_collation = palloc0(sizeof(Oid) * Max(1, layout->bucket_key_count));
+	for (int k = 0; k < layout->bucket_key_count; k++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, layout->bucket_attnums[k] - 1);
+		TypeCacheEntry *type = lookup_type_cache(attr->atttypid, TYPECACHE_HASH_PROC);
+
+		/* equal values (1.0 and 1.00, or under a nondeterministic collation) meet */
+		if (OidIsValid(type->hash_proc))
+			fmgr_info_cxt(type->hash_proc, &layout->bucket_hash[k], CurrentMemoryContext);
+		layout->bucket_collation[k] = attr->attcollation;
+	}
+	layout->upsert = SINK_IS_UPSERT(&layout->sink);
+	layout->is_key = palloc0(sizeof(bool) * desc->natts);
+	if (layout->upsert)
+	{
+		Oid			index = RelationGetPrimaryKeyIndex(target);
+		HeapTuple	tuple;
+		Form_pg_index form;
+
+		layout->row_kind_attnum = get_attnum(RelationGetRelid(rel), layout->sink.row_kind_column);
+		if (layout->row_kind_attnum == InvalidAttrNumber || !OidIsValid(index))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("upsert sink \"%s\" lost its %s", layout->sink.name,
+							OidIsValid(index) ? "row kind column" : "target's primary key"),
+					 errhint("Restore it, or commit what is staged and re-create the sink.")));
+		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", index);
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		layout->key_count = form->indnkeyatts;
+		layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
+		for (int k = 0; k < layout->key_count; k++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(target_desc, form->indkey.values[k] - 1);
+
+			layout->key_attnums[k] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
+			if (layout->key_attnums[k] == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("primary key column \"%s\" of the target of sink \"%s\" is not a column of its foreign table",
+								NameStr(attr->attname), layout->sink.name),
+						 errhint("Commit what is staged and re-create the sink.")));
+			layout->is_key[layout->key_attnums[k] - 1] = true;
+		}
+		ReleaseSysCache(tuple);
 	}
 	layout->target_map = palloc0(sizeof(AttrNumber) * target_desc->natts);
 	for (int a = 0; a < target_desc->natts; a++)
@@ -505,13 +572,13 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 
 /*
  * Encode a row as one tuple of COPY's binary format (field count, then each
- * field's length and send-function bytes), noting the bytes of the bucket
- * key's columns for routing.
+ * field's length and send-function bytes).  An upsert sink's row kind is
+ * staged canonical: NULL for an upsert, "-D" for a delete, whose other
+ * columns than the key are staged as NULL (a delete needs only its key).
  */
-static uint32
-encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
+static void
+encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 {
-	uint32		hash = 0;
 	const SinkLayout *layout = state->layout;
 	uint16		count = pg_hton16((uint16) layout->column_count);
 
@@ -523,7 +590,16 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
 		uint32		length;
 		bytea	   *value;
 
-		if (slot->tts_isnull[attnum - 1])
+		if (attnum == layout->row_kind_attnum && layout->upsert)
+		{
+			length = pg_hton32(kind == ROW_KIND_DELETE ? 2 : (uint32) -1);
+			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
+			if (kind == ROW_KIND_DELETE)
+				appendBinaryStringInfo(&state->line, "-D", 2);
+			continue;
+		}
+		if (slot->tts_isnull[attnum - 1] ||
+			(kind == ROW_KIND_DELETE && !layout->is_key[attnum - 1]))
 		{
 			length = pg_hton32((uint32) -1);
 			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
@@ -533,12 +609,50 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
 		length = pg_hton32(VARSIZE(value) - VARHDRSZ);
 		appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
 		appendBinaryStringInfo(&state->line, VARDATA(value), VARSIZE(value) - VARHDRSZ);
-		for (int k = 0; k < layout->bucket_key_count; k++)
-			if (layout->bucket_attnums[k] == attnum)
-				hash = hash_combine(hash, hash_bytes((unsigned char *) VARDATA(value),
-													 VARSIZE(value) - VARHDRSZ));
 	}
-	return hash;
+}
+
+/*
+ * The bucket of a row: a hash of its bucket key's values, by each type's
+ * own hash function (so values that compare equal meet in one bucket), or
+ * of the send-function bytes for a type without one.
+ */
+static int
+row_bucket(SinkInsertState *state, TupleTableSlot *slot)
+{
+	const SinkLayout *layout = state->layout;
+	uint32		hash = 0;
+
+	if (layout->bucket_key_count == 0)
+		return state->fixed_bucket;
+	for (int k = 0; k < layout->bucket_key_count; k++)
+	{
+		AttrNumber	attnum = layout->bucket_attnums[k];
+		uint32		value_hash = 0;
+
+		if (!slot->tts_isnull[attnum - 1])
+		{
+			Datum		value = slot->tts_values[attnum - 1];
+
+			if (layout->bucket_hash[k].fn_oid != InvalidOid)
+				value_hash = DatumGetUInt32(FunctionCall1Coll(&layout->bucket_hash[k],
+															  layout->bucket_collation[k],
+															  value));
+			else
+			{
+				int			column = 0;
+				bytea	   *bytes;
+
+				while (layout->columns[column] != attnum)
+					column++;
+				bytes = SendFunctionCall(&layout->send_functions[column], value);
+				value_hash = hash_bytes((unsigned char *) VARDATA(bytes),
+										VARSIZE(bytes) - VARHDRSZ);
+			}
+		}
+		hash = hash_combine(hash, value_hash);
+	}
+	return (int) (hash % layout->sink.buckets);
 }
 
 /*
@@ -549,18 +663,19 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot)
  * a row is encoded, and back even on error.  SetClientEncoding needs no
  * catalog access for either: the session's conversion is already prepared.
  */
-static uint32
-encode_row(SinkInsertState *state, TupleTableSlot *slot)
+static void
+encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 {
-	uint32		hash;
-
 	if (state->client_encoding < 0)
-		return encode_row_fields(state, slot);
+	{
+		encode_row_fields(state, slot, kind);
+		return;
+	}
 	if (SetClientEncoding(GetDatabaseEncoding()) < 0)
 		elog(ERROR, "could not switch to the database encoding");
 	PG_TRY();
 	{
-		hash = encode_row_fields(state, slot);
+		encode_row_fields(state, slot, kind);
 	}
 	PG_FINALLY();
 	{
@@ -569,7 +684,52 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot)
 				 pg_encoding_to_char(state->client_encoding));
 	}
 	PG_END_TRY();
-	return hash;
+}
+
+/*
+ * An upsert sink's row: its kind (ERRCODE_INVALID_PARAMETER_VALUE for an
+ * unknown one) and a key without NULLs (ERRCODE_NOT_NULL_VIOLATION).  The
+ * error aborts the writing transaction, so nothing of it is staged.
+ */
+static RowKind
+check_change(SinkInsertState *state, TupleTableSlot *slot)
+{
+	const SinkLayout *layout = state->layout;
+	AttrNumber	kind_attnum = layout->row_kind_attnum;
+	RowKind		kind = ROW_KIND_UPSERT;
+
+	if (!slot->tts_isnull[kind_attnum - 1])
+	{
+		text	   *value = DatumGetTextPP(slot->tts_values[kind_attnum - 1]);
+		const char *data = VARDATA_ANY(value);
+
+		if (VARSIZE_ANY_EXHDR(value) == 2 && (memcmp(data, "+I", 2) == 0 ||
+											  memcmp(data, "+U", 2) == 0))
+			kind = ROW_KIND_UPSERT;
+		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-U", 2) == 0)
+			return ROW_KIND_UPDATE_BEFORE;
+		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-D", 2) == 0)
+			kind = ROW_KIND_DELETE;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid row kind \"%s\" for sink \"%s\"",
+							text_to_cstring(value), layout->sink.name),
+					 errdetail("Column \"%s\" takes +I (insert), +U (update after), -U (update before, ignored) or -D (delete); NULL is an upsert.",
+							   layout->sink.row_kind_column),
+					 errhint("Nothing of this transaction is staged.")));
+	}
+	for (int k = 0; k < layout->key_count; k++)
+		if (slot->tts_isnull[layout->key_attnums[k] - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("null value in key column \"%s\" of sink \"%s\"",
+							NameStr(TupleDescAttr(slot->tts_tupleDescriptor,
+												  layout->key_attnums[k] - 1)->attname),
+							layout->sink.name),
+					 errdetail("Every change of an upsert sink names its row by the target's primary key."),
+					 errhint("Nothing of this transaction is staged.")));
+	return kind;
 }
 
 /* Check, encode and buffer one row. */
@@ -578,13 +738,24 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->row_context);
 	PendingStream *pending;
-	uint32		hash;
+	RowKind		kind = ROW_KIND_UPSERT;
 
 	slot_getallattrs(slot);
-	check_target_constraints(state, slot);
-	hash = encode_row(state, slot);
-	state->stream.bucket = state->layout->bucket_key_count > 0 ?
-		(int) (hash % state->layout->sink.buckets) : state->fixed_bucket;
+	if (state->layout->upsert)
+	{
+		kind = check_change(state, slot);
+		if (kind == ROW_KIND_UPDATE_BEFORE)
+		{
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(state->row_context);
+			return;
+		}
+	}
+	/* a delete needs only its key; a partial row's NULLs keep target values */
+	if (kind == ROW_KIND_UPSERT && !state->layout->sink.partial_update)
+		check_target_constraints(state, slot);
+	encode_row(state, slot, kind);
+	state->stream.bucket = row_bucket(state, slot);
 	MemoryContextSwitchTo(old);
 	pending = handoff_stream(&state->stream,
 							 handoff_writer_for(state->stream.sink_id, state->stream.bucket),

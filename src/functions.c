@@ -21,6 +21,11 @@
 #include "catalog/dependency.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "access/table.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 #include "committer.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -124,12 +129,51 @@ commit_user_argument(FunctionCallInfo fcinfo, int index, SinkInfo *sink)
 	return commit_user;
 }
 
+/* The column names (char *) of a table's primary key, in key order, or NIL. */
+static List *
+primary_key_columns(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Oid			index = RelationGetPrimaryKeyIndex(rel);
+	List	   *names = NIL;
+
+	if (OidIsValid(index))
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+		Form_pg_index form;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", index);
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		for (int k = 0; k < form->indnkeyatts; k++)
+			names = lappend(names, get_attname(relid, form->indkey.values[k], false));
+		ReleaseSysCache(tuple);
+	}
+	table_close(rel, AccessShareLock);
+	return names;
+}
+
+static bool
+name_in_list(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
 /*
  * create_sink(sink_name text, target regclass, mode text, buckets integer,
- * bucket_key text[], checkpoint_interval interval) registers a sink,
- * creates its foreign table (named after the sink, in the target's schema,
- * owned by the caller) and its own commit user, and returns
- * (sink_name text, foreign_table regclass, commit_user text).
+ * bucket_key text[], checkpoint_interval interval, row_kind_column text,
+ * partial_update boolean) registers a sink, creates its foreign table (named
+ * after the sink, in the target's schema, owned by the caller) and its own
+ * commit user, and returns (sink_name text, foreign_table regclass,
+ * commit_user text).  An upsert sink (Paimon's primary-key table) needs a
+ * primary key on the target, buckets within it, and the rights to read,
+ * update and delete; its foreign table has one more column, of row kinds.
+ * SQLSTATEs: see the COMMENT ON in the extension script.
  */
 Datum
 paimon_sink_create_sink(PG_FUNCTION_ARGS)
@@ -140,6 +184,11 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	int32		buckets = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
 	Datum		bucket_key = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
 	Datum		interval = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+	char	   *row_kind_column = text_argument(fcinfo, 6);
+	bool		partial_update = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+	bool		upsert;
+	List	   *primary_key = NIL;
+	Datum		key_names = (Datum) 0;
 	SinkInfo	existing;
 	TupleDesc	result_desc;
 	char		relkind;
@@ -173,12 +222,8 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("checkpoint_interval must be positive")));
-	if (strcmp(mode, "upsert") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("upsert sinks are not supported yet"),
-				 errhint("Create an append sink.")));
-	if (strcmp(mode, "append") != 0)
+	upsert = strcmp(mode, "upsert") == 0;
+	if (!upsert && strcmp(mode, "append") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid sink mode \"%s\"", mode),
@@ -197,12 +242,50 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", get_rel_name(target)),
 				 errdetail("The target of a sink is an ordinary or partitioned table.")));
-	if (pg_class_aclcheck(target, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+	if (pg_class_aclcheck(target, GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
+		(upsert && pg_class_aclcheck(target, GetUserId(), ACL_SELECT | ACL_UPDATE | ACL_DELETE) != ACLCHECK_OK))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", get_rel_name(target)),
-				 errdetail("Commits of the sink insert into the target as the sink's owner, the role creating it."),
-				 errhint("GRANT INSERT on the target table to this role.")));
+				 errdetail("Commits of the sink %s the target as the sink's owner, the role creating it.",
+						   upsert ? "read, insert into, update and delete from" : "insert into"),
+				 errhint(upsert ? "GRANT SELECT, INSERT, UPDATE, DELETE on the target table to this role." :
+						 "GRANT INSERT on the target table to this role.")));
+	if (upsert)
+	{
+		primary_key = primary_key_columns(target);
+		if (primary_key == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("table \"%s\" has no primary key", get_rel_name(target)),
+					 errdetail("An upsert sink applies the latest version of each key: the key is the target's primary key."),
+					 errhint("Add a primary key to the target, or create an append sink.")));
+		if (row_kind_column == NULL || row_kind_column[0] == '\0' ||
+			strlen(row_kind_column) >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid row_kind_column \"%s\"", row_kind_column ? row_kind_column : ""),
+					 errdetail("It names the foreign table's column of row kinds: 1 to %d characters.",
+							   NAMEDATALEN - 1)));
+		if (get_attnum(target, row_kind_column) != InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("row_kind_column \"%s\" is a column of table \"%s\"", row_kind_column,
+							get_rel_name(target)),
+					 errhint("Name the row kind column differently with row_kind_column.")));
+		key_names = PointerGetDatum(strlist_to_textarray(primary_key));
+		if (bucket_key == (Datum) 0)
+			bucket_key = key_names;
+	}
+	else
+	{
+		row_kind_column = NULL;
+		if (partial_update)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partial_update needs an upsert sink"),
+					 errhint("Create the sink with mode => 'upsert'.")));
+	}
 	if (bucket_key != (Datum) 0)
 	{
 		Datum	   *elements;
@@ -230,6 +313,20 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 						 errmsg("bucket key column \"%s\" does not exist in table \"%s\"",
 								nulls[i] ? "(null)" : TextDatumGetCString(elements[i]),
 								get_rel_name(target))));
+		/* a key's versions must meet in one bucket, where their order is known */
+		for (int i = 0; i < count && upsert; i++)
+			if (!name_in_list(primary_key, TextDatumGetCString(elements[i])))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("bucket key column \"%s\" is not a primary key column of table \"%s\"",
+								TextDatumGetCString(elements[i]), get_rel_name(target)),
+						 errdetail("Versions of one key are ordered by sequence numbers of their bucket, so a key must always go to the same bucket."),
+						 errhint("Use primary key columns only, or leave bucket_key out (the whole primary key).")));
+		if (count == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bucket_key must name at least one column"),
+					 errhint("Leave bucket_key out for the default.")));
 	}
 	if (catalog_sink_by_name(name, &existing))
 		ereport(ERROR,
@@ -242,42 +339,53 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	{
-		Oid			types[7] = {TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID, TEXTARRAYOID,
-		INTERVALOID};
-		Datum		values[7] = {CStringGetTextDatum(name), ObjectIdGetDatum(target),
+		Oid			types[9] = {TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID, TEXTARRAYOID,
+		INTERVALOID, TEXTOID, BOOLOID};
+		Datum		values[9] = {CStringGetTextDatum(name), ObjectIdGetDatum(target),
 			ObjectIdGetDatum(GetUserId()), CStringGetTextDatum(mode),
-		Int32GetDatum(buckets), bucket_key, interval};
-		char		nulls[7] = {' ', ' ', ' ', ' ', ' ', bucket_key ? ' ' : 'n',
-		interval ? ' ' : 'n'};
+			Int32GetDatum(buckets), bucket_key, interval,
+			row_kind_column ? CStringGetTextDatum(row_kind_column) : (Datum) 0,
+		BoolGetDatum(partial_update)};
+		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', bucket_key ? ' ' : 'n',
+		interval ? ' ' : 'n', row_kind_column ? ' ' : 'n', ' '};
 
 		catalog_execute("INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
-						"mode, buckets, bucket_key, checkpoint_interval, default_commit_user) "
-						"VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.gen_random_uuid()::text) "
-						"RETURNING sink_id", 7, types, values, nulls, true);
+						"mode, buckets, bucket_key, checkpoint_interval, row_kind_column, partial_update, "
+						"default_commit_user) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, pg_catalog.gen_random_uuid()::text) "
+						"RETURNING sink_id", 9, types, values, nulls, true);
 		sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
 	}
 	{
-		Oid			type = OIDOID;
-		Datum		value = ObjectIdGetDatum(target);
+		Oid			types[3] = {OIDOID, BOOLOID, TEXTARRAYOID};
+		Datum		values[3] = {ObjectIdGetDatum(target), BoolGetDatum(partial_update), key_names};
+		char		nulls[3] = {' ', ' ', key_names ? ' ' : 'n'};
 
+		/*
+		 * With partial_update a column left out must read as NULL (keep the
+		 * target's value), so only key columns keep their defaults.
+		 */
 		catalog_execute("SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
 						"pg_catalog.format_type(a.atttypid, a.atttypmod), "
 						"CASE WHEN a.attcollation <> t.typcollation "
 						"THEN ' COLLATE ' || a.attcollation::pg_catalog.regcollation::text ELSE '' END, "
 						"CASE WHEN a.attidentity <> '' THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
 						"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::text, a.attname)) "
-						"WHEN d.adbin IS NOT NULL THEN ' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+						"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::text <> ALL ($3)) "
+						"THEN ' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
 						"ELSE '' END), ', ' ORDER BY a.attnum) "
 						"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
 						"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
 						"WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''",
-						1, &type, &value, NULL, false);
+						3, types, values, nulls, false);
 		columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		if (columns == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("table \"%s\" has no columns a sink could write", get_rel_name(target))));
+		if (row_kind_column != NULL)
+			columns = psprintf("%s, %s pg_catalog.text", columns, quote_identifier(row_kind_column));
 	}
 	/* the caller creates, and so owns, the foreign table */
 	catalog_execute(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",

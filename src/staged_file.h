@@ -22,7 +22,7 @@
 
 #define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
-#define STAGED_FILE_VERSION 3
+#define STAGED_FILE_VERSION 4
 #define STAGED_FILE_UUID_BYTES 16
 #define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */
 
@@ -54,6 +54,8 @@ typedef struct StagedFileHeader
  * forward from a sealed file whose checkpoint left it out (its transaction
  * was still running at the barrier).  fence_epoch is the commit user's
  * epoch when the transaction began writing: a recover() since fences it.
+ * Rows are numbered per (sink, bucket) as they reach the writer (Paimon's
+ * sequence numbers); a carried copy keeps its original numbers.
  */
 typedef struct StagedBatchHeader
 {
@@ -65,6 +67,7 @@ typedef struct StagedBatchHeader
 	uint32		checksum;
 	uint64		origin_offset;
 	uint8		origin_file[STAGED_FILE_UUID_BYTES];
+	uint64		first_sequence; /* of its first row; the others follow in order */
 } StagedBatchHeader;
 
 extern void staged_file_directory(char *path, Oid database_id, int32 sink_id);

@@ -85,6 +85,7 @@ typedef struct OpenFile
 	int			batch_count;
 	int			batch_capacity;
 	uint32		record_count;	/* batch records in the file */
+	uint64		max_sequence;	/* the highest sequence number in the file */
 	BatchInfo  *batches;
 } OpenFile;
 
@@ -101,6 +102,20 @@ typedef struct Stream
 	List	   *open_files;		/* OpenFile *; one shared file may be appendable */
 	List	   *sealed;			/* SealedFile * */
 } Stream;
+
+/*
+ * The next sequence number of each (sink, bucket) this writer stages.
+ * Every bucket has one writer, so one counter orders all versions of a key
+ * (Paimon's writers number records per bucket the same way).  A restarted
+ * writer continues above the highest number its staged files and the
+ * recorded committables hold.
+ */
+typedef struct BucketSequence
+{
+	int32		sink_id;		/* hash key, with bucket */
+	int32		bucket;
+	uint64		next;
+} BucketSequence;
 
 /* What this writer knows about each hand-off slot. */
 typedef struct SlotReader
@@ -122,6 +137,7 @@ static WriterEntry *MyWriter;
 static int	MyWriterIndex;
 static uint64 MyIncarnation;
 static HTAB *streams;
+static HTAB *sequences;
 static SlotReader *readers;
 static PendingAck *pending_acks;
 static int	pending_ack_count;
@@ -225,17 +241,55 @@ current_file(Stream *stream, uint64 owner_xid)
 	return file;
 }
 
-/* Append one batch to a stream's current file (streamed: its own file). */
+static BucketSequence *
+bucket_sequence(int32 sink_id, int32 bucket)
+{
+	BucketSequence key;
+	BucketSequence *entry;
+	bool		found;
+
+	key.sink_id = sink_id;
+	key.bucket = bucket;
+	entry = hash_search(sequences, &key, HASH_ENTER, &found);
+	if (!found)
+		entry->next = 1;
+	return entry;
+}
+
+/* Sequence numbers up to last are taken: the bucket continues above. */
+static void
+raise_sequence(int32 sink_id, int32 bucket, uint64 last)
+{
+	BucketSequence *entry = bucket_sequence(sink_id, bucket);
+
+	entry->next = Max(entry->next, last + 1);
+}
+
+/*
+ * Append one batch to a stream's current file (streamed: its own file).
+ * A new batch takes the next sequence numbers of its bucket
+ * (first_sequence 0); a carried copy passes its original ones.
+ */
 static void
 append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
 			 const char *payload, uint32 length, const char *origin_name, off_t origin_offset,
-			 bool streamed)
+			 bool streamed, uint64 first_sequence)
 {
 	OpenFile   *file = current_file(stream, streamed ? full_xid : 0);
 	StagedBatchHeader header;
 	off_t		offset = file->size;
 
+	if (first_sequence == 0)
+	{
+		BucketSequence *sequence = bucket_sequence(stream->id.sink_id, stream->id.bucket);
+
+		first_sequence = sequence->next;
+		sequence->next += rows;
+	}
 	memset(&header, 0, sizeof(header));
+	header.first_sequence = first_sequence;
+	if (rows > 0)
+		file->max_sequence = Max(file->max_sequence, first_sequence + rows - 1);
 	header.payload_length = length;
 	header.full_xid = full_xid;
 	header.fence_epoch = fence_epoch;
@@ -379,7 +433,7 @@ poll_handoffs(void)
 			if (message.kind == HANDOFF_MESSAGE_CHUNK)
 				append_batch(get_stream(&message.stream), message.full_xid, message.fence_epoch,
 							 message.row_count, (char *) data + sizeof(message),
-							 length - sizeof(message), NULL, 0, message.streamed);
+							 length - sizeof(message), NULL, 0, message.streamed, 0);
 			else if (message.kind == HANDOFF_MESSAGE_END)
 			{
 				PendingAck *ack = &pending_acks[pending_ack_count++];
@@ -526,6 +580,7 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 		sealed->record.kind = BARRIER_RECORD_COMMITTABLE;
 		sealed->record.stream = stream->id;
 		strlcpy(sealed->record.file_name, file->name, sizeof(sealed->record.file_name));
+		sealed->record.max_sequence = (int64) file->max_sequence;
 		for (int b = 0; b < file->batch_count; b++)
 		{
 			BatchInfo  *batch = &file->batches[b];
@@ -556,7 +611,8 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 				if (class == BATCH_CARRY)
 				{
 					append_batch(stream, batch->full_xid, batch->fence_epoch, header.row_count,
-								 payload.data, payload.len, file->name, offset, false);
+								 payload.data, payload.len, file->name, offset, false,
+								 header.first_sequence);
 					carried = true;
 				}
 				sealed->excluded[excluded++] = offset;
@@ -836,6 +892,13 @@ adopt_file(const char *path, const char *name)
 		}
 		add_batch(file, offset, sizeof(header) + header.payload_length, header.row_count,
 				  header.full_xid, header.fence_epoch, dead);
+		if (header.row_count > 0)
+		{
+			uint64		last = header.first_sequence + header.row_count - 1;
+
+			file->max_sequence = Max(file->max_sequence, last);
+			raise_sequence(id.sink_id, id.bucket, last);
+		}
 		offset += sizeof(header) + header.payload_length;
 	}
 	if (offset < size)
@@ -877,6 +940,22 @@ adopt_files(void)
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* committed files are gone: their committables keep their numbers */
+	if (SPI_execute("SELECT sink_id, bucket, max(max_sequence) FROM paimon_sink.committable "
+					"GROUP BY sink_id, bucket", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read paimon_sink.committable");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		int32		bucket = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+
+		if (handoff_writer_for(sink_id, bucket) == MyWriterIndex)
+			raise_sequence(sink_id, bucket,
+						   (uint64) DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull)));
+	}
 	while ((sink_entry = ReadDir(sinks, database_path)) != NULL)
 	{
 		char		sink_path[MAXPGPATH];
@@ -980,6 +1059,10 @@ paimon_sink_writer_main(Datum main_arg)
 	hash.entrysize = sizeof(Stream);
 	hash.hcxt = writer_context;
 	streams = hash_create("paimon_sink streams", 64, &hash, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	hash.keysize = sizeof(int32) * 2;
+	hash.entrysize = sizeof(BucketSequence);
+	sequences = hash_create("paimon_sink bucket sequences", 64, &hash,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	readers = MemoryContextAllocZero(writer_context, sizeof(SlotReader) * MyWriter->slot_count);
 	pending_acks = MemoryContextAllocZero(writer_context, sizeof(PendingAck) * MyWriter->slot_count);
 

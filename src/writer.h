@@ -31,6 +31,7 @@ typedef struct CommittableRecord
 	char		file_name[STAGED_FILE_NAME_LENGTH + 1];
 	int64		row_count;
 	int64		byte_count;
+	int64		max_sequence;	/* the highest sequence number in the file */
 } CommittableRecord;
 
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);

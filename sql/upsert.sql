@@ -1,0 +1,128 @@
+-- Upsert sinks: a change stream keyed by the target's primary key; each
+-- checkpoint applies the latest version of every key.
+\set SHOW_CONTEXT never
+SET ROLE regress_sink_owner;
+CREATE TABLE accounts (
+	id integer PRIMARY KEY,
+	owner text NOT NULL,
+	balance numeric(12,2) DEFAULT 0,
+	note text
+);
+SELECT sink_name, foreign_table FROM paimon_sink.create_sink('accounts_sink', 'accounts',
+	mode => 'upsert', buckets => 4);
+\d accounts_sink
+SELECT sink_name, mode, buckets, bucket_key, row_kind_column, partial_update
+  FROM paimon_sink.sinks WHERE sink_name = 'accounts_sink';
+
+-- many versions of one key in one checkpoint: the last one wins, with no
+-- "ON CONFLICT DO UPDATE command cannot affect row a second time"
+INSERT INTO accounts_sink (id, owner, balance) SELECT 1, 'ann', g FROM generate_series(1, 500) g;
+INSERT INTO accounts_sink (id, owner, balance, _row_kind) VALUES (2, 'bob', 10, '+I');
+INSERT INTO accounts_sink (id, owner, balance, _row_kind) VALUES (2, 'bob', 10, '-U'), (2, 'bob', 20, '+U');
+BEGIN;
+INSERT INTO accounts_sink (id, owner, balance) VALUES (2, 'bob', 30);
+INSERT INTO accounts_sink (id, owner, balance) VALUES (2, 'bob', 40);
+COMMIT;
+-- a rolled-back version never counts
+BEGIN;
+INSERT INTO accounts_sink (id, owner, balance) VALUES (2, 'mallory', 999);
+ROLLBACK;
+SELECT count(*) FROM accounts;
+SELECT checkpoint_id, row_count, file_count FROM paimon_sink.checkpoint('accounts_sink');
+SELECT * FROM accounts ORDER BY id;
+
+-- update across two checkpoints: the later one wins
+INSERT INTO accounts_sink (id, owner, balance, note) VALUES (1, 'ann', 7, 'second');
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('accounts_sink');
+SELECT * FROM accounts ORDER BY id;
+
+-- delete then re-insert in one checkpoint: the row is back, as re-inserted
+INSERT INTO accounts_sink (id, _row_kind) VALUES (1, '-D');
+INSERT INTO accounts_sink (id, owner, balance) VALUES (1, 'ann again', 1);
+-- insert then delete in one checkpoint: the key is gone
+INSERT INTO accounts_sink (id, owner) VALUES (3, 'carol');
+INSERT INTO accounts_sink (id, _row_kind) VALUES (3, '-D');
+-- a delete needs only the key; deleting a missing key is a no-op
+INSERT INTO accounts_sink (id, _row_kind) VALUES (4, '-D');
+INSERT INTO accounts_sink (id, _row_kind) VALUES (2, '-D');
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('accounts_sink');
+SELECT * FROM accounts ORDER BY id;
+SELECT commit_identifier, row_count FROM paimon_sink.snapshots
+ WHERE sink_name = 'accounts_sink' ORDER BY snapshot_id;
+
+-- COPY carries row kinds too
+COPY accounts_sink (id, owner, balance, _row_kind) FROM STDIN;
+5	dave	5	+I
+6	erin	6	\N
+5	dave	50	+U
+6	\N	\N	-D
+\.
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('accounts_sink');
+SELECT * FROM accounts ORDER BY id;
+
+-- bad row kinds and NULL keys fail the write; nothing of the transaction is staged
+BEGIN;
+INSERT INTO accounts_sink (id, owner) VALUES (7, 'frank');
+INSERT INTO accounts_sink (id, owner, _row_kind) VALUES (8, 'grace', 'U');
+ROLLBACK;
+INSERT INTO accounts_sink (id, owner, _row_kind) VALUES (8, 'grace', '+i');
+INSERT INTO accounts_sink (id, owner, _row_kind) VALUES (8, 'grace', '');
+INSERT INTO accounts_sink (id, owner) VALUES (NULL, 'nobody');
+INSERT INTO accounts_sink (id, _row_kind) VALUES (NULL, '-D');
+COPY accounts_sink (id, owner, _row_kind) FROM STDIN;
+9	heidi	+I
+10	ivan	DELETE
+\.
+-- an upsert still meets the target's constraints at write time; a delete does not need them
+INSERT INTO accounts_sink (id, owner) VALUES (11, NULL);
+SELECT * FROM paimon_sink.checkpoint('accounts_sink');
+SELECT * FROM accounts ORDER BY id;
+
+-- keys compare as the primary key compares them: 1.0 and 1.00 are one key
+CREATE TABLE prices (item numeric PRIMARY KEY, price int);
+SELECT sink_name FROM paimon_sink.create_sink('prices_sink', 'prices', mode => 'upsert', buckets => 8);
+INSERT INTO prices_sink VALUES (1.0, 1);
+INSERT INTO prices_sink VALUES (1.00, 2);
+INSERT INTO prices_sink VALUES (1.000, 3);
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('prices_sink');
+SELECT * FROM prices;
+
+-- partial_update: NULL columns keep what the key had
+CREATE TABLE profiles (user_id int, region text, name text, email text, visits int,
+	PRIMARY KEY (region, user_id));
+SELECT sink_name FROM paimon_sink.create_sink('profiles_sink', 'profiles', mode => 'upsert',
+	partial_update => true, row_kind_column => 'op');
+\d profiles_sink
+INSERT INTO profiles_sink (user_id, region, name, email) VALUES (1, 'eu', 'Ann', 'ann@example.com');
+INSERT INTO profiles_sink (user_id, region, visits) VALUES (2, 'eu', 1);
+SELECT checkpoint_id FROM paimon_sink.checkpoint('profiles_sink');
+-- versions of one checkpoint merge, newest first
+INSERT INTO profiles_sink (user_id, region, visits) VALUES (1, 'eu', 5);
+INSERT INTO profiles_sink (user_id, region, email) VALUES (1, 'eu', 'ann@example.org');
+INSERT INTO profiles_sink (user_id, region, visits) VALUES (1, 'eu', 6);
+-- after a delete, a key starts afresh
+INSERT INTO profiles_sink (user_id, region, name) VALUES (2, 'eu', 'Bob');
+INSERT INTO profiles_sink (user_id, region, op) VALUES (2, 'eu', '-D');
+INSERT INTO profiles_sink (user_id, region, name) VALUES (2, 'eu', 'Bob II');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('profiles_sink');
+SELECT * FROM profiles ORDER BY region, user_id;
+
+-- refused: no primary key, a bucket key outside it, a clashing row kind column
+CREATE TABLE plain_log (id int, message text);
+SELECT * FROM paimon_sink.create_sink('log_sink', 'plain_log', mode => 'upsert');
+SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', bucket_key => '{owner}');
+SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', row_kind_column => 'note');
+SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', row_kind_column => '');
+SELECT * FROM paimon_sink.create_sink('x_sink', 'plain_log', partial_update => true);
+-- the owner needs to read, update and delete the target
+RESET ROLE;
+CREATE TABLE insert_only (id int PRIMARY KEY, v text);
+GRANT INSERT ON insert_only TO regress_sink_owner;
+SET ROLE regress_sink_owner;
+SELECT * FROM paimon_sink.create_sink('x_sink', 'insert_only', mode => 'upsert');
+
+SELECT paimon_sink.drop_sink('accounts_sink');
+SELECT paimon_sink.drop_sink('prices_sink');
+SELECT paimon_sink.drop_sink('profiles_sink');
+RESET ROLE;
+DROP TABLE accounts, prices, profiles, plain_log, insert_only;

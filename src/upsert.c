@@ -1,0 +1,531 @@
+/*-------------------------------------------------------------------------
+ *
+ * upsert.c
+ *	  Committing a checkpoint of an upsert sink.
+ *
+ * Staged rows of an upsert sink are changes: an upsert or a delete of the
+ * row named by the target's primary key, numbered per bucket as they reached
+ * their writer.  Committing a checkpoint applies, per key, only its latest
+ * version in that checkpoint, as Paimon's deduplicate merge engine keeps the
+ * record with the highest sequence number; with partial_update, a version's
+ * NULL columns take the value of the one before it, back to a delete, and
+ * then keep the target's (Paimon's partial-update merge engine).
+ *
+ * One pass, whatever the number of versions: COPY FROM's own machinery
+ * decodes the staged rows (the foreign table has their layout, as file_fdw
+ * reads a foreign table's file), a tuplesort orders them by key and, within
+ * a key, newest first (it spills past maintenance_work_mem), and the first
+ * row of each key decides.  The outcome goes into two tuplestores that two
+ * statements read as ephemeral named relations (as trigger transition tables
+ * are read): a DELETE joined on the key, then INSERT ... ON CONFLICT DO
+ * UPDATE, which now meets each key once (it refuses to touch a row twice in
+ * one command).  Both run as the sink's owner in a security-restricted
+ * operation, so triggers, constraints and partitions behave as for any
+ * statement of the owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tupdesc.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "upsert.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/queryenvironment.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/rls.h"
+#include "utils/tuplesort.h"
+#include "utils/tuplestore.h"
+#include "utils/typcache.h"
+
+#define UPSERTS_RELATION "paimon_sink_upserts"
+#define DELETES_RELATION "paimon_sink_deletes"
+
+/* What the apply needs to know, derived from the two relations. */
+typedef struct ApplyLayout
+{
+	Relation	target;
+	Relation	foreign;		/* the staged layout */
+	int			natts;			/* of the foreign table */
+	AttrNumber	row_kind_attnum;
+	int			key_count;
+	AttrNumber *key_attnums;	/* foreign table attnums, in primary key order */
+	char	  **key_names;
+	Oid		   *key_collations;
+	Oid		   *key_less;		/* the index's "<" of each key column */
+	FmgrInfo   *key_equal;
+	TupleDesc	sort_desc;		/* the foreign table's columns, then the sequence */
+	TupleDesc	upsert_desc;	/* the foreign table's columns but the row kind */
+	AttrNumber *upsert_attnums; /* foreign table attnum of each */
+	TupleDesc	delete_desc;	/* the key columns */
+	bool		partial_update;
+} ApplyLayout;
+
+/* One key's versions, newest first, while the sorted rows are read. */
+typedef struct KeyGroup
+{
+	bool		open;
+	bool		decided;		/* nothing older changes the outcome */
+	bool		upsert;			/* the outcome has an upserted row */
+	bool		deleted_before; /* partial_update: a delete precedes it */
+	bool		emitted;		/* its row is in the upserts store */
+	Datum	   *key;
+	Datum	   *values;			/* by upsert_desc column */
+	bool	   *nulls;
+	int			missing;		/* partial_update: NULL columns not yet filled */
+	MemoryContext context;
+} KeyGroup;
+
+static void
+derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
+{
+	TupleDesc	desc = RelationGetDescr(layout->foreign);
+	Oid			index = RelationGetPrimaryKeyIndex(layout->target);
+	Relation	index_rel;
+	int			column = 0;
+
+	layout->natts = desc->natts;
+	layout->partial_update = sink->partial_update;
+	layout->row_kind_attnum = get_attnum(RelationGetRelid(layout->foreign), sink->row_kind_column);
+	if (!OidIsValid(index) || layout->row_kind_attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("upsert sink \"%s\" lost its %s", sink->name,
+						OidIsValid(index) ? "row kind column" : "target's primary key"),
+				 errdetail("Nothing of the checkpoint was applied."),
+				 errhint("Restore it and commit again.")));
+
+	/* keys compare as the primary key's index compares them */
+	index_rel = index_open(index, AccessShareLock);
+	layout->key_count = IndexRelationGetNumberOfKeyAttributes(index_rel);
+	layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
+	layout->key_names = palloc(sizeof(char *) * layout->key_count);
+	layout->key_collations = palloc(sizeof(Oid) * layout->key_count);
+	layout->key_equal = palloc(sizeof(FmgrInfo) * layout->key_count);
+	layout->key_less = palloc(sizeof(Oid) * layout->key_count);
+	for (int k = 0; k < layout->key_count; k++)
+	{
+		AttrNumber	target_attnum = index_rel->rd_index->indkey.values[k];
+		char	   *name = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(layout->target),
+														 target_attnum - 1)->attname));
+		Oid			equal = get_opfamily_member(index_rel->rd_opfamily[k],
+												index_rel->rd_opcintype[k],
+												index_rel->rd_opcintype[k],
+												BTEqualStrategyNumber);
+
+		layout->key_names[k] = name;
+		layout->key_attnums[k] = get_attnum(RelationGetRelid(layout->foreign), name);
+		layout->key_collations[k] = index_rel->rd_indcollation[k];
+		if (layout->key_attnums[k] == InvalidAttrNumber || !OidIsValid(equal))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("primary key column \"%s\" of the target of sink \"%s\" is not staged",
+							name, sink->name),
+					 errdetail("Nothing of the checkpoint was applied."),
+					 errhint("Restore the primary key the sink was created with and commit again.")));
+		fmgr_info(get_opcode(equal), &layout->key_equal[k]);
+		layout->key_less[k] = get_opfamily_member(index_rel->rd_opfamily[k],
+												  index_rel->rd_opcintype[k],
+												  index_rel->rd_opcintype[k],
+												  BTLessStrategyNumber);
+	}
+
+	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 1);
+	for (int a = 1; a <= desc->natts; a++)
+		TupleDescCopyEntry(layout->sort_desc, a, desc, a);
+	TupleDescInitEntry(layout->sort_desc, desc->natts + 1, "sequence", INT8OID, -1, 0);
+
+	layout->upsert_desc = CreateTemplateTupleDesc(desc->natts - 1);
+	layout->upsert_attnums = palloc(sizeof(AttrNumber) * desc->natts);
+	for (int a = 1; a <= desc->natts; a++)
+	{
+		if (a == layout->row_kind_attnum)
+			continue;
+		layout->upsert_attnums[column] = a;
+		TupleDescCopyEntry(layout->upsert_desc, ++column, desc, a);
+	}
+	layout->delete_desc = CreateTemplateTupleDesc(layout->key_count);
+	for (int k = 0; k < layout->key_count; k++)
+		TupleDescCopyEntry(layout->delete_desc, k + 1, desc, layout->key_attnums[k]);
+	index_close(index_rel, AccessShareLock);
+}
+
+/* Sorted by key (the index's order), then newest first. */
+static Tuplesortstate *
+begin_sort(ApplyLayout *layout)
+{
+	int			nkeys = layout->key_count + 1;
+	AttrNumber *attnums = palloc(sizeof(AttrNumber) * nkeys);
+	Oid		   *operators = palloc(sizeof(Oid) * nkeys);
+	Oid		   *collations = palloc(sizeof(Oid) * nkeys);
+	bool	   *nulls_first = palloc0(sizeof(bool) * nkeys);
+
+	for (int k = 0; k < layout->key_count; k++)
+	{
+		attnums[k] = layout->key_attnums[k];
+		operators[k] = layout->key_less[k];
+		collations[k] = layout->key_collations[k];
+	}
+	attnums[layout->key_count] = layout->natts + 1;
+	operators[layout->key_count] = lookup_type_cache(INT8OID, TYPECACHE_GT_OPR)->gt_opr;
+	collations[layout->key_count] = InvalidOid;
+	return tuplesort_begin_heap(layout->sort_desc, nkeys, attnums, operators, collations,
+								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
+}
+
+static bool
+is_delete(ApplyLayout *layout, TupleTableSlot *slot)
+{
+	return !slot->tts_isnull[layout->row_kind_attnum - 1];
+}
+
+static bool
+same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
+{
+	for (int k = 0; k < layout->key_count; k++)
+		if (!DatumGetBool(FunctionCall2Coll(&layout->key_equal[k], layout->key_collations[k],
+											group->key[k],
+											slot->tts_values[layout->key_attnums[k] - 1])))
+			return false;
+	return true;
+}
+
+static void
+emit_upsert(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *upserts)
+{
+	tuplestore_putvalues(upserts, layout->upsert_desc, group->values, group->nulls);
+	group->emitted = true;
+}
+
+static void
+emit_delete(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *deletes)
+{
+	bool	   *key_nulls = palloc0(sizeof(bool) * layout->key_count);
+
+	tuplestore_putvalues(deletes, layout->delete_desc, group->key, key_nulls);
+	pfree(key_nulls);
+}
+
+/*
+ * The newest version of a key opens its group.  A delete, or an upsert
+ * without partial_update, decides at once; a partial row waits for older
+ * versions to fill its NULL columns.
+ */
+static void
+open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestorestate *deletes,
+		   Tuplestorestate *upserts)
+{
+	MemoryContext old;
+
+	MemoryContextReset(group->context);
+	old = MemoryContextSwitchTo(group->context);
+	group->open = true;
+	group->emitted = false;
+	group->deleted_before = false;
+	group->upsert = !is_delete(layout, slot);
+	group->decided = !group->upsert || !layout->partial_update;
+	for (int k = 0; k < layout->key_count; k++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(layout->sort_desc, layout->key_attnums[k] - 1);
+
+		group->key[k] = datumCopy(slot->tts_values[layout->key_attnums[k] - 1], attr->attbyval,
+								  attr->attlen);
+	}
+	if (!group->upsert)
+		emit_delete(layout, group, deletes);
+	else
+	{
+		group->missing = 0;
+		for (int c = 0; c < layout->upsert_desc->natts; c++)
+		{
+			AttrNumber	attnum = layout->upsert_attnums[c];
+			Form_pg_attribute attr = TupleDescAttr(layout->upsert_desc, c);
+
+			group->nulls[c] = slot->tts_isnull[attnum - 1];
+			if (group->nulls[c])
+				group->missing++;
+			else if (group->decided)
+				group->values[c] = slot->tts_values[attnum - 1];	/* put at once */
+			else
+				group->values[c] = datumCopy(slot->tts_values[attnum - 1], attr->attbyval,
+											 attr->attlen);
+		}
+		if (group->decided || group->missing == 0)
+		{
+			group->decided = true;
+			emit_upsert(layout, group, upserts);
+		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* partial_update: an older version fills what the newer ones left NULL. */
+static void
+merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
+{
+	MemoryContext old = MemoryContextSwitchTo(group->context);
+
+	if (is_delete(layout, slot))
+	{
+		/* versions before a delete do not count */
+		group->deleted_before = true;
+		group->decided = true;
+	}
+	else
+	{
+		for (int c = 0; c < layout->upsert_desc->natts; c++)
+		{
+			AttrNumber	attnum = layout->upsert_attnums[c];
+			Form_pg_attribute attr = TupleDescAttr(layout->upsert_desc, c);
+
+			if (group->nulls[c] && !slot->tts_isnull[attnum - 1])
+			{
+				group->values[c] = datumCopy(slot->tts_values[attnum - 1], attr->attbyval,
+											 attr->attlen);
+				group->nulls[c] = false;
+				group->missing--;
+			}
+		}
+		group->decided = group->missing == 0;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * partial_update: the merged row goes in; after a delete the key starts
+ * afresh, so its target row is deleted first (deletes run first).
+ */
+static void
+close_group(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *deletes,
+			Tuplestorestate *upserts)
+{
+	if (group->open && group->upsert && !group->emitted)
+	{
+		if (group->deleted_before)
+			emit_delete(layout, group, deletes);
+		emit_upsert(layout, group, upserts);
+	}
+	group->open = false;
+}
+
+/* Run one statement over a tuplestore named relation; returns rows affected. */
+static uint64
+run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *store,
+		 int expected)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	uint64		processed;
+
+	enr->md.name = (char *) name;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = tuplestore_tuple_count(store);
+	enr->reldata = store;
+	SPI_connect();
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register relation \"%s\"", name);
+	if (SPI_execute(query, false, 0) != expected)
+		elog(ERROR, "could not run \"%s\"", query);
+	processed = SPI_processed;
+	SPI_finish();
+	return processed;
+}
+
+/*
+ * upsert_apply applies one checkpoint's changes to the target of an upsert
+ * sink: the staged rows read through read (COPY FROM's data-source
+ * callback, binary format, the foreign table's layout), each numbered by
+ * row_sequence right after COPY returned it.  Fills counts.  Runs as the
+ * sink's owner.  Raises ERRCODE_DATA_CORRUPTED for a staged row with a NULL
+ * key or an unknown row kind, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when
+ * the target lost its primary key, ERRCODE_FEATURE_NOT_SUPPORTED for a
+ * target with row-level security, and whatever the statements raise
+ * (constraint violations, privileges).
+ */
+void
+upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row_sequence,
+			 UpsertCounts *counts)
+{
+	MemoryContext apply_context = AllocSetContextCreate(CurrentMemoryContext,
+														"paimon_sink upsert",
+														ALLOCSET_DEFAULT_SIZES);
+	MemoryContext row_context;
+	MemoryContext old = MemoryContextSwitchTo(apply_context);
+	ApplyLayout layout;
+	Oid			saved_user;
+	int			saved_context;
+	int			nest_level;
+	CopyFromState cstate;
+	Tuplesortstate *sort;
+	Tuplestorestate *upserts;
+	Tuplestorestate *deletes;
+	TupleTableSlot *sort_slot;
+	TupleTableSlot *read_slot;
+	KeyGroup	group;
+	StringInfoData query;
+	char	   *target_name;
+
+	memset(counts, 0, sizeof(*counts));
+	memset(&layout, 0, sizeof(layout));
+	layout.target = table_open(sink->target, RowExclusiveLock);
+	layout.foreign = table_open(sink->foreign_table, AccessShareLock);
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(sink->owner,
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	nest_level = NewGUCNestLevel();
+	catalog_check_layout(sink, RelationGetRelid(layout.target), false);
+	if (check_enable_rls(RelationGetRelid(layout.target), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security",
+						sink->name, RelationGetRelationName(layout.target)),
+				 errhint("Disable row-level security on the target, or let its owner own the sink.")));
+	derive_apply_layout(&layout, sink);
+
+	/* every version, decoded by COPY, into the sort */
+	sort = begin_sort(&layout);
+	sort_slot = MakeSingleTupleTableSlot(layout.sort_desc, &TTSOpsVirtual);
+	row_context = AllocSetContextCreate(apply_context, "paimon_sink upsert row",
+										ALLOCSET_DEFAULT_SIZES);
+	cstate = BeginCopyFrom(NULL, layout.foreign, NULL, NULL, false, read, NIL,
+						   list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
+	for (;;)
+	{
+		bool		more;
+
+		MemoryContextReset(row_context);
+		MemoryContextSwitchTo(row_context);
+		ExecClearTuple(sort_slot);
+		more = NextCopyFrom(cstate, NULL, sort_slot->tts_values, sort_slot->tts_isnull);
+		MemoryContextSwitchTo(apply_context);
+		if (!more)
+			break;
+		sort_slot->tts_values[layout.natts] = Int64GetDatum((int64) row_sequence());
+		sort_slot->tts_isnull[layout.natts] = false;
+		for (int k = 0; k < layout.key_count; k++)
+			if (sort_slot->tts_isnull[layout.key_attnums[k] - 1])
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("a staged row of sink \"%s\" has a NULL key", sink->name),
+						 errdetail("Nothing of the checkpoint was applied.")));
+		if (!sort_slot->tts_isnull[layout.row_kind_attnum - 1] &&
+			strcmp(TextDatumGetCString(sort_slot->tts_values[layout.row_kind_attnum - 1]),
+				   "-D") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("a staged row of sink \"%s\" has an unknown row kind", sink->name),
+					 errdetail("Nothing of the checkpoint was applied.")));
+		ExecStoreVirtualTuple(sort_slot);
+		tuplesort_puttupleslot(sort, sort_slot);
+		counts->versions++;
+	}
+	EndCopyFrom(cstate);
+	MemoryContextDelete(row_context);
+	tuplesort_performsort(sort);
+
+	/* per key, the newest version decides */
+	upserts = tuplestore_begin_heap(false, false, maintenance_work_mem);
+	deletes = tuplestore_begin_heap(false, false, maintenance_work_mem);
+	read_slot = MakeSingleTupleTableSlot(layout.sort_desc, &TTSOpsMinimalTuple);
+	memset(&group, 0, sizeof(group));
+	group.context = AllocSetContextCreate(apply_context, "paimon_sink upsert key",
+										  ALLOCSET_SMALL_SIZES);
+	group.key = palloc(sizeof(Datum) * layout.key_count);
+	group.values = palloc(sizeof(Datum) * layout.upsert_desc->natts);
+	group.nulls = palloc(sizeof(bool) * layout.upsert_desc->natts);
+	while (tuplesort_gettupleslot(sort, true, false, read_slot, NULL))
+	{
+		slot_getallattrs(read_slot);
+		if (group.open && same_key(&layout, &group, read_slot))
+		{
+			if (!group.decided)
+				merge_older(&layout, &group, read_slot);
+			continue;
+		}
+		close_group(&layout, &group, deletes, upserts);
+		open_group(&layout, &group, read_slot, deletes, upserts);
+	}
+	close_group(&layout, &group, deletes, upserts);
+	ExecDropSingleTupleTableSlot(read_slot);
+	ExecDropSingleTupleTableSlot(sort_slot);
+	tuplesort_end(sort);
+
+	/* deletes first: with partial_update a deleted key may come back afresh */
+	target_name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(layout.target)),
+											 RelationGetRelationName(layout.target));
+	initStringInfo(&query);
+	if (tuplestore_tuple_count(deletes) > 0)
+	{
+		appendStringInfo(&query, "DELETE FROM %s AS t USING " DELETES_RELATION " AS d WHERE ",
+						 target_name);
+		for (int k = 0; k < layout.key_count; k++)
+			appendStringInfo(&query, "%st.%s = d.%s", k > 0 ? " AND " : "",
+							 quote_identifier(layout.key_names[k]),
+							 quote_identifier(layout.key_names[k]));
+		counts->deleted = run_over(query.data, DELETES_RELATION, layout.delete_desc, deletes,
+								   SPI_OK_DELETE);
+	}
+	if (tuplestore_tuple_count(upserts) > 0)
+	{
+		StringInfoData columns;
+		StringInfoData updates;
+
+		initStringInfo(&columns);
+		initStringInfo(&updates);
+		for (int c = 0; c < layout.upsert_desc->natts; c++)
+		{
+			const char *name = quote_identifier(NameStr(TupleDescAttr(layout.upsert_desc,
+																	  c)->attname));
+			bool		key = false;
+
+			if (TupleDescAttr(layout.upsert_desc, c)->attisdropped)
+				continue;
+			appendStringInfo(&columns, "%s%s", columns.len > 0 ? ", " : "", name);
+			for (int k = 0; k < layout.key_count; k++)
+				key |= layout.upsert_attnums[c] == layout.key_attnums[k];
+			if (key)
+				continue;
+			if (layout.partial_update)
+				appendStringInfo(&updates, "%s%s = coalesce(excluded.%s, t.%s)",
+								 updates.len > 0 ? ", " : "", name, name, name);
+			else
+				appendStringInfo(&updates, "%s%s = excluded.%s", updates.len > 0 ? ", " : "",
+								 name, name);
+		}
+		resetStringInfo(&query);
+		appendStringInfo(&query, "INSERT INTO %s AS t (%s) SELECT %s FROM " UPSERTS_RELATION
+						 " ON CONFLICT (", target_name, columns.data, columns.data);
+		for (int k = 0; k < layout.key_count; k++)
+			appendStringInfo(&query, "%s%s", k > 0 ? ", " : "",
+							 quote_identifier(layout.key_names[k]));
+		if (updates.len > 0)
+			appendStringInfo(&query, ") DO UPDATE SET %s", updates.data);
+		else
+			appendStringInfoString(&query, ") DO NOTHING");
+		counts->upserted = run_over(query.data, UPSERTS_RELATION, layout.upsert_desc, upserts,
+									SPI_OK_INSERT);
+	}
+	tuplestore_end(upserts);
+	tuplestore_end(deletes);
+
+	AtEOXact_GUC(false, nest_level);
+	SetUserIdAndSecContext(saved_user, saved_context);
+	table_close(layout.foreign, NoLock);
+	table_close(layout.target, NoLock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(apply_context);
+}

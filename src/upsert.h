@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * upsert.h
+ *	  Committing a checkpoint of an upsert sink: the latest version of each
+ *	  key wins (Paimon's deduplicate merge engine, or its partial-update
+ *	  engine when the sink asks for it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_UPSERT_H
+#define PAIMON_SINK_UPSERT_H
+
+#include "postgres.h"
+
+#include "catalog.h"
+#include "commands/copy.h"
+
+/* What one checkpoint changed. */
+typedef struct UpsertCounts
+{
+	uint64		versions;		/* rows read from the staged files */
+	uint64		upserted;		/* rows inserted or updated */
+	uint64		deleted;		/* rows deleted (a missing key deletes none) */
+} UpsertCounts;
+
+/* The sequence number of the row COPY returned last (see committer.c). */
+typedef uint64 (*row_sequence_cb) (void);
+
+extern void upsert_apply(const SinkInfo *sink, copy_data_source_cb read,
+						 row_sequence_cb row_sequence, UpsertCounts *counts);
+
+#endif							/* PAIMON_SINK_UPSERT_H */
