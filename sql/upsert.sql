@@ -107,6 +107,37 @@ INSERT INTO profiles_sink (user_id, region, name) VALUES (2, 'eu', 'Bob II');
 SELECT checkpoint_id FROM paimon_sink.checkpoint('profiles_sink');
 SELECT * FROM profiles ORDER BY region, user_id;
 
+-- a partitioned target with a row trigger: the commit's MERGE fires it per change
+CREATE TABLE readings (site text, day date, value int, PRIMARY KEY (site, day)) PARTITION BY LIST (site);
+CREATE TABLE readings_a PARTITION OF readings FOR VALUES IN ('a');
+CREATE TABLE readings_b PARTITION OF readings FOR VALUES IN ('b');
+CREATE TABLE readings_audit (op text, site text, day date, value int);
+CREATE FUNCTION readings_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO readings_audit SELECT TG_OP, (CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END).*;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER audit AFTER INSERT OR UPDATE OR DELETE ON readings
+	FOR EACH ROW EXECUTE FUNCTION readings_audit();
+SELECT sink_name FROM paimon_sink.create_sink('readings_sink', 'readings', mode => 'upsert', buckets => 2);
+INSERT INTO readings_sink VALUES ('a', '2026-01-01', 1), ('b', '2026-01-01', 2), ('a', '2026-01-02', 3);
+SELECT checkpoint_id FROM paimon_sink.checkpoint('readings_sink');
+INSERT INTO readings_sink VALUES ('a', '2026-01-01', 10), ('a', '2026-01-01', 11);
+INSERT INTO readings_sink (site, day, _row_kind) VALUES ('b', '2026-01-01', '-D');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('readings_sink');
+SELECT tableoid::regclass, * FROM readings ORDER BY site, day;
+SELECT * FROM readings_audit ORDER BY op, site, day;
+
+-- a table that is all key: an upsert of an existing key changes nothing
+CREATE TABLE tags (tag text COLLATE "C" PRIMARY KEY);
+SELECT sink_name FROM paimon_sink.create_sink('tags_sink', 'tags', mode => 'upsert');
+INSERT INTO tags_sink VALUES ('x'), ('y'), ('x');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('tags_sink');
+INSERT INTO tags_sink VALUES ('x'), ('z');
+INSERT INTO tags_sink (tag, _row_kind) VALUES ('y', '-D');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('tags_sink');
+SELECT * FROM tags ORDER BY tag;
+
 -- refused: no primary key, a bucket key outside it, a clashing row kind column
 CREATE TABLE plain_log (id int, message text);
 SELECT * FROM paimon_sink.create_sink('log_sink', 'plain_log', mode => 'upsert');
@@ -124,5 +155,8 @@ SELECT * FROM paimon_sink.create_sink('x_sink', 'insert_only', mode => 'upsert')
 SELECT paimon_sink.drop_sink('accounts_sink');
 SELECT paimon_sink.drop_sink('prices_sink');
 SELECT paimon_sink.drop_sink('profiles_sink');
+SELECT paimon_sink.drop_sink('readings_sink');
+SELECT paimon_sink.drop_sink('tags_sink');
 RESET ROLE;
-DROP TABLE accounts, prices, profiles, plain_log, insert_only;
+DROP TABLE accounts, prices, profiles, plain_log, insert_only, readings, readings_audit, tags;
+DROP FUNCTION readings_audit();

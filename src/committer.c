@@ -1005,10 +1005,12 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 					(unsigned long long) loaded, list_length(files),
 					(double) (GetCurrentTimestamp() - start) / 1000.0),
 			 SINK_IS_UPSERT(sink) ?
-			 errdetail("%llu rows upserted and %llu deleted: the latest of %llu versions of each key.",
-					   (unsigned long long) changes.upserted,
-					   (unsigned long long) changes.deleted,
-					   (unsigned long long) changes.versions) : 0));
+			 errdetail("%llu versions of %llu keys: %llu upserted, %llu deleted; %llu target rows changed.",
+					   (unsigned long long) changes.versions,
+					   (unsigned long long) changes.keys,
+					   (unsigned long long) changes.upserts,
+					   (unsigned long long) changes.deletes,
+					   (unsigned long long) changes.changed) : 0));
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)

@@ -15,13 +15,16 @@
  * decodes the staged rows (the foreign table has their layout, as file_fdw
  * reads a foreign table's file), a tuplesort orders them by key and, within
  * a key, newest first (it spills past maintenance_work_mem), and the first
- * row of each key decides.  The outcome goes into two tuplestores that two
- * statements read as ephemeral named relations (as trigger transition tables
- * are read): a DELETE joined on the key, then INSERT ... ON CONFLICT DO
- * UPDATE, which now meets each key once (it refuses to touch a row twice in
- * one command).  Both run as the sink's owner in a security-restricted
- * operation, so triggers, constraints and partitions behave as for any
- * statement of the owner.
+ * row of each key decides.  The outcome, one row per key, goes into a
+ * tuplestore that one MERGE reads as an ephemeral named relation (as trigger
+ * transition tables are read): matched keys are updated or deleted, the
+ * others inserted.  MERGE joins the changes with the target instead of
+ * probing the index once per row as INSERT ... ON CONFLICT does (and it
+ * meets each key once, which both require).  It runs as the sink's owner in
+ * a security-restricted operation, so triggers, constraints and partitions
+ * behave as for any statement of the owner.  A row of the key inserted into
+ * the target by someone else meanwhile fails the commit (23505); it is
+ * retried whole, nothing lost.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,8 +53,7 @@
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
-#define UPSERTS_RELATION "paimon_sink_upserts"
-#define DELETES_RELATION "paimon_sink_deletes"
+#define CHANGES_RELATION "paimon_sink_changes"
 
 /* What the apply needs to know, derived from the two relations. */
 typedef struct ApplyLayout
@@ -67,10 +69,13 @@ typedef struct ApplyLayout
 	Oid		   *key_less;		/* the index's "<" of each key column */
 	FmgrInfo   *key_equal;
 	TupleDesc	sort_desc;		/* the foreign table's columns, then the sequence */
-	TupleDesc	upsert_desc;	/* the foreign table's columns but the row kind */
-	AttrNumber *upsert_attnums; /* foreign table attnum of each */
-	TupleDesc	delete_desc;	/* the key columns */
+	TupleDesc	change_desc;	/* the row, then "delete" and "replace" flags */
+	int			columns;		/* of the row: the staged ones but the row kind */
+	AttrNumber *change_attnums; /* foreign table attnum of each */
+	int		   *change_key_index;	/* its place in the primary key, or -1 */
 	bool		partial_update;
+	uint64		upserts;		/* keys in the changes */
+	uint64		deletes;
 } ApplyLayout;
 
 /* One key's versions, newest first, while the sorted rows are read. */
@@ -80,9 +85,9 @@ typedef struct KeyGroup
 	bool		decided;		/* nothing older changes the outcome */
 	bool		upsert;			/* the outcome has an upserted row */
 	bool		deleted_before; /* partial_update: a delete precedes it */
-	bool		emitted;		/* its row is in the upserts store */
+	bool		emitted;		/* its row is in the store */
 	Datum	   *key;
-	Datum	   *values;			/* by upsert_desc column */
+	Datum	   *values;			/* by change_desc column */
 	bool	   *nulls;
 	int			missing;		/* partial_update: NULL columns not yet filled */
 	MemoryContext context;
@@ -94,7 +99,6 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 	TupleDesc	desc = RelationGetDescr(layout->foreign);
 	Oid			index = RelationGetPrimaryKeyIndex(layout->target);
 	Relation	index_rel;
-	int			column = 0;
 
 	layout->natts = desc->natts;
 	layout->partial_update = sink->partial_update;
@@ -147,18 +151,22 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 		TupleDescCopyEntry(layout->sort_desc, a, desc, a);
 	TupleDescInitEntry(layout->sort_desc, desc->natts + 1, "sequence", INT8OID, -1, 0);
 
-	layout->upsert_desc = CreateTemplateTupleDesc(desc->natts - 1);
-	layout->upsert_attnums = palloc(sizeof(AttrNumber) * desc->natts);
+	layout->change_attnums = palloc(sizeof(AttrNumber) * desc->natts);
+	layout->change_key_index = palloc(sizeof(int) * desc->natts);
 	for (int a = 1; a <= desc->natts; a++)
+		if (a != layout->row_kind_attnum && !TupleDescAttr(desc, a - 1)->attisdropped)
+			layout->change_attnums[layout->columns++] = a;
+	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 2);
+	for (int c = 0; c < layout->columns; c++)
 	{
-		if (a == layout->row_kind_attnum)
-			continue;
-		layout->upsert_attnums[column] = a;
-		TupleDescCopyEntry(layout->upsert_desc, ++column, desc, a);
+		TupleDescCopyEntry(layout->change_desc, c + 1, desc, layout->change_attnums[c]);
+		layout->change_key_index[c] = -1;
+		for (int k = 0; k < layout->key_count; k++)
+			if (layout->key_attnums[k] == layout->change_attnums[c])
+				layout->change_key_index[c] = k;
 	}
-	layout->delete_desc = CreateTemplateTupleDesc(layout->key_count);
-	for (int k = 0; k < layout->key_count; k++)
-		TupleDescCopyEntry(layout->delete_desc, k + 1, desc, layout->key_attnums[k]);
+	TupleDescInitEntry(layout->change_desc, layout->columns + 1, "delete", BOOLOID, -1, 0);
+	TupleDescInitEntry(layout->change_desc, layout->columns + 2, "replace", BOOLOID, -1, 0);
 	index_close(index_rel, AccessShareLock);
 }
 
@@ -202,20 +210,31 @@ same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	return true;
 }
 
+/* A key's outcome: its row (deleted: its key), and whether it replaces. */
 static void
-emit_upsert(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *upserts)
+emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete, bool replace)
 {
-	tuplestore_putvalues(upserts, layout->upsert_desc, group->values, group->nulls);
+	int			columns = layout->columns;
+
+	if (delete)
+	{
+		for (int c = 0; c < columns; c++)
+		{
+			int			k = layout->change_key_index[c];
+
+			group->nulls[c] = k < 0;
+			group->values[c] = k < 0 ? (Datum) 0 : group->key[k];
+		}
+	}
+	if (delete)
+		layout->deletes++;
+	else
+		layout->upserts++;
+	group->values[columns] = BoolGetDatum(delete);
+	group->values[columns + 1] = BoolGetDatum(replace);
+	group->nulls[columns] = group->nulls[columns + 1] = false;
+	tuplestore_putvalues(changes, layout->change_desc, group->values, group->nulls);
 	group->emitted = true;
-}
-
-static void
-emit_delete(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *deletes)
-{
-	bool	   *key_nulls = palloc0(sizeof(bool) * layout->key_count);
-
-	tuplestore_putvalues(deletes, layout->delete_desc, group->key, key_nulls);
-	pfree(key_nulls);
 }
 
 /*
@@ -224,8 +243,7 @@ emit_delete(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *deletes)
  * versions to fill its NULL columns.
  */
 static void
-open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestorestate *deletes,
-		   Tuplestorestate *upserts)
+open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestorestate *changes)
 {
 	MemoryContext old;
 
@@ -244,14 +262,14 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 								  attr->attlen);
 	}
 	if (!group->upsert)
-		emit_delete(layout, group, deletes);
+		emit(layout, group, changes, true, false);
 	else
 	{
 		group->missing = 0;
-		for (int c = 0; c < layout->upsert_desc->natts; c++)
+		for (int c = 0; c < layout->columns; c++)
 		{
-			AttrNumber	attnum = layout->upsert_attnums[c];
-			Form_pg_attribute attr = TupleDescAttr(layout->upsert_desc, c);
+			AttrNumber	attnum = layout->change_attnums[c];
+			Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
 
 			group->nulls[c] = slot->tts_isnull[attnum - 1];
 			if (group->nulls[c])
@@ -265,7 +283,7 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 		if (group->decided || group->missing == 0)
 		{
 			group->decided = true;
-			emit_upsert(layout, group, upserts);
+			emit(layout, group, changes, false, false);
 		}
 	}
 	MemoryContextSwitchTo(old);
@@ -285,10 +303,10 @@ merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	}
 	else
 	{
-		for (int c = 0; c < layout->upsert_desc->natts; c++)
+		for (int c = 0; c < layout->columns; c++)
 		{
-			AttrNumber	attnum = layout->upsert_attnums[c];
-			Form_pg_attribute attr = TupleDescAttr(layout->upsert_desc, c);
+			AttrNumber	attnum = layout->change_attnums[c];
+			Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
 
 			if (group->nulls[c] && !slot->tts_isnull[attnum - 1])
 			{
@@ -305,19 +323,79 @@ merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 
 /*
  * partial_update: the merged row goes in; after a delete the key starts
- * afresh, so its target row is deleted first (deletes run first).
+ * afresh, so the row replaces the target's whole.
  */
 static void
-close_group(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *deletes,
-			Tuplestorestate *upserts)
+close_group(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes)
 {
 	if (group->open && group->upsert && !group->emitted)
-	{
-		if (group->deleted_before)
-			emit_delete(layout, group, deletes);
-		emit_upsert(layout, group, upserts);
-	}
+		emit(layout, group, changes, false, group->deleted_before);
 	group->open = false;
+}
+
+/*
+ * The MERGE applying the changes.  The changes' columns are renamed by
+ * position (c1, c2, ..., then the delete and replace flags), so no target
+ * column name can clash with the flags.
+ */
+static char *
+merge_statement(ApplyLayout *layout)
+{
+	StringInfoData query;
+	StringInfoData update;
+	StringInfoData replace;
+	StringInfoData insert;
+	StringInfoData values;
+	const char *separator = "";
+
+	initStringInfo(&query);
+	initStringInfo(&update);
+	initStringInfo(&replace);
+	initStringInfo(&insert);
+	initStringInfo(&values);
+	appendStringInfo(&query, "MERGE INTO %s AS t USING " CHANGES_RELATION " AS c (",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(layout->target)),
+												RelationGetRelationName(layout->target)));
+	for (int c = 0; c < layout->columns; c++)
+	{
+		const char *name = quote_identifier(NameStr(TupleDescAttr(layout->change_desc,
+																  c)->attname));
+
+		appendStringInfo(&query, "c%d, ", c + 1);
+		appendStringInfo(&insert, "%s%s", c > 0 ? ", " : "", name);
+		appendStringInfo(&values, "%sc.c%d", c > 0 ? ", " : "", c + 1);
+		if (layout->change_key_index[c] >= 0)
+			continue;
+		appendStringInfo(&replace, "%s%s = c.c%d", replace.len > 0 ? ", " : "", name, c + 1);
+		if (layout->partial_update)
+			appendStringInfo(&update, "%s%s = coalesce(c.c%d, t.%s)", update.len > 0 ? ", " : "",
+							 name, c + 1, name);
+		else
+			appendStringInfo(&update, "%s%s = c.c%d", update.len > 0 ? ", " : "", name, c + 1);
+	}
+	appendStringInfoString(&query, "change_delete, change_replace) ON ");
+	for (int c = 0; c < layout->columns; c++)
+	{
+		if (layout->change_key_index[c] < 0)
+			continue;
+		appendStringInfo(&query, "%st.%s = c.c%d", separator,
+						 quote_identifier(NameStr(TupleDescAttr(layout->change_desc, c)->attname)),
+						 c + 1);
+		separator = " AND ";
+	}
+	appendStringInfoString(&query, " WHEN MATCHED AND c.change_delete THEN DELETE");
+	if (update.len == 0)
+		appendStringInfoString(&query, " WHEN MATCHED THEN DO NOTHING");
+	else
+	{
+		if (layout->partial_update)
+			appendStringInfo(&query, " WHEN MATCHED AND c.change_replace THEN UPDATE SET %s",
+							 replace.data);
+		appendStringInfo(&query, " WHEN MATCHED THEN UPDATE SET %s", update.data);
+	}
+	appendStringInfo(&query, " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s) VALUES (%s)",
+					 insert.data, values.data);
+	return query.data;
 }
 
 /* Run one statement over a tuplestore named relation; returns rows affected. */
@@ -370,13 +448,10 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	int			nest_level;
 	CopyFromState cstate;
 	Tuplesortstate *sort;
-	Tuplestorestate *upserts;
-	Tuplestorestate *deletes;
+	Tuplestorestate *changes;
 	TupleTableSlot *sort_slot;
 	TupleTableSlot *read_slot;
 	KeyGroup	group;
-	StringInfoData query;
-	char	   *target_name;
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&layout, 0, sizeof(layout));
@@ -438,15 +513,14 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	tuplesort_performsort(sort);
 
 	/* per key, the newest version decides */
-	upserts = tuplestore_begin_heap(false, false, maintenance_work_mem);
-	deletes = tuplestore_begin_heap(false, false, maintenance_work_mem);
+	changes = tuplestore_begin_heap(false, false, maintenance_work_mem);
 	read_slot = MakeSingleTupleTableSlot(layout.sort_desc, &TTSOpsMinimalTuple);
 	memset(&group, 0, sizeof(group));
 	group.context = AllocSetContextCreate(apply_context, "paimon_sink upsert key",
 										  ALLOCSET_SMALL_SIZES);
 	group.key = palloc(sizeof(Datum) * layout.key_count);
-	group.values = palloc(sizeof(Datum) * layout.upsert_desc->natts);
-	group.nulls = palloc(sizeof(bool) * layout.upsert_desc->natts);
+	group.values = palloc(sizeof(Datum) * (layout.columns + 2));
+	group.nulls = palloc(sizeof(bool) * (layout.columns + 2));
 	while (tuplesort_gettupleslot(sort, true, false, read_slot, NULL))
 	{
 		slot_getallattrs(read_slot);
@@ -456,71 +530,20 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 				merge_older(&layout, &group, read_slot);
 			continue;
 		}
-		close_group(&layout, &group, deletes, upserts);
-		open_group(&layout, &group, read_slot, deletes, upserts);
+		close_group(&layout, &group, changes);
+		open_group(&layout, &group, read_slot, changes);
 	}
-	close_group(&layout, &group, deletes, upserts);
+	close_group(&layout, &group, changes);
 	ExecDropSingleTupleTableSlot(read_slot);
 	ExecDropSingleTupleTableSlot(sort_slot);
 	tuplesort_end(sort);
-
-	/* deletes first: with partial_update a deleted key may come back afresh */
-	target_name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(layout.target)),
-											 RelationGetRelationName(layout.target));
-	initStringInfo(&query);
-	if (tuplestore_tuple_count(deletes) > 0)
-	{
-		appendStringInfo(&query, "DELETE FROM %s AS t USING " DELETES_RELATION " AS d WHERE ",
-						 target_name);
-		for (int k = 0; k < layout.key_count; k++)
-			appendStringInfo(&query, "%st.%s = d.%s", k > 0 ? " AND " : "",
-							 quote_identifier(layout.key_names[k]),
-							 quote_identifier(layout.key_names[k]));
-		counts->deleted = run_over(query.data, DELETES_RELATION, layout.delete_desc, deletes,
-								   SPI_OK_DELETE);
-	}
-	if (tuplestore_tuple_count(upserts) > 0)
-	{
-		StringInfoData columns;
-		StringInfoData updates;
-
-		initStringInfo(&columns);
-		initStringInfo(&updates);
-		for (int c = 0; c < layout.upsert_desc->natts; c++)
-		{
-			const char *name = quote_identifier(NameStr(TupleDescAttr(layout.upsert_desc,
-																	  c)->attname));
-			bool		key = false;
-
-			if (TupleDescAttr(layout.upsert_desc, c)->attisdropped)
-				continue;
-			appendStringInfo(&columns, "%s%s", columns.len > 0 ? ", " : "", name);
-			for (int k = 0; k < layout.key_count; k++)
-				key |= layout.upsert_attnums[c] == layout.key_attnums[k];
-			if (key)
-				continue;
-			if (layout.partial_update)
-				appendStringInfo(&updates, "%s%s = coalesce(excluded.%s, t.%s)",
-								 updates.len > 0 ? ", " : "", name, name, name);
-			else
-				appendStringInfo(&updates, "%s%s = excluded.%s", updates.len > 0 ? ", " : "",
-								 name, name);
-		}
-		resetStringInfo(&query);
-		appendStringInfo(&query, "INSERT INTO %s AS t (%s) SELECT %s FROM " UPSERTS_RELATION
-						 " ON CONFLICT (", target_name, columns.data, columns.data);
-		for (int k = 0; k < layout.key_count; k++)
-			appendStringInfo(&query, "%s%s", k > 0 ? ", " : "",
-							 quote_identifier(layout.key_names[k]));
-		if (updates.len > 0)
-			appendStringInfo(&query, ") DO UPDATE SET %s", updates.data);
-		else
-			appendStringInfoString(&query, ") DO NOTHING");
-		counts->upserted = run_over(query.data, UPSERTS_RELATION, layout.upsert_desc, upserts,
-									SPI_OK_INSERT);
-	}
-	tuplestore_end(upserts);
-	tuplestore_end(deletes);
+	counts->upserts = layout.upserts;
+	counts->deletes = layout.deletes;
+	counts->keys = tuplestore_tuple_count(changes);
+	if (counts->keys > 0)
+		counts->changed = run_over(merge_statement(&layout), CHANGES_RELATION,
+								   layout.change_desc, changes, SPI_OK_MERGE);
+	tuplestore_end(changes);
 
 	AtEOXact_GUC(false, nest_level);
 	SetUserIdAndSecContext(saved_user, saved_context);

@@ -19,8 +19,10 @@
 typedef struct UpsertCounts
 {
 	uint64		versions;		/* rows read from the staged files */
-	uint64		upserted;		/* rows inserted or updated */
-	uint64		deleted;		/* rows deleted (a missing key deletes none) */
+	uint64		keys;			/* keys they changed */
+	uint64		upserts;		/* keys whose latest version is an upsert */
+	uint64		deletes;		/* keys whose latest version is a delete */
+	uint64		changed;		/* target rows inserted, updated or deleted */
 } UpsertCounts;
 
 /* The sequence number of the row COPY returned last (see committer.c). */
