@@ -22,10 +22,12 @@ CREATE TABLE paimon_sink.sink_definition (
 	column_types regtype[],
 	-- upsert: the foreign table's column giving each row's kind (+I, -U, +U, -D)
 	row_kind_column text,
+	-- upsert: the target's primary key at create_sink; commits refuse another
+	key_columns text[],
 	-- upsert: a NULL column keeps the target's value (Paimon's partial-update)
 	partial_update boolean NOT NULL DEFAULT false,
 	created_at timestamptz NOT NULL DEFAULT now(),
-	CHECK ((mode = 'upsert') = (row_kind_column IS NOT NULL)),
+	CHECK ((mode = 'upsert') = (row_kind_column IS NOT NULL AND key_columns IS NOT NULL)),
 	CHECK (mode = 'upsert' OR NOT partial_update)
 );
 COMMENT ON TABLE paimon_sink.sink_definition IS

@@ -138,6 +138,52 @@ INSERT INTO tags_sink (tag, _row_kind) VALUES ('y', '-D');
 SELECT checkpoint_id FROM paimon_sink.checkpoint('tags_sink');
 SELECT * FROM tags ORDER BY tag;
 
+-- the primary key is the sink's: changing it stops writes and commits, with nothing lost
+CREATE TABLE rekeyed (a int PRIMARY KEY, b int NOT NULL, v text);
+SELECT sink_name FROM paimon_sink.create_sink('rekeyed_sink', 'rekeyed', mode => 'upsert', buckets => 4);
+INSERT INTO rekeyed_sink VALUES (1, 1, 'staged before');
+ALTER TABLE rekeyed DROP CONSTRAINT rekeyed_pkey, ADD PRIMARY KEY (b);
+INSERT INTO rekeyed_sink VALUES (2, 2, 'refused');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.checkpoint('rekeyed_sink');
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE rekeyed DROP CONSTRAINT rekeyed_pkey, ADD PRIMARY KEY (a);
+SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('rekeyed_sink', NULL, 10);
+SELECT * FROM rekeyed;
+
+-- a failed commit says what to do; a unique constraint besides the key is
+-- checked row by row unless it is deferrable (then at the end of the commit)
+CREATE TABLE users (id int PRIMARY KEY, email text UNIQUE);
+SELECT sink_name FROM paimon_sink.create_sink('users_sink', 'users', mode => 'upsert');
+INSERT INTO users_sink VALUES (10, 'b@example.com'), (20, 'a@example.com');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('users_sink');
+-- key 20 gives up a@ and key 10 takes it: fine in this order, not key by key
+BEGIN;
+INSERT INTO users_sink VALUES (20, 'c@example.com');
+INSERT INTO users_sink VALUES (10, 'a@example.com');
+COMMIT;
+SELECT * FROM paimon_sink.checkpoint('users_sink');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+ALTER TABLE users DROP CONSTRAINT users_email_key,
+	ADD CONSTRAINT users_email_key UNIQUE (email) DEFERRABLE INITIALLY DEFERRED;
+SET ROLE regress_sink_owner;
+SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('users_sink', NULL, 10);
+SELECT * FROM users ORDER BY id;
+
+-- identity columns that are GENERATED ALWAYS take the staged value, as COPY does
+CREATE TABLE tickets (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	serial bigint GENERATED ALWAYS AS IDENTITY, title text);
+SELECT sink_name FROM paimon_sink.create_sink('tickets_sink', 'tickets', mode => 'upsert');
+INSERT INTO tickets_sink (title) VALUES ('first'), ('second');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('tickets_sink');
+INSERT INTO tickets_sink (id, serial, title) VALUES (1, 99, 'first, edited');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('tickets_sink');
+SELECT * FROM tickets ORDER BY id;
+
+-- ON CONFLICT is the sink's own business
+INSERT INTO tickets_sink (title) VALUES ('x') ON CONFLICT DO NOTHING;
+
 -- refused: no primary key, a bucket key outside it, a clashing row kind column
 CREATE TABLE plain_log (id int, message text);
 SELECT * FROM paimon_sink.create_sink('log_sink', 'plain_log', mode => 'upsert');
@@ -145,6 +191,19 @@ SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', bu
 SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', row_kind_column => 'note');
 SELECT * FROM paimon_sink.create_sink('x_sink', 'accounts', mode => 'upsert', row_kind_column => '');
 SELECT * FROM paimon_sink.create_sink('x_sink', 'plain_log', partial_update => true);
+CREATE TABLE deferred_key (k int PRIMARY KEY DEFERRABLE, v int);
+SELECT * FROM paimon_sink.create_sink('x_sink', 'deferred_key', mode => 'upsert');
+CREATE TABLE ruled (k int PRIMARY KEY, v int);
+CREATE RULE ruled_log AS ON INSERT TO ruled DO ALSO NOTIFY ruled;
+SELECT * FROM paimon_sink.create_sink('x_sink', 'ruled', mode => 'upsert');
+-- a bucket key needs a hash function that equal values share (money has none)
+CREATE TYPE amount AS (value numeric, price money);
+CREATE TABLE by_amount (a amount PRIMARY KEY, v text);
+SELECT * FROM paimon_sink.create_sink('x_sink', 'by_amount', mode => 'upsert', buckets => 8);
+SELECT sink_name FROM paimon_sink.create_sink('amount_sink', 'by_amount', mode => 'upsert');
+INSERT INTO amount_sink VALUES (ROW(1.0, 1)::amount, 'old'), (ROW(1.00, 1)::amount, 'new');
+SELECT checkpoint_id FROM paimon_sink.checkpoint('amount_sink');
+SELECT * FROM by_amount;
 -- the owner needs to read, update and delete the target
 RESET ROLE;
 CREATE TABLE insert_only (id int PRIMARY KEY, v text);
@@ -157,6 +216,12 @@ SELECT paimon_sink.drop_sink('prices_sink');
 SELECT paimon_sink.drop_sink('profiles_sink');
 SELECT paimon_sink.drop_sink('readings_sink');
 SELECT paimon_sink.drop_sink('tags_sink');
+SELECT paimon_sink.drop_sink('rekeyed_sink');
+SELECT paimon_sink.drop_sink('users_sink');
+SELECT paimon_sink.drop_sink('tickets_sink');
+SELECT paimon_sink.drop_sink('amount_sink');
 RESET ROLE;
-DROP TABLE accounts, prices, profiles, plain_log, insert_only, readings, readings_audit, tags;
+DROP TABLE accounts, prices, profiles, plain_log, insert_only, readings, readings_audit, tags,
+	rekeyed, users, tickets, deferred_key, ruled, by_amount;
+DROP TYPE amount;
 DROP FUNCTION readings_audit();

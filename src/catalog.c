@@ -17,6 +17,8 @@
 #include "catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
+#include "utils/relcache.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -33,7 +35,7 @@
 #define SINK_COLUMNS \
 	"sink_id, sink_name, target_table::oid, foreign_table::oid, owner_role::oid, " \
 	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[], " \
-	"row_kind_column, partial_update"
+	"row_kind_column, partial_update, key_columns"
 
 /* catalog_extension_owner returns the role that owns the extension. */
 Oid
@@ -207,10 +209,79 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 		}
 		info->row_kind_column = SPI_getvalue(tuple, desc, 13);
 		info->partial_update = DatumGetBool(SPI_getbinval(tuple, desc, 14, &isnull)) && !isnull;
+		info->key_columns = NIL;
+		key = SPI_getbinval(tuple, desc, 15, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elements;
+			int			count;
+
+			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elements, NULL, &count);
+			for (int i = 0; i < count; i++)
+				info->key_columns = lappend(info->key_columns, TextDatumGetCString(elements[i]));
+		}
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
 	return found;
+}
+
+/*
+ * catalog_check_primary_key checks that an upsert sink's target still has
+ * the primary key the sink was created with (its versions are bucketed and
+ * deduplicated by it), and returns its index.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE otherwise.
+ */
+Oid
+catalog_check_primary_key(const SinkInfo *sink, Relation target)
+{
+	Oid			index = RelationGetPrimaryKeyIndex(target);
+	bool		same = OidIsValid(index);
+	StringInfoData now;
+
+	initStringInfo(&now);
+	if (same)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+		Form_pg_index form;
+		ListCell   *lc = list_head(sink->key_columns);
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", index);
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		same = form->indnkeyatts == list_length(sink->key_columns);
+		for (int k = 0; k < form->indnkeyatts; k++)
+		{
+			char	   *name = get_attname(RelationGetRelid(target), form->indkey.values[k], false);
+
+			appendStringInfo(&now, "%s%s", k > 0 ? ", " : "", name);
+			if (same)
+			{
+				same = strcmp(name, lfirst(lc)) == 0;
+				lc = lnext(sink->key_columns, lc);
+			}
+		}
+		ReleaseSysCache(tuple);
+	}
+	if (!same)
+	{
+		StringInfoData then;
+		ListCell   *lc;
+
+		initStringInfo(&then);
+		foreach(lc, sink->key_columns)
+			appendStringInfo(&then, "%s%s", then.len > 0 ? ", " : "", (char *) lfirst(lc));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the primary key of table \"%s\" is not the one upsert sink \"%s\" was created with",
+						RelationGetRelationName(target), sink->name),
+				 errdetail("The sink keys its changes by (%s); the table's primary key is %s%s%s.",
+						   then.data, now.len > 0 ? "(" : "none", now.data, now.len > 0 ? ")" : ""),
+				 errhint("Restore the primary key (%s); nothing staged is lost meanwhile. To key by another, commit what is staged and re-create the sink.",
+						 then.data)));
+	}
+	return index;
 }
 
 /*

@@ -15,6 +15,7 @@
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "paimon_sink.h"
+#include "utils/rel.h"
 #include "utils/uuid.h"
 
 typedef struct SinkInfo
@@ -34,6 +35,7 @@ typedef struct SinkInfo
 	Oid		   *column_types;
 	char	   *row_kind_column;	/* upsert: the foreign table's row kind column */
 	bool		partial_update; /* upsert: NULL columns keep the target's value */
+	List	   *key_columns;	/* upsert: the target's primary key, char * */
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
@@ -44,6 +46,7 @@ extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
 extern Oid	catalog_extension_owner(void);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
+extern Oid	catalog_check_primary_key(const SinkInfo *sink, Relation target);
 extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
 extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
 							const char *nulls, bool as_catalog_owner);

@@ -33,6 +33,7 @@
 #include "catalog/pg_class.h"
 #include "commands/copy.h"
 #include "commands/extension.h"
+#include "commands/trigger.h"
 #include "committer.h"
 #include "executor/executor.h"
 #include "fault.h"
@@ -80,6 +81,9 @@ static bool in_doubt_possible = true;
  * remove_committed_files at the next start.
  */
 static List *committed_paths = NIL;
+
+/* The hint a failure gets when its own has none (a failed load says what to do). */
+static const char *failure_hint = NULL;
 
 /* One staged file being loaded, and the batch offsets it leaves out. */
 typedef struct LoadFile
@@ -957,10 +961,23 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 				 errdetail("Missing: %s. Nothing of the checkpoint was applied.", missing.data),
 				 errhint("The checkpoint cannot be committed without them; restore the files, or restore the job from an earlier checkpoint.")));
 
+	/*
+	 * The load runs in a security-restricted operation, which may not leave
+	 * triggers deferred: the target's deferrable constraints are checked
+	 * when the load statement ends (all rows are in by then).
+	 */
+	{
+		ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+
+		immediate->deferred = false;
+		AfterTriggerSetState(immediate);
+	}
+	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and call commit() or checkpoint() again.";
 	if (SINK_IS_UPSERT(sink))
 		loaded = apply_files(sink, files, &changes);
 	else
 		loaded = load_files(sink, files);
+	failure_hint = NULL;
 
 	execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM paimon_sink.snapshot_log WHERE sink_id = $1",
 			1, types, values, SPI_OK_SELECT);
@@ -1438,10 +1455,14 @@ serve(CommitterRequest *request)
 		outcome.sqlerrcode = error->sqlerrcode ? error->sqlerrcode : ERRCODE_INTERNAL_ERROR;
 		strlcpy(outcome.message, error->message ? error->message : "", sizeof(outcome.message));
 		strlcpy(outcome.detail, error->detail ? error->detail : "", sizeof(outcome.detail));
-		strlcpy(outcome.hint, error->hint ? error->hint : "", sizeof(outcome.hint));
+		strlcpy(outcome.hint, error->hint ? error->hint : (failure_hint ? failure_hint : ""),
+				sizeof(outcome.hint));
+		failure_hint = NULL;
 		strlcpy(outcome.context, error->context ? error->context : "", sizeof(outcome.context));
 		ereport(LOG,
-				(errmsg("paimon_sink committer request failed: %s", outcome.message)));
+				(errmsg("paimon_sink committer request failed with SQLSTATE %s: %s",
+						unpack_sql_state(outcome.sqlerrcode), outcome.message),
+				 outcome.context[0] ? errdetail("%s", outcome.context) : 0));
 		FreeErrorData(error);
 	}
 	PG_END_TRY();

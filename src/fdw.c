@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
 #include "optimizer/planmain.h"
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
@@ -198,17 +199,13 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 	layout->is_key = palloc0(sizeof(bool) * desc->natts);
 	if (layout->upsert)
 	{
-		Oid			index = RelationGetPrimaryKeyIndex(target);
+		Oid			index = catalog_check_primary_key(&layout->sink, target);
 		HeapTuple	tuple;
 		Form_pg_index form;
 
+		/* the layout check found the foreign table as create_sink made it */
 		layout->row_kind_attnum = get_attnum(RelationGetRelid(rel), layout->sink.row_kind_column);
-		if (layout->row_kind_attnum == InvalidAttrNumber || !OidIsValid(index))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("upsert sink \"%s\" lost its %s", layout->sink.name,
-							OidIsValid(index) ? "row kind column" : "target's primary key"),
-					 errhint("Restore it, or commit what is staged and re-create the sink.")));
+		Assert(layout->row_kind_attnum != InvalidAttrNumber);
 		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
 		if (!HeapTupleIsValid(tuple))
 			elog(ERROR, "cache lookup failed for index %u", index);
@@ -367,11 +364,19 @@ sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 					  int subplan_index)
 {
 	if (plan->onConflictAction != ONCONFLICT_NONE)
+	{
+		Oid			relid = planner_rt_fetch(resultRelation, root)->relid;
+		bool		upsert = SINK_IS_UPSERT(&sink_of_foreign_table(relid, NULL, NULL)->sink);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("INSERT with ON CONFLICT is not supported on a sink's foreign table"),
+				 upsert ?
+				 errdetail("An upsert sink applies the latest version of each key when a checkpoint commits: a key already there is updated.") :
 				 errdetail("Rows reach the target when a checkpoint commits; a conflict is only known then, and fails that commit."),
-				 errhint("Insert without ON CONFLICT, and keep conflicting rows out of the sink.")));
+				 upsert ? errhint("Insert without ON CONFLICT.") :
+				 errhint("Insert without ON CONFLICT, and keep conflicting rows out of the sink, or use an upsert sink.")));
+	}
 	return NIL;
 }
 

@@ -38,6 +38,7 @@
 #include "utils/snapmgr.h"
 #include "utils/array.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 #include "datatype/timestamp.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_create_sink);
@@ -154,6 +155,69 @@ primary_key_columns(Oid relid)
 }
 
 static bool
+target_has_rules(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	bool		rules = rel->rd_rel->relhasrules;
+
+	table_close(rel, AccessShareLock);
+	return rules;
+}
+
+/* Has the table a primary key that is deferrable (which relcache ignores)? */
+static bool
+has_deferrable_primary_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+
+		if (HeapTupleIsValid(tuple))
+		{
+			Form_pg_index form = (Form_pg_index) GETSTRUCT(tuple);
+
+			found |= form->indisprimary && !form->indimmediate;
+			ReleaseSysCache(tuple);
+		}
+	}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * A bucket key column of an upsert sink needs its type's hash function:
+ * rows are routed by it so that values that compare equal (1.0 and 1.00)
+ * meet in one bucket, where their sequence numbers order them.
+ */
+static void
+check_bucket_key_hashable(Oid target, Datum bucket_key)
+{
+	Datum	   *elements;
+	int			count;
+
+	deconstruct_array(DatumGetArrayTypeP(bucket_key), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elements, NULL, &count);
+	for (int i = 0; i < count; i++)
+	{
+		char	   *column = TextDatumGetCString(elements[i]);
+		Oid			type = get_atttype(target, get_attnum(target, column));
+
+		if (!OidIsValid(lookup_type_cache(type, TYPECACHE_HASH_PROC)->hash_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("bucket key column \"%s\" has type %s, which has no hash function",
+							column, format_type_be(type)),
+					 errdetail("An upsert sink routes each key to its bucket by a hash that equal values share."),
+					 errhint("Name other primary key columns in bucket_key, or create the sink with buckets => 1.")));
+	}
+}
+
+static bool
 name_in_list(List *names, const char *name)
 {
 	ListCell   *lc;
@@ -254,12 +318,24 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	if (upsert)
 	{
 		primary_key = primary_key_columns(target);
+		if (primary_key == NIL && has_deferrable_primary_key(target))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the primary key of table \"%s\" is deferrable", get_rel_name(target)),
+					 errdetail("An upsert sink finds each key's row by the primary key when a checkpoint commits; PostgreSQL uses only immediate keys for that."),
+					 errhint("Make the primary key NOT DEFERRABLE, or create an append sink.")));
 		if (primary_key == NIL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("table \"%s\" has no primary key", get_rel_name(target)),
 					 errdetail("An upsert sink applies the latest version of each key: the key is the target's primary key."),
 					 errhint("Add a primary key to the target, or create an append sink.")));
+		if (target_has_rules(target))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" has rules", get_rel_name(target)),
+					 errdetail("An upsert sink applies a checkpoint with MERGE, which PostgreSQL does not run on tables with rules."),
+					 errhint("Drop the rules (a trigger can do their work), or create an append sink.")));
 		if (row_kind_column == NULL || row_kind_column[0] == '\0' ||
 			strlen(row_kind_column) >= NAMEDATALEN)
 			ereport(ERROR,
@@ -328,6 +404,8 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 					 errmsg("bucket_key must name at least one column"),
 					 errhint("Leave bucket_key out for the default.")));
 	}
+	if (upsert && buckets > 1)
+		check_bucket_key_hashable(target, bucket_key);
 	if (catalog_sink_by_name(name, &existing))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -339,21 +417,21 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	{
-		Oid			types[9] = {TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID, TEXTARRAYOID,
-		INTERVALOID, TEXTOID, BOOLOID};
-		Datum		values[9] = {CStringGetTextDatum(name), ObjectIdGetDatum(target),
+		Oid			types[10] = {TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID, TEXTARRAYOID,
+		INTERVALOID, TEXTOID, BOOLOID, TEXTARRAYOID};
+		Datum		values[10] = {CStringGetTextDatum(name), ObjectIdGetDatum(target),
 			ObjectIdGetDatum(GetUserId()), CStringGetTextDatum(mode),
 			Int32GetDatum(buckets), bucket_key, interval,
 			row_kind_column ? CStringGetTextDatum(row_kind_column) : (Datum) 0,
-		BoolGetDatum(partial_update)};
-		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', bucket_key ? ' ' : 'n',
-		interval ? ' ' : 'n', row_kind_column ? ' ' : 'n', ' '};
+		BoolGetDatum(partial_update), key_names};
+		char		nulls[10] = {' ', ' ', ' ', ' ', ' ', bucket_key ? ' ' : 'n',
+		interval ? ' ' : 'n', row_kind_column ? ' ' : 'n', ' ', key_names ? ' ' : 'n'};
 
 		catalog_execute("INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
 						"mode, buckets, bucket_key, checkpoint_interval, row_kind_column, partial_update, "
-						"default_commit_user) "
-						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, pg_catalog.gen_random_uuid()::text) "
-						"RETURNING sink_id", 9, types, values, nulls, true);
+						"key_columns, default_commit_user) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, pg_catalog.gen_random_uuid()::text) "
+						"RETURNING sink_id", 10, types, values, nulls, true);
 		sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
 	}

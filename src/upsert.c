@@ -34,6 +34,8 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tupdesc.h"
+#include "access/xact.h"
+#include "utils/resowner.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -97,19 +99,19 @@ static void
 derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 {
 	TupleDesc	desc = RelationGetDescr(layout->foreign);
-	Oid			index = RelationGetPrimaryKeyIndex(layout->target);
+	Oid			index = catalog_check_primary_key(sink, layout->target);
 	Relation	index_rel;
 
 	layout->natts = desc->natts;
 	layout->partial_update = sink->partial_update;
 	layout->row_kind_attnum = get_attnum(RelationGetRelid(layout->foreign), sink->row_kind_column);
-	if (!OidIsValid(index) || layout->row_kind_attnum == InvalidAttrNumber)
+	if (layout->row_kind_attnum == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("upsert sink \"%s\" lost its %s", sink->name,
-						OidIsValid(index) ? "row kind column" : "target's primary key"),
+				 errmsg("the foreign table of upsert sink \"%s\" lost its row kind column \"%s\"",
+						sink->name, sink->row_kind_column),
 				 errdetail("Nothing of the checkpoint was applied."),
-				 errhint("Restore it and commit again.")));
+				 errhint("Restore the column and commit again.")));
 
 	/* keys compare as the primary key's index compares them */
 	index_rel = index_open(index, AccessShareLock);
@@ -347,6 +349,7 @@ merge_statement(ApplyLayout *layout)
 	StringInfoData insert;
 	StringInfoData values;
 	const char *separator = "";
+	bool		overriding = false;
 
 	initStringInfo(&query);
 	initStringInfo(&update);
@@ -361,10 +364,18 @@ merge_statement(ApplyLayout *layout)
 		const char *name = quote_identifier(NameStr(TupleDescAttr(layout->change_desc,
 																  c)->attname));
 
+		AttrNumber	target_attnum = get_attnum(RelationGetRelid(layout->target),
+										   NameStr(TupleDescAttr(layout->change_desc, c)->attname));
+		bool		identity_always = target_attnum != InvalidAttrNumber &&
+			TupleDescAttr(RelationGetDescr(layout->target),
+						  target_attnum - 1)->attidentity == ATTRIBUTE_IDENTITY_ALWAYS;
+
 		appendStringInfo(&query, "c%d, ", c + 1);
 		appendStringInfo(&insert, "%s%s", c > 0 ? ", " : "", name);
 		appendStringInfo(&values, "%sc.c%d", c > 0 ? ", " : "", c + 1);
-		if (layout->change_key_index[c] >= 0)
+		/* the staged value of an identity column goes in as COPY puts it; it is never updated */
+		overriding |= identity_always;
+		if (layout->change_key_index[c] >= 0 || identity_always)
 			continue;
 		appendStringInfo(&replace, "%s%s = c.c%d", replace.len > 0 ? ", " : "", name, c + 1);
 		if (layout->partial_update)
@@ -393,8 +404,8 @@ merge_statement(ApplyLayout *layout)
 							 replace.data);
 		appendStringInfo(&query, " WHEN MATCHED THEN UPDATE SET %s", update.data);
 	}
-	appendStringInfo(&query, " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s) VALUES (%s)",
-					 insert.data, values.data);
+	appendStringInfo(&query, " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s)%s VALUES (%s)",
+					 insert.data, overriding ? " OVERRIDING SYSTEM VALUE" : "", values.data);
 	return query.data;
 }
 
@@ -420,6 +431,55 @@ run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *s
 	processed = SPI_processed;
 	SPI_finish();
 	return processed;
+}
+
+/*
+ * Run the MERGE.  MERGE, unlike INSERT ... ON CONFLICT, fails with a unique
+ * violation when another transaction inserts a key between its join and its
+ * insert; the statement then runs again in a new subtransaction (the key is
+ * matched now), a few times at most before the error stands.
+ */
+static uint64
+run_merge(ApplyLayout *layout, Tuplestorestate *changes)
+{
+	char	   *query = merge_statement(layout);
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	for (int attempt = 1;; attempt++)
+	{
+		uint64		changed = 0;
+		bool		retry = false;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(context);
+		PG_TRY();
+		{
+			changed = run_over(query, CHANGES_RELATION, layout->change_desc, changes,
+							   SPI_OK_MERGE);
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *error;
+
+			MemoryContextSwitchTo(context);
+			error = CopyErrorData();
+			if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || attempt >= 3)
+				PG_RE_THROW();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			ereport(LOG,
+					(errmsg("paimon_sink runs the MERGE of a checkpoint again: %s", error->message)));
+			FreeErrorData(error);
+			retry = true;
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		if (!retry)
+			return changed;
+	}
 }
 
 /*
@@ -462,6 +522,9 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	nest_level = NewGUCNestLevel();
+	/* a maintenance operation's memory, for the MERGE's join too */
+	(void) set_config_option("work_mem", GetConfigOption("maintenance_work_mem", false, false),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	catalog_check_layout(sink, RelationGetRelid(layout.target), false);
 	if (check_enable_rls(RelationGetRelid(layout.target), InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
@@ -541,8 +604,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	counts->deletes = layout.deletes;
 	counts->keys = tuplestore_tuple_count(changes);
 	if (counts->keys > 0)
-		counts->changed = run_over(merge_statement(&layout), CHANGES_RELATION,
-								   layout.change_desc, changes, SPI_OK_MERGE);
+		counts->changed = run_merge(&layout, changes);
 	tuplestore_end(changes);
 
 	AtEOXact_GUC(false, nest_level);

@@ -180,6 +180,28 @@ sql("BEGIN;
 is(sql("SELECT row_count FROM paimon_sink.checkpoint('u')"), '40000', 'all 40000 versions staged');
 clean('streamed transaction');
 
+# --- a key inserted into the target by another session while the commit
+# runs: the commit waits for it, then updates it (MERGE runs again)
+upsert_versions(500, 502, 2, 'sink wins');
+my ($in, $direct_out, $direct_err, $ckpt_out, $ckpt_err) = ('', '', '', '', '');
+my $direct = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "BEGIN; INSERT INTO kv VALUES (501, 'direct', 0); SELECT pg_sleep(3); COMMIT;" ],
+	'<', \$in, '>', \$direct_out, '2>', \$direct_err);
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3)%' AND state = 'active' AND pid <> pg_backend_pid()"),
+	'another session holds an uncommitted row of key 501');
+my $ckpt = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT row_count FROM paimon_sink.checkpoint('u')" ],
+	'<', \$in, '>', \$ckpt_out, '2>', \$ckpt_err);
+$direct->finish;
+$ckpt->finish;
+is($ckpt_out, "6\n", 'the checkpoint commits once the other session committed');
+is($ckpt_err, '', 'without an error');
+is(sql("SELECT v FROM kv WHERE id = 501"), 'sink wins-2', 'the sink\'s version of key 501 wins');
+clean('concurrent insert of a key');
+
 # --- NULL keys and bad row kinds fail the transaction, which stages nothing
 ($ret, $out, $err) = try_sql("BEGIN; INSERT INTO u VALUES (300, 'a', 1);
 	INSERT INTO u (id, v, version, _row_kind) VALUES (301, 'b', 1, 'X'); COMMIT;");
