@@ -147,6 +147,25 @@ catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const c
 	return result;
 }
 
+/* A text[] column as a List of char *, NIL when NULL. */
+static List *
+text_array_list(HeapTuple tuple, TupleDesc desc, int column)
+{
+	bool		isnull;
+	Datum		array = SPI_getbinval(tuple, desc, column, &isnull);
+	List	   *list = NIL;
+	Datum	   *elements;
+	int			count;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elements, NULL, &count);
+	for (int i = 0; i < count; i++)
+		list = lappend(list, TextDatumGetCString(elements[i]));
+	return list;
+}
+
 static bool
 lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 {
@@ -172,18 +191,7 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 		info->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
 		info->mode = SPI_getvalue(tuple, desc, 6);
 		info->buckets = DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull));
-		info->bucket_key = NIL;
-		key = SPI_getbinval(tuple, desc, 8, &isnull);
-		if (!isnull)
-		{
-			Datum	   *elements;
-			int			count;
-
-			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
-							  &elements, NULL, &count);
-			for (int i = 0; i < count; i++)
-				info->bucket_key = lappend(info->bucket_key, TextDatumGetCString(elements[i]));
-		}
+		info->bucket_key = text_array_list(tuple, desc, 8);
 		info->default_commit_user = SPI_getvalue(tuple, desc, 9);
 		memcpy(&info->sink_uuid, DatumGetUUIDP(SPI_getbinval(tuple, desc, 10, &isnull)),
 			   sizeof(pg_uuid_t));
@@ -209,18 +217,7 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 		}
 		info->row_kind_column = SPI_getvalue(tuple, desc, 13);
 		info->partial_update = DatumGetBool(SPI_getbinval(tuple, desc, 14, &isnull)) && !isnull;
-		info->key_columns = NIL;
-		key = SPI_getbinval(tuple, desc, 15, &isnull);
-		if (!isnull)
-		{
-			Datum	   *elements;
-			int			count;
-
-			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
-							  &elements, NULL, &count);
-			for (int i = 0; i < count; i++)
-				info->key_columns = lappend(info->key_columns, TextDatumGetCString(elements[i]));
-		}
+		info->key_columns = text_array_list(tuple, desc, 15);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
