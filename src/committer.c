@@ -1399,9 +1399,12 @@ remove_paths(List **paths)
 	*paths = NIL;
 }
 
-/* Serve one request; an error goes back to the requester, state intact. */
+/*
+ * Run one request (a requester's, or a periodic checkpoint) into outcome;
+ * an error is caught into outcome, state intact.
+ */
 static void
-serve(CommitterRequest *request)
+run_request(CommitterRequest *request, CommitterRequest *result)
 {
 	CommitterRequest outcome;
 	MemoryContext old = MemoryContextSwitchTo(committer_context);
@@ -1469,8 +1472,120 @@ serve(CommitterRequest *request)
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(committer_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
+	memcpy(result, &outcome, sizeof(outcome));
+}
+
+/* Serve one request; an error goes back to the requester, state intact. */
+static void
+serve(CommitterRequest *request)
+{
+	CommitterRequest outcome;
+
+	run_request(request, &outcome);
 	finish_request(request, &outcome);
 	remove_paths(&committed_paths);
+}
+
+/*
+ * Periodic checkpoints (Flink's checkpoint interval, for SQL users): each
+ * sink with a checkpoint_interval (or paimon_sink.checkpoint_interval) is
+ * checkpointed for its own commit user that long after its last periodic
+ * checkpoint ended; an empty one prepares and commits nothing.  The
+ * schedule is read at start and with maintenance, which create_sink's and
+ * drop_sink's commits wake.
+ */
+typedef struct ScheduledSink
+{
+	int32		sink_id;
+	int64		interval_ms;
+	TimestampTz next_due;
+} ScheduledSink;
+
+static ScheduledSink *schedule = NULL;
+static int	schedule_count = 0;
+static TimestampTz last_maintenance = 0;
+
+static void
+read_schedule(void)
+{
+	Oid			type = INT4OID;
+	Datum		value = Int32GetDatum(PaimonSinkCheckpointIntervalMs);
+	TimestampTz now = GetCurrentTimestamp();
+	ScheduledSink *next;
+	int			count;
+
+	begin_work();
+	execute("SELECT sink_id, (extract(epoch FROM coalesce(checkpoint_interval, "
+			"make_interval(secs => $1 / 1000.0))) * 1000)::bigint "
+			"FROM paimon_sink.sink_definition "
+			"WHERE coalesce(checkpoint_interval, make_interval(secs => $1 / 1000.0)) > '0'",
+			1, &type, &value, SPI_OK_SELECT);
+	count = (int) SPI_processed;
+	next = MemoryContextAllocZero(TopMemoryContext, sizeof(ScheduledSink) * Max(1, count));
+	for (int i = 0; i < count; i++)
+	{
+		bool		isnull;
+
+		next[i].sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+		next[i].interval_ms = Max(1, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+																 SPI_tuptable->tupdesc, 2,
+																 &isnull)));
+		next[i].next_due = TimestampTzPlusMilliseconds(now, next[i].interval_ms);
+		/* a sink already scheduled keeps its time */
+		for (int j = 0; j < schedule_count; j++)
+			if (schedule[j].sink_id == next[i].sink_id)
+				next[i].next_due = Min(schedule[j].next_due, next[i].next_due);
+	}
+	end_work();
+	if (schedule != NULL)
+		pfree(schedule);
+	schedule = next;
+	schedule_count = count;
+}
+
+/* Milliseconds until the next periodic checkpoint is due (at most limit). */
+static long
+periodic_wait_ms(long limit)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		wait = limit;
+
+	for (int i = 0; i < schedule_count; i++)
+	{
+		long		until = (long) ((schedule[i].next_due - now) / 1000);
+
+		wait = Min(wait, Max(0, until));
+	}
+	return wait;
+}
+
+/* Take one due periodic checkpoint; returns false when none is due. */
+static bool
+run_periodic_checkpoint(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < schedule_count; i++)
+	{
+		CommitterRequest request;
+		CommitterRequest outcome;
+
+		if (schedule[i].next_due > now)
+			continue;
+		memset(&request, 0, sizeof(request));
+		request.kind = REQUEST_CHECKPOINT;
+		request.sink_id = schedule[i].sink_id;
+		run_request(&request, &outcome);
+		remove_paths(&committed_paths);
+		/* a failure is logged by run_request and tried again, not too often */
+		schedule[i].next_due =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										outcome.sqlerrcode == 0 ? schedule[i].interval_ms :
+										Max(schedule[i].interval_ms, 10000));
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -1487,12 +1602,14 @@ wait_for_work(bool ready, bool *maintenance_due)
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   ready ? 10000 : 100, PG_WAIT_EXTENSION);
+					   ready ? periodic_wait_ms(10000) : 100, PG_WAIT_EXTENSION);
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
 		queued = queued || MyDatabaseEntry->requests[i].state == REQUEST_QUEUED;
 	LWLockRelease(PaimonSinkState->lock);
-	if ((events & WL_TIMEOUT) || !queued)
+	/* periodic checkpoints wake it often: maintenance stays at its pace */
+	if (!queued && ((events & WL_LATCH_SET) ||
+					TimestampDifferenceExceeds(last_maintenance, GetCurrentTimestamp(), 10000)))
 		*maintenance_due = true;
 }
 
@@ -1628,6 +1745,7 @@ paimon_sink_committer_main(Datum main_arg)
 	recover_in_doubt();
 	remove_committed_files();
 	remove_dropped_sink_directories();
+	read_schedule();
 	MemoryContextReset(committer_context);
 
 	for (;;)
@@ -1652,12 +1770,15 @@ paimon_sink_committer_main(Datum main_arg)
 			serve(request);
 			continue;
 		}
+		if (ready && run_periodic_checkpoint())
+			continue;
 		if (!maintenance_due)
 		{
 			wait_for_work(ready, &maintenance_due);
 			continue;
 		}
 		maintenance_due = false;
+		last_maintenance = GetCurrentTimestamp();
 		if (!extension_exists())
 		{
 			ereport(LOG, (errmsg("paimon_sink committer stops: the extension was dropped")));
@@ -1672,6 +1793,7 @@ paimon_sink_committer_main(Datum main_arg)
 			{
 				recover_in_doubt();
 				remove_dropped_sink_directories();
+				read_schedule();
 			}
 			PG_CATCH();
 			{

@@ -504,6 +504,8 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	(void) shared_want_database(MyDatabaseId);
+	/* the committer reads its schedule of periodic checkpoints again */
+	handoff_wake_committer_at_commit();
 	result_values[0] = CStringGetTextDatum(name);
 	result_values[1] = ObjectIdGetDatum(foreign_table);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(result_desc),

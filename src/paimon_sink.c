@@ -29,6 +29,7 @@ int			PaimonSinkQueueSizeKB = 256;
 int			PaimonSinkQueuesPerWriter = 16;
 int			PaimonSinkGroupFsyncDelayMs = 0;
 int			PaimonSinkHandoffTimeoutMs = 30000;
+int			PaimonSinkCheckpointIntervalMs = 0;
 int			PaimonSinkHandoffBufferKB = 8192;
 char	   *PaimonSinkCommitUser = NULL;
 int			PaimonSinkWriterId = 0;
@@ -202,6 +203,11 @@ _PG_init(void)
 	DefineCustomIntVariable("paimon_sink.handoff_timeout",
 							"Longest wait for a writer or the committer to become available.",
 							NULL, &PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.checkpoint_interval",
+							"Interval of the periodic checkpoints of sinks created without a checkpoint_interval.",
+							"0 turns them off: such sinks commit only when checkpoint() or commit() is called.",
+							&PaimonSinkCheckpointIntervalMs, 0, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("paimon_sink");
 

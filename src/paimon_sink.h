@@ -34,6 +34,7 @@ extern int	PaimonSinkQueuesPerWriter;
 extern int	PaimonSinkGroupFsyncDelayMs;
 extern int	PaimonSinkHandoffTimeoutMs;
 extern int	PaimonSinkHandoffBufferKB;
+extern int	PaimonSinkCheckpointIntervalMs;
 extern char *PaimonSinkCommitUser;
 extern int	PaimonSinkWriterId;
 
