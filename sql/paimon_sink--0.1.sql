@@ -89,6 +89,17 @@ CREATE TABLE paimon_sink.snapshot_log (
 COMMENT ON TABLE paimon_sink.snapshot_log IS
 	'One row per committed checkpoint; (sink, commit user, commit identifier) is unique.';
 
+-- The highest sequence number of each bucket whose committables expired
+-- with their snapshots: a restarted writer continues above it too.
+CREATE TABLE paimon_sink.bucket_sequence (
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	bucket integer NOT NULL,
+	max_sequence bigint NOT NULL,
+	PRIMARY KEY (sink_id, bucket)
+);
+COMMENT ON TABLE paimon_sink.bucket_sequence IS
+	'Per (sink, bucket), the highest sequence number of committables removed by snapshot expiry.';
+
 -- Sinks dropped whose staged files the committer has still to remove.
 CREATE TABLE paimon_sink.dropped_sink (
 	sink_id integer PRIMARY KEY,
@@ -110,10 +121,12 @@ SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.commit_user_state', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.committable', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.snapshot_log', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.bucket_sequence', '');
 
 GRANT USAGE ON SCHEMA paimon_sink TO PUBLIC;
 GRANT SELECT ON paimon_sink.sink_definition, paimon_sink.commit_user_state,
-	paimon_sink.committable, paimon_sink.snapshot_log, paimon_sink.dropped_sink TO PUBLIC;
+	paimon_sink.committable, paimon_sink.snapshot_log, paimon_sink.dropped_sink,
+	paimon_sink.bucket_sequence TO PUBLIC;
 
 -- Foreign-data wrapper ----------------------------------------------------
 
@@ -211,6 +224,12 @@ CREATE FUNCTION paimon_sink.remove_orphan_files(
 COMMENT ON FUNCTION paimon_sink.remove_orphan_files(text, interval, boolean) IS
 $$Removes (or with dry_run lists) the sink's staged files older than older_than that no writer holds and no prepared checkpoint records; returns (file_name text, byte_count bigint, removed boolean). Never touches a file of an open stream, a prepared checkpoint or an in-flight commit. Errors: 42704; 42501; 22023 negative older_than (a cut-off in the future); 25001.$$;
 
+CREATE FUNCTION paimon_sink.expire_snapshots(
+	sink_name text, retain_last integer DEFAULT 100, older_than interval DEFAULT '1 hour')
+	RETURNS bigint AS 'MODULE_PATHNAME', 'paimon_sink_expire_snapshots' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.expire_snapshots(text, integer, interval) IS
+$$Forgets the sink's snapshots (and their committables) beyond the newest retain_last that were committed more than older_than ago (Paimon's snapshot expiry by snapshot.num-retained and snapshot.time-retained); never the last snapshot of a commit user, and never a high-water mark: last_committed_checkpoint lives in commit_user_state. The committer does the same after every commit with paimon_sink.snapshots_retained and paimon_sink.snapshot_retention. Returns the number of snapshots expired (bigint). Errors: 42704 unknown sink; 42501 not the sink owner; 22023 retain_last below 1 or a negative older_than.$$;
+
 CREATE FUNCTION paimon_sink.inject_fault(point text, action text, times integer DEFAULT 1)
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_inject_fault' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.inject_fault(text, text, integer) IS
@@ -233,6 +252,7 @@ COMMENT ON FUNCTION paimon_sink.fault_status() IS
 $$One row per fault-injection point: its armed action (none when disarmed), hits left (-1: every hit), hits so far, and the pid paused there. Error: 55000 library not preloaded.$$;
 
 REVOKE ALL ON FUNCTION paimon_sink.recover(text, text, bigint, text),
+	paimon_sink.expire_snapshots(text, integer, interval),
 	paimon_sink.end_input(text, text),
 	paimon_sink.remove_orphan_files(text, interval, boolean),
 	paimon_sink.inject_fault(text, text, integer),

@@ -225,6 +225,48 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 }
 
 /*
+ * catalog_expire_snapshots forgets the snapshots of a sink beyond its newest
+ * retain_last (>= 1) committed more than older_than_ms milliseconds ago,
+ * except each commit user's last, with their committables; the highest
+ * sequence number of each bucket those held is kept in bucket_sequence.
+ * The caller is connected to SPI, in a transaction.  Returns the number of
+ * snapshots expired.  Follows Paimon's snapshot expiry (num-retained,
+ * time-retained); high-water marks live in commit_user_state, untouched.
+ */
+int64
+catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+						 bool as_catalog_owner)
+{
+	Oid			types[3] = {INT4OID, INT4OID, INT8OID};
+	Datum		values[3] = {Int32GetDatum(sink_id), Int32GetDatum(retain_last),
+	Int64GetDatum(older_than_ms)};
+
+	if (catalog_execute("WITH expired AS ("
+						"  SELECT snapshot_id FROM ("
+						"    SELECT snapshot_id, committed_at, "
+						"      row_number() OVER (ORDER BY snapshot_id DESC) AS newer "
+						"    FROM paimon_sink.snapshot_log WHERE sink_id = $1) s "
+						"  WHERE newer > $2 "
+						"    AND committed_at < pg_catalog.now() - make_interval(secs => $3 / 1000.0) "
+						"    AND snapshot_id NOT IN (SELECT last_snapshot_id FROM paimon_sink.commit_user_state "
+						"      WHERE sink_id = $1 AND last_snapshot_id IS NOT NULL)), "
+						"files AS ("
+						"  DELETE FROM paimon_sink.committable c USING expired e "
+						"  WHERE c.sink_id = $1 AND c.snapshot_id = e.snapshot_id "
+						"  RETURNING c.bucket, c.max_sequence), "
+						"sequences AS ("
+						"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
+						"  SELECT $1, bucket, max(max_sequence) FROM files GROUP BY bucket "
+						"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
+						"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
+						"DELETE FROM paimon_sink.snapshot_log l USING expired e "
+						"WHERE l.sink_id = $1 AND l.snapshot_id = e.snapshot_id",
+						3, types, values, NULL, as_catalog_owner) != SPI_OK_DELETE)
+		elog(ERROR, "could not expire snapshots of sink %d", sink_id);
+	return (int64) SPI_processed;
+}
+
+/*
  * catalog_check_primary_key checks that an upsert sink's target still has
  * the primary key the sink was created with (its versions are bucketed and
  * deduplicated by it), and returns its index.  Raises

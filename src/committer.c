@@ -199,6 +199,10 @@ committer_submit(int database_index, CommitterRequest *request)
 				 request->detail[0] ? errdetail_internal("%s", request->detail) : 0,
 				 request->hint[0] ? errhint("%s", request->hint) : 0,
 				 request->context[0] ? errcontext("%s", request->context) : 0));
+	if (request->warning[0])
+		ereport(WARNING,
+				(errmsg_internal("%s", request->warning),
+				 errhint("The commit itself succeeded; maintenance is tried again after the next one.")));
 }
 
 /* Run a query of the catalog (within a transaction, SPI connected). */
@@ -1475,6 +1479,88 @@ run_request(CommitterRequest *request, CommitterRequest *result)
 	memcpy(result, &outcome, sizeof(outcome));
 }
 
+/*
+ * Maintenance after commits, off the commit path (Paimon's maintain() after
+ * a commit): snapshots past paimon_sink.snapshots_retained and
+ * paimon_sink.snapshot_retention are expired.  A failure never fails the
+ * commit: it is logged and reported with the sink's next commit.
+ */
+typedef struct MaintenanceFailure
+{
+	int32		sink_id;
+	char		message[PAIMON_SINK_ERROR_TEXT];
+} MaintenanceFailure;
+
+static List *maintenance_failures = NIL;
+
+static void
+maintain_after_commit(int32 sink_id)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		int64		expired;
+
+		fault_point("committer_maintenance");
+		begin_work();
+		expired = catalog_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
+										   PaimonSinkSnapshotRetentionMs, false);
+		end_work();
+		if (expired > 0)
+			ereport(DEBUG1,
+					(errmsg("paimon_sink expired %lld snapshots of sink %d", (long long) expired,
+							sink_id)));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+		MaintenanceFailure *failure;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		error = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		failure = palloc0(sizeof(MaintenanceFailure));
+		failure->sink_id = sink_id;
+		snprintf(failure->message, sizeof(failure->message),
+				 "paimon_sink maintenance after a commit of sink %d failed: %s", sink_id,
+				 error->message);
+		maintenance_failures = lappend(maintenance_failures, failure);
+		ereport(LOG, (errmsg("%s", failure->message)));
+		FreeErrorData(error);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+}
+
+/* The failed maintenance of a sink, reported once with its next commit. */
+static void
+report_maintenance_failure(CommitterRequest *outcome)
+{
+	ListCell   *lc;
+
+	foreach(lc, maintenance_failures)
+	{
+		MaintenanceFailure *failure = lfirst(lc);
+
+		if (failure->sink_id == outcome->sink_id)
+		{
+			strlcpy(outcome->warning, failure->message, sizeof(outcome->warning));
+			maintenance_failures = foreach_delete_current(maintenance_failures, lc);
+			pfree(failure);
+			return;
+		}
+	}
+}
+
+static bool
+is_commit(const CommitterRequest *request)
+{
+	return request->kind == REQUEST_COMMIT || request->kind == REQUEST_CHECKPOINT ||
+		request->kind == REQUEST_END_INPUT;
+}
+
 /* Serve one request; an error goes back to the requester, state intact. */
 static void
 serve(CommitterRequest *request)
@@ -1482,8 +1568,12 @@ serve(CommitterRequest *request)
 	CommitterRequest outcome;
 
 	run_request(request, &outcome);
+	if (is_commit(&outcome) && outcome.sqlerrcode == 0)
+		report_maintenance_failure(&outcome);
 	finish_request(request, &outcome);
 	remove_paths(&committed_paths);
+	if (is_commit(&outcome) && outcome.sqlerrcode == 0)
+		maintain_after_commit(outcome.sink_id);
 }
 
 /*
@@ -1578,6 +1668,8 @@ run_periodic_checkpoint(void)
 		request.sink_id = schedule[i].sink_id;
 		run_request(&request, &outcome);
 		remove_paths(&committed_paths);
+		if (outcome.sqlerrcode == 0)
+			maintain_after_commit(outcome.sink_id);
 		/* a failure is logged by run_request and tried again, not too often */
 		schedule[i].next_due =
 			TimestampTzPlusMilliseconds(GetCurrentTimestamp(),

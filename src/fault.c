@@ -42,6 +42,7 @@ const char *const fault_point_names[] = {
 								 * PREPARED */
 	"committer_after_commit_prepared",	/* after COMMIT PREPARED, before
 										 * replying */
+	"committer_maintenance",	/* maintenance after a commit was answered */
 	NULL
 };
 

@@ -52,6 +52,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_start_workers);
 PG_FUNCTION_INFO_V1(paimon_sink_recover);
 PG_FUNCTION_INFO_V1(paimon_sink_end_input);
 PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
+PG_FUNCTION_INFO_V1(paimon_sink_expire_snapshots);
 
 static char *
 text_argument(FunctionCallInfo fcinfo, int index)
@@ -858,6 +859,45 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* An interval in milliseconds (a month is 30 days, as interval comparison takes it). */
+static int64
+interval_milliseconds(const Interval *interval)
+{
+	return interval->time / 1000 +
+		((int64) interval->day + (int64) interval->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000;
+}
+
+/*
+ * expire_snapshots(sink_name text, retain_last integer, older_than interval)
+ * forgets the sink's snapshots beyond the newest retain_last committed more
+ * than older_than ago, but each commit user's last; returns how many
+ * (bigint).  Errors: 42704, 42501, 22023 (retain_last < 1, negative or NULL
+ * older_than).
+ */
+Datum
+paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
+{
+	SinkInfo   *sink = owned_sink(fcinfo, "expire snapshots of");
+	int32		retain_last = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
+	int64		older_than = PG_ARGISNULL(2) ? -1 : interval_milliseconds(PG_GETARG_INTERVAL_P(2));
+	int64		expired;
+
+	if (retain_last < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retain_last must be at least 1"),
+				 errdetail("The newest snapshot of a sink is always kept.")));
+	if (older_than < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must be an age of zero or more"),
+				 errhint("Pass an age such as interval '1 hour'.")));
+	SPI_connect();
+	expired = catalog_expire_snapshots(sink->sink_id, retain_last, older_than, true);
+	SPI_finish();
+	PG_RETURN_INT64(expired);
+}
+
 /*
  * remove_orphan_files(sink_name text, older_than interval, dry_run boolean)
  * removes (or, in a dry run, lists) the sink's staged files older than
@@ -880,8 +920,7 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("older_than must not be NULL")));
-	milliseconds = older_than->time / 1000 +
-		((int64) older_than->day + (int64) older_than->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000;
+	milliseconds = interval_milliseconds(older_than);
 	if (milliseconds < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -30,6 +30,8 @@ int			PaimonSinkQueuesPerWriter = 16;
 int			PaimonSinkGroupFsyncDelayMs = 0;
 int			PaimonSinkHandoffTimeoutMs = 30000;
 int			PaimonSinkCheckpointIntervalMs = 0;
+int			PaimonSinkSnapshotsRetained = 100;
+int			PaimonSinkSnapshotRetentionMs = 3600000;
 int			PaimonSinkHandoffBufferKB = 8192;
 char	   *PaimonSinkCommitUser = NULL;
 int			PaimonSinkWriterId = 0;
@@ -208,6 +210,15 @@ _PG_init(void)
 							"Interval of the periodic checkpoints of sinks created without a checkpoint_interval.",
 							"0 turns them off: such sinks commit only when checkpoint() or commit() is called.",
 							&PaimonSinkCheckpointIntervalMs, 0, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.snapshots_retained",
+							"Newest snapshots of each sink that the committer never expires.",
+							"After each commit, older snapshots past paimon_sink.snapshot_retention are forgotten (never a commit user's last).",
+							&PaimonSinkSnapshotsRetained, 100, 1, INT_MAX, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.snapshot_retention",
+							"Age below which the committer keeps every snapshot.",
+							NULL, &PaimonSinkSnapshotRetentionMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("paimon_sink");
 

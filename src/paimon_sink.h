@@ -35,6 +35,8 @@ extern int	PaimonSinkGroupFsyncDelayMs;
 extern int	PaimonSinkHandoffTimeoutMs;
 extern int	PaimonSinkHandoffBufferKB;
 extern int	PaimonSinkCheckpointIntervalMs;
+extern int	PaimonSinkSnapshotsRetained;
+extern int	PaimonSinkSnapshotRetentionMs;
 extern char *PaimonSinkCommitUser;
 extern int	PaimonSinkWriterId;
 

@@ -172,6 +172,7 @@ typedef struct CommitterRequest
 	char		detail[PAIMON_SINK_ERROR_TEXT];
 	char		hint[PAIMON_SINK_ERROR_TEXT];
 	char		context[PAIMON_SINK_ERROR_TEXT];
+	char		warning[PAIMON_SINK_ERROR_TEXT];	/* a failed maintenance, reported */
 } CommitterRequest;
 
 /* One database with sinks. */

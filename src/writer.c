@@ -940,8 +940,10 @@ adopt_files(void)
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* committed files are gone: their committables keep their numbers */
-	if (SPI_execute("SELECT sink_id, bucket, max(max_sequence) FROM paimon_sink.committable "
+	/* committed files are gone: their committables (or, expired, bucket_sequence) keep their numbers */
+	if (SPI_execute("SELECT sink_id, bucket, max(max_sequence) FROM ("
+					"SELECT sink_id, bucket, max_sequence FROM paimon_sink.committable UNION ALL "
+					"SELECT sink_id, bucket, max_sequence FROM paimon_sink.bucket_sequence) s "
 					"GROUP BY sink_id, bucket", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.committable");
 	for (uint64 i = 0; i < SPI_processed; i++)

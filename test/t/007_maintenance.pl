@@ -1,0 +1,119 @@
+# Maintenance after commits: 10,000 small checkpoints leave the staged-file
+# folder and the snapshot table bounded under the retention settings;
+# expire_snapshots() keeps every commit user's last snapshot and high-water
+# mark, and an upsert sink's sequence numbers; a failed maintenance never
+# fails the commit that triggered it and is reported with the next one.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('maintenance');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"log_min_messages = log\npaimon_sink.snapshots_retained = 20\npaimon_sink.snapshot_retention = 0");
+$node->start;
+
+sub sql { return $node->safe_psql('postgres', shift); }
+
+sub staged_files
+{
+	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
+	return scalar(@files);
+}
+
+sql(q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE small (id int PRIMARY KEY);
+	SELECT sink_name FROM paimon_sink.create_sink('small_sink', 'small', buckets => 2, bucket_key => '{id}');
+});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready"), 'writers serve');
+
+# --- 10,000 small checkpoints, in rounds of 1,000; bounds checked after each
+my ($most_snapshots, $most_committables, $most_files) = (0, 0, 0);
+for my $round (0 .. 9)
+{
+	my $script = '';
+	for my $i (1 .. 1000)
+	{
+		my $id = $round * 1000 + $i;
+		$script .= "INSERT INTO small_sink VALUES ($id);\nSELECT 1 FROM paimon_sink.checkpoint('small_sink');\n";
+	}
+	$node->safe_psql('postgres', $script);
+	my $snapshots = sql("SELECT count(*) FROM paimon_sink.snapshot_log");
+	my $committables = sql("SELECT count(*) FROM paimon_sink.committable");
+	my $files = staged_files();
+	$most_snapshots = $snapshots if $snapshots > $most_snapshots;
+	$most_committables = $committables if $committables > $most_committables;
+	$most_files = $files if $files > $most_files;
+}
+is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM small"), '10000 10000',
+	'10,000 checkpoints committed every row once');
+is(sql("SELECT last_committed_checkpoint FROM paimon_sink.sinks WHERE sink_name = 'small_sink'"),
+	'10000', 'the high-water mark is the 10,000th checkpoint');
+cmp_ok($most_snapshots, '<=', 21, "the snapshot table stayed bounded (at most $most_snapshots rows)");
+cmp_ok($most_committables, '<=', 2 * 21, "committables too (at most $most_committables rows)");
+cmp_ok($most_files, '<=', 2, "and the staged-file folder (at most $most_files files)");
+is(sql("SELECT max(snapshot_id) FROM paimon_sink.snapshot_log"), '10000',
+	'snapshot ids keep counting after expiry');
+
+# --- expire_snapshots(): a commit user's last snapshot and its mark stay
+sql("SET paimon_sink.commit_user = 'job-a'; INSERT INTO small_sink VALUES (20001);");
+sql("SELECT paimon_sink.prepare_commit('small_sink', 'job-a', 7)");
+sql("SELECT paimon_sink.commit('small_sink', 'job-a', 7)");
+sql("INSERT INTO small_sink VALUES (20002)");
+sql("SELECT paimon_sink.checkpoint('small_sink')");
+my $before = sql("SELECT count(*) FROM paimon_sink.snapshot_log");
+is(sql("SELECT paimon_sink.expire_snapshots('small_sink', 1, '0')"), $before - 2,
+	'expire_snapshots keeps the newest and each commit user\'s last');
+is(sql("SELECT string_agg(commit_user, ',' ORDER BY commit_user = 'job-a') FROM paimon_sink.snapshots"),
+	sql("SELECT default_commit_user FROM paimon_sink.sinks") . ',job-a', 'both commit users keep their last');
+is(sql("SELECT paimon_sink.last_committed_checkpoint('small_sink', 'job-a')"), '7',
+	'the high-water mark never goes');
+is(sql("SELECT newly_committed FROM paimon_sink.commit('small_sink', 'job-a', 7)"), 'f',
+	'a retried commit of an old checkpoint is still skipped');
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT paimon_sink.expire_snapshots('small_sink', 0, '0')");
+like($err, qr/retain_last must be at least 1/, 'retain_last below 1 is refused');
+
+# --- an upsert sink's sequence numbers survive the expiry of their committables
+sql(q{
+	CREATE TABLE kv (id int PRIMARY KEY, v text);
+	SELECT sink_name FROM paimon_sink.create_sink('kv_sink', 'kv', mode => 'upsert', buckets => 4);
+	INSERT INTO kv_sink SELECT 1, 'v' || g FROM generate_series(1, 300) g;
+	SELECT paimon_sink.checkpoint('kv_sink');
+	INSERT INTO kv_sink VALUES (2, 'x');
+	SELECT paimon_sink.checkpoint('kv_sink');
+});
+my $high = sql("SELECT max(max_sequence) FROM paimon_sink.committable c JOIN paimon_sink.sinks s USING (sink_id) WHERE s.sink_name = 'kv_sink'");
+sql("SELECT paimon_sink.expire_snapshots('kv_sink', 1, '0')");
+is(sql("SELECT count(*) FROM paimon_sink.bucket_sequence b JOIN paimon_sink.sinks s USING (sink_id) WHERE s.sink_name = 'kv_sink'"),
+	'1', 'the expired committable leaves its highest sequence number');
+is(sql("SELECT max(m) FROM (SELECT max_sequence m, sink_id FROM paimon_sink.bucket_sequence UNION ALL
+		SELECT max_sequence, sink_id FROM paimon_sink.committable) x JOIN paimon_sink.sinks s USING (sink_id)
+		WHERE s.sink_name = 'kv_sink'"), $high, 'no sequence number is forgotten');
+sql("SELECT pg_terminate_backend(pid) FROM paimon_sink.writers");
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready"), 'writers restarted');
+sql("INSERT INTO kv_sink VALUES (1, 'after restart'); SELECT paimon_sink.checkpoint('kv_sink');");
+cmp_ok(sql("SELECT max(max_sequence) FROM paimon_sink.committable c JOIN paimon_sink.sinks s USING (sink_id) WHERE s.sink_name = 'kv_sink'"),
+	'>', $high, 'a restarted writer continues above them');
+
+# --- a failed maintenance does not fail its commit; the next commit reports it
+sql("SELECT paimon_sink.inject_fault('committer_maintenance', 'error')");
+sql("INSERT INTO small_sink VALUES (30001)");
+($ret, $out, $err) = $node->psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
+is($ret . ' ' . $out, '0 1', 'the commit that triggered the failed maintenance succeeds');
+ok($node->wait_for_log(qr/maintenance after a commit of sink \d+ failed: fault injected/),
+	'the failure is logged');
+sql("INSERT INTO small_sink VALUES (30002)");
+($ret, $out, $err) = $node->psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
+is($ret . ' ' . $out, '0 1', 'the next commit succeeds');
+like($err, qr/WARNING:  paimon_sink maintenance after a commit of sink \d+ failed/,
+	'and reports the failure as a warning');
+($ret, $out, $err) = $node->psql('postgres',
+	"INSERT INTO small_sink VALUES (30003); SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
+is($err, '', 'once');
+
+done_testing();
