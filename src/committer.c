@@ -1334,8 +1334,10 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 					 errmsg("could not remove orphan file \"%s\": %m", path)));
 			continue;
 		}
-		execute("INSERT INTO paimon_sink.maintenance_result (request_id, file_name, byte_count, removed) "
-				"VALUES ($1, $2, $3, $4)", 4, types, values, SPI_OK_INSERT);
+		/* a scheduled removal (seq 0) has no requester to read its results */
+		if (request->seq != 0)
+			execute("INSERT INTO paimon_sink.maintenance_result (request_id, file_name, byte_count, removed) "
+					"VALUES ($1, $2, $3, $4)", 4, types, values, SPI_OK_INSERT);
 		request->discarded_files++;
 	}
 	end_work();
@@ -1593,6 +1595,8 @@ typedef struct ScheduledSink
 
 static ScheduledSink *schedule = NULL;
 static int	schedule_count = 0;
+static int32 *schedule_all = NULL;	/* every sink, for orphan removal */
+static int	schedule_all_count = 0;
 static TimestampTz last_maintenance = 0;
 
 static void
@@ -1627,6 +1631,19 @@ read_schedule(void)
 			if (schedule[j].sink_id == next[i].sink_id)
 				next[i].next_due = Min(schedule[j].next_due, next[i].next_due);
 	}
+	execute("SELECT sink_id FROM paimon_sink.sink_definition ORDER BY sink_id", 0, NULL, NULL,
+			SPI_OK_SELECT);
+	if (schedule_all != NULL)
+		pfree(schedule_all);
+	schedule_all = MemoryContextAllocZero(TopMemoryContext, sizeof(int32) * Max(1, SPI_processed));
+	schedule_all_count = (int) SPI_processed;
+	for (int i = 0; i < schedule_all_count; i++)
+	{
+		bool		isnull;
+
+		schedule_all[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+	}
 	end_work();
 	if (schedule != NULL)
 		pfree(schedule);
@@ -1648,6 +1665,38 @@ periodic_wait_ms(long limit)
 		wait = Min(wait, Max(0, until));
 	}
 	return wait;
+}
+
+/*
+ * Orphan files are removed on a schedule too (Paimon's remove_orphan_files
+ * procedure, run by maintenance): every paimon_sink.orphan_removal_interval,
+ * each sink's files older than paimon_sink.orphan_file_age that nothing
+ * refers to, one sink per turn so that requests wait little.
+ */
+static TimestampTz orphans_removed_at = 0;
+static int	orphan_turn = 0;
+
+static bool
+remove_orphans_due(void)
+{
+	CommitterRequest request;
+	CommitterRequest outcome;
+
+	if (PaimonSinkOrphanRemovalIntervalMs <= 0 || schedule_all_count == 0 ||
+		!TimestampDifferenceExceeds(orphans_removed_at, GetCurrentTimestamp(),
+									PaimonSinkOrphanRemovalIntervalMs))
+		return false;
+	memset(&request, 0, sizeof(request));
+	request.kind = REQUEST_REMOVE_ORPHANS;
+	request.sink_id = schedule_all[orphan_turn % schedule_all_count];
+	request.older_than_ms = PaimonSinkOrphanFileAgeMs;
+	run_request(&request, &outcome);
+	if (++orphan_turn >= schedule_all_count)
+	{
+		orphan_turn = 0;
+		orphans_removed_at = GetCurrentTimestamp();
+	}
+	return true;
 }
 
 /* Take one due periodic checkpoint; returns false when none is due. */
@@ -1863,6 +1912,8 @@ paimon_sink_committer_main(Datum main_arg)
 			continue;
 		}
 		if (ready && run_periodic_checkpoint())
+			continue;
+		if (ready && remove_orphans_due())
 			continue;
 		if (!maintenance_due)
 		{

@@ -32,6 +32,8 @@ int			PaimonSinkHandoffTimeoutMs = 30000;
 int			PaimonSinkCheckpointIntervalMs = 0;
 int			PaimonSinkSnapshotsRetained = 100;
 int			PaimonSinkSnapshotRetentionMs = 3600000;
+int			PaimonSinkOrphanRemovalIntervalMs = 3600000;
+int			PaimonSinkOrphanFileAgeMs = 86400000;
 int			PaimonSinkHandoffBufferKB = 8192;
 char	   *PaimonSinkCommitUser = NULL;
 int			PaimonSinkWriterId = 0;
@@ -219,6 +221,15 @@ _PG_init(void)
 	DefineCustomIntVariable("paimon_sink.snapshot_retention",
 							"Age below which the committer keeps every snapshot.",
 							NULL, &PaimonSinkSnapshotRetentionMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.orphan_removal_interval",
+							"Interval at which the committer removes orphan files of every sink.",
+							"0 turns it off; remove_orphan_files() still works.",
+							&PaimonSinkOrphanRemovalIntervalMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.orphan_file_age",
+							"Age a staged file nothing refers to must reach before scheduled removal takes it.",
+							NULL, &PaimonSinkOrphanFileAgeMs, 86400000, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("paimon_sink");
 

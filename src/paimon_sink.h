@@ -37,6 +37,8 @@ extern int	PaimonSinkHandoffBufferKB;
 extern int	PaimonSinkCheckpointIntervalMs;
 extern int	PaimonSinkSnapshotsRetained;
 extern int	PaimonSinkSnapshotRetentionMs;
+extern int	PaimonSinkOrphanRemovalIntervalMs;
+extern int	PaimonSinkOrphanFileAgeMs;
 extern char *PaimonSinkCommitUser;
 extern int	PaimonSinkWriterId;
 

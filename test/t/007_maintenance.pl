@@ -116,4 +116,19 @@ like($err, qr/WARNING:  paimon_sink maintenance after a commit of sink \d+ faile
 	"INSERT INTO small_sink VALUES (30003); SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
 is($err, '', 'once');
 
+# --- orphan files are removed on a schedule; files a writer holds are not
+sql("INSERT INTO small_sink VALUES (40001)");	# staged, held by its writer
+my ($dir) = glob($node->data_dir . '/pg_paimon_sink/*/1');
+my $orphan = "$dir/0a0b0c0d-0000-4000-8000-000000000001.stage";
+open(my $fh, '>', $orphan) or die "cannot create $orphan: $!";
+print $fh "left by a crash long ago";
+close $fh;
+is(staged_files(), 2, 'an orphan file next to a held one');
+$node->append_conf('postgresql.conf', "paimon_sink.orphan_removal_interval = '1s'\npaimon_sink.orphan_file_age = 0");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT NOT pg_stat_file('" . $orphan . "', true) IS NOT NULL"),
+	'the scheduled removal takes the orphan');
+is(staged_files(), 1, 'and leaves the file a writer holds');
+is(sql("SELECT row_count FROM paimon_sink.checkpoint('small_sink')"), '1', 'whose row commits');
+
 done_testing();
