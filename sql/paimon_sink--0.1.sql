@@ -83,6 +83,9 @@ CREATE TABLE paimon_sink.snapshot_log (
 	row_count bigint NOT NULL,
 	file_count integer NOT NULL,
 	committed_at timestamptz NOT NULL DEFAULT now(),
+	byte_count bigint,
+	-- milliseconds from the start of the commit to its snapshot (the load)
+	load_ms double precision,
 	PRIMARY KEY (sink_id, snapshot_id),
 	UNIQUE (sink_id, commit_user, commit_identifier)
 );
@@ -99,6 +102,30 @@ CREATE TABLE paimon_sink.bucket_sequence (
 );
 COMMENT ON TABLE paimon_sink.bucket_sequence IS
 	'Per (sink, bucket), the highest sequence number of committables removed by snapshot expiry.';
+
+-- Counters of the committer per sink, since the server started (unlogged:
+-- kept without a WAL flush per commit; a crash resets them, as it resets
+-- PostgreSQL's own statistics).
+CREATE UNLOGGED TABLE paimon_sink.commit_statistics (
+	sink_id integer PRIMARY KEY REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	commits bigint NOT NULL DEFAULT 0,
+	skipped bigint NOT NULL DEFAULT 0,
+	failures bigint NOT NULL DEFAULT 0,
+	retries bigint NOT NULL DEFAULT 0,
+	rows_committed bigint NOT NULL DEFAULT 0,
+	bytes_committed bigint NOT NULL DEFAULT 0,
+	last_commit_ms double precision,
+	last_committed_at timestamptz,
+	since timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNLOGGED TABLE paimon_sink.commit_failures (
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	sqlstate text NOT NULL,
+	failures bigint NOT NULL,
+	last_failed_at timestamptz NOT NULL,
+	last_message text NOT NULL,
+	PRIMARY KEY (sink_id, sqlstate)
+);
 
 -- Sinks dropped whose staged files the committer has still to remove.
 CREATE TABLE paimon_sink.dropped_sink (
@@ -126,7 +153,8 @@ SELECT pg_catalog.pg_extension_config_dump('paimon_sink.bucket_sequence', '');
 GRANT USAGE ON SCHEMA paimon_sink TO PUBLIC;
 GRANT SELECT ON paimon_sink.sink_definition, paimon_sink.commit_user_state,
 	paimon_sink.committable, paimon_sink.snapshot_log, paimon_sink.dropped_sink,
-	paimon_sink.bucket_sequence TO PUBLIC;
+	paimon_sink.bucket_sequence, paimon_sink.commit_statistics, paimon_sink.commit_failures
+	TO PUBLIC;
 
 -- Foreign-data wrapper ----------------------------------------------------
 
@@ -288,11 +316,33 @@ COMMENT ON VIEW paimon_sink.snapshots IS 'The commit log: one row per committed 
 CREATE VIEW paimon_sink.pending_checkpoints AS
 	SELECT s.sink_name, c.commit_user, c.checkpoint_id, count(*) AS file_count,
 		sum(c.row_count)::bigint AS row_count, sum(c.byte_count)::bigint AS byte_count,
-		min(c.prepared_at) AS prepared_at
+		min(c.prepared_at) AS prepared_at, pg_catalog.now() - min(c.prepared_at) AS age
 	FROM paimon_sink.committable c JOIN paimon_sink.sink_definition s USING (sink_id)
 	WHERE c.snapshot_id IS NULL
 	GROUP BY s.sink_name, c.commit_user, c.checkpoint_id;
 COMMENT ON VIEW paimon_sink.pending_checkpoints IS 'Checkpoints prepared but not committed yet.';
+
+CREATE VIEW paimon_sink.commit_stats AS
+	SELECT s.sink_name,
+		coalesce(c.commits, 0) AS commits,
+		coalesce(c.skipped, 0) AS skipped_as_committed,
+		coalesce(c.failures, 0) AS failures,
+		(SELECT pg_catalog.jsonb_object_agg(f.sqlstate, f.failures) FROM paimon_sink.commit_failures f
+		  WHERE f.sink_id = s.sink_id) AS failures_by_sqlstate,
+		(SELECT f.last_message FROM paimon_sink.commit_failures f WHERE f.sink_id = s.sink_id
+		  ORDER BY f.last_failed_at DESC LIMIT 1) AS last_failure,
+		coalesce(c.retries, 0) AS retries,
+		c.last_commit_ms,
+		(SELECT pg_catalog.percentile_cont(0.99) WITHIN GROUP (ORDER BY l.load_ms)
+		   FROM paimon_sink.snapshot_log l WHERE l.sink_id = s.sink_id) AS p99_load_ms,
+		coalesce(c.rows_committed, 0) AS rows_committed,
+		coalesce(c.bytes_committed, 0) AS bytes_committed,
+		c.last_committed_at,
+		c.since
+	FROM paimon_sink.sink_definition s
+	LEFT JOIN paimon_sink.commit_statistics c USING (sink_id);
+COMMENT ON VIEW paimon_sink.commit_stats IS
+	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one, MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed.';
 
 CREATE VIEW paimon_sink.in_doubt AS
 	SELECT p.gid, p.prepared, p.owner, s.sink_name,
@@ -310,6 +360,7 @@ COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows an
 CREATE VIEW paimon_sink.faults AS SELECT * FROM paimon_sink.fault_status();
 COMMENT ON VIEW paimon_sink.faults IS 'Fault-injection points (for tests): armed action, hits left and so far, paused process.';
 GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
+	paimon_sink.commit_stats,
 	paimon_sink.in_doubt, paimon_sink.writers, paimon_sink.faults TO PUBLIC;
 
 SELECT paimon_sink.start_workers();

@@ -211,6 +211,12 @@ GRANT INSERT ON insert_only TO regress_sink_owner;
 SET ROLE regress_sink_owner;
 SELECT * FROM paimon_sink.create_sink('x_sink', 'insert_only', mode => 'upsert');
 
+-- what the committer counted (commit_stats) and what is pending
+SELECT sink_name, commits, skipped_as_committed, failures, failures_by_sqlstate, retries,
+	rows_committed, bytes_committed > 0 AS bytes, last_commit_ms > 0 AS timed,
+	p99_load_ms > 0 AS p99
+  FROM paimon_sink.commit_stats WHERE sink_name IN ('accounts_sink', 'users_sink', 'rekeyed_sink')
+ ORDER BY sink_name;
 SELECT paimon_sink.drop_sink('accounts_sink');
 SELECT paimon_sink.drop_sink('prices_sink');
 SELECT paimon_sink.drop_sink('profiles_sink');

@@ -82,6 +82,17 @@ static bool in_doubt_possible = true;
  */
 static List *committed_paths = NIL;
 
+/* What the request being served committed, for commit_statistics. */
+static struct
+{
+	int64		commits;
+	int64		skipped;
+	int64		retries;
+	int64		rows;
+	int64		bytes;
+	double		last_ms;
+}			tally;
+
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
 
@@ -894,6 +905,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	int64		last_committed;
 	int64		snapshot_id;
 	int64		rows = 0;
+	int64		bytes = 0;
 	uint64		loaded;
 	ListCell   *lc;
 	bool		isnull;
@@ -923,7 +935,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
-	execute("SELECT file_name, row_count, excluded_offsets FROM paimon_sink.committable "
+	execute("SELECT file_name, row_count, excluded_offsets, byte_count FROM paimon_sink.committable "
 			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id = $3 "
 			"AND snapshot_id IS NULL ORDER BY prepared_at, file_name",
 			3, types, values, SPI_OK_SELECT);
@@ -938,6 +950,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 
 		file->name = SPI_getvalue(tuple, SPI_tuptable->tupdesc, 1);
 		file->row_count = DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
+		bytes += DatumGetInt64(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 4, &isnull));
 		excluded = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 3, &isnull);
 		if (!isnull)
 		{
@@ -988,15 +1001,18 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	snapshot_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
 	{
-		Oid			snapshot_types[6] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT4OID};
-		Datum		snapshot_values[6] = {Int32GetDatum(sink_id), Int64GetDatum(snapshot_id),
+		Oid			snapshot_types[8] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT4OID,
+		INT8OID, FLOAT8OID};
+		Datum		snapshot_values[8] = {Int32GetDatum(sink_id), Int64GetDatum(snapshot_id),
 			text_datum(commit_user), Int64GetDatum(checkpoint_id),
-		Int64GetDatum((int64) loaded), Int32GetDatum(list_length(files))};
+			Int64GetDatum((int64) loaded), Int32GetDatum(list_length(files)),
+			Int64GetDatum(bytes),
+		Float8GetDatum((double) (GetCurrentTimestamp() - start) / 1000.0)};
 
 		execute("INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
-				"commit_identifier, commit_kind, row_count, file_count) "
-				"VALUES ($1, $2, $3, $4, 'APPEND', $5, $6)",
-				6, snapshot_types, snapshot_values, SPI_OK_INSERT);
+				"commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
+				"VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)",
+				8, snapshot_types, snapshot_values, SPI_OK_INSERT);
 		execute("UPDATE paimon_sink.committable SET snapshot_id = $2 "
 				"WHERE sink_id = $1 AND commit_user = $3 AND checkpoint_id = $4 AND snapshot_id IS NULL",
 				4, snapshot_types, snapshot_values, SPI_OK_UPDATE);
@@ -1033,6 +1049,12 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 					   (unsigned long long) changes.deletes,
 					   (unsigned long long) changes.changed) : 0));
 
+	tally.commits++;
+	tally.rows += (int64) loaded;
+	tally.bytes += bytes;
+	tally.retries += (int64) changes.retries;
+	tally.last_ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
+
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach(lc, paths)
 		committed_paths = lappend(committed_paths, pstrdup(lfirst(lc)));
@@ -1060,6 +1082,8 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	(void) require_sink_id(sink_id);
 	commit_user_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
 	request->previous_last_committed = last_committed;
+	if (checkpoint_id <= last_committed)
+		tally.skipped++;
 	execute("SELECT DISTINCT checkpoint_id FROM paimon_sink.committable "
 			"WHERE sink_id = $1 AND commit_user = $2 AND snapshot_id IS NULL "
 			"AND checkpoint_id <= $3 ORDER BY 1", 3, types, values, SPI_OK_SELECT);
@@ -1556,6 +1580,74 @@ report_maintenance_failure(CommitterRequest *outcome)
 	}
 }
 
+/*
+ * Count what a request committed, or its failure, in commit_statistics and
+ * commit_failures (unlogged: no WAL flush); a failure here is only logged.
+ */
+static void
+record_statistics(const CommitterRequest *outcome)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	if (outcome->sink_id == 0 || (tally.commits == 0 && tally.skipped == 0 &&
+								  outcome->sqlerrcode == 0))
+		return;
+	PG_TRY();
+	{
+		Oid			types[8] = {INT4OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, FLOAT8OID,
+		INT8OID};
+		Datum		values[8] = {Int32GetDatum(outcome->sink_id), Int64GetDatum(tally.commits),
+			Int64GetDatum(tally.skipped), Int64GetDatum(tally.retries), Int64GetDatum(tally.rows),
+			Int64GetDatum(tally.bytes), Float8GetDatum(tally.last_ms),
+		Int64GetDatum(outcome->sqlerrcode != 0 ? 1 : 0)};
+		char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', tally.commits > 0 ? ' ' : 'n', ' '};
+
+		begin_work();
+		if (SPI_execute_plan(catalog_plan("INSERT INTO paimon_sink.commit_statistics AS s "
+										  "(sink_id, commits, skipped, retries, rows_committed, "
+										  "bytes_committed, last_commit_ms, failures, last_committed_at) "
+										  "SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
+										  "CASE WHEN $2 > 0 THEN pg_catalog.now() END "
+										  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition WHERE sink_id = $1) "
+										  "ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits + $2, "
+										  "skipped = s.skipped + $3, retries = s.retries + $4, "
+										  "rows_committed = s.rows_committed + $5, "
+										  "bytes_committed = s.bytes_committed + $6, "
+										  "last_commit_ms = coalesce($7, s.last_commit_ms), "
+										  "failures = s.failures + $8, "
+										  "last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
+										  8, types),
+							 values, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not count a commit");
+		if (outcome->sqlerrcode != 0)
+		{
+			Oid			failure_types[3] = {INT4OID, TEXTOID, TEXTOID};
+			Datum		failure_values[3] = {Int32GetDatum(outcome->sink_id),
+				text_datum(unpack_sql_state(outcome->sqlerrcode)),
+			text_datum(outcome->message)};
+
+			if (SPI_execute_plan(catalog_plan("INSERT INTO paimon_sink.commit_failures AS f "
+											  "(sink_id, sqlstate, failures, last_failed_at, last_message) "
+											  "SELECT $1, $2, 1, pg_catalog.now(), $3 "
+											  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition WHERE sink_id = $1) "
+											  "ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
+											  "failures = f.failures + 1, last_failed_at = pg_catalog.now(), "
+											  "last_message = $3", 3, failure_types),
+								 failure_values, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not count a failure");
+		}
+		end_work();
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+}
+
 static bool
 is_commit(const CommitterRequest *request)
 {
@@ -1569,9 +1661,13 @@ serve(CommitterRequest *request)
 {
 	CommitterRequest outcome;
 
+	memset(&tally, 0, sizeof(tally));
 	run_request(request, &outcome);
 	if (is_commit(&outcome) && outcome.sqlerrcode == 0)
 		report_maintenance_failure(&outcome);
+	/* before the answer, so that a caller's next query sees it (no WAL flush) */
+	if (is_commit(&outcome))
+		record_statistics(&outcome);
 	finish_request(request, &outcome);
 	remove_paths(&committed_paths);
 	if (is_commit(&outcome) && outcome.sqlerrcode == 0)
@@ -1715,8 +1811,10 @@ run_periodic_checkpoint(void)
 		memset(&request, 0, sizeof(request));
 		request.kind = REQUEST_CHECKPOINT;
 		request.sink_id = schedule[i].sink_id;
+		memset(&tally, 0, sizeof(tally));
 		run_request(&request, &outcome);
 		remove_paths(&committed_paths);
+		record_statistics(&outcome);
 		if (outcome.sqlerrcode == 0)
 			maintain_after_commit(outcome.sink_id);
 		/* a failure is logged by run_request and tried again, not too often */

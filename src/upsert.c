@@ -440,7 +440,7 @@ run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *s
  * matched now), a few times at most before the error stands.
  */
 static uint64
-run_merge(ApplyLayout *layout, Tuplestorestate *changes)
+run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
 {
 	char	   *query = merge_statement(layout);
 	MemoryContext context = CurrentMemoryContext;
@@ -473,6 +473,7 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes)
 					(errmsg("paimon_sink runs the MERGE of a checkpoint again: %s", error->message)));
 			FreeErrorData(error);
 			retry = true;
+			(*retries)++;
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(context);
@@ -604,7 +605,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	counts->deletes = layout.deletes;
 	counts->keys = tuplestore_tuple_count(changes);
 	if (counts->keys > 0)
-		counts->changed = run_merge(&layout, changes);
+		counts->changed = run_merge(&layout, changes, &counts->retries);
 	tuplestore_end(changes);
 
 	AtEOXact_GUC(false, nest_level);

@@ -23,6 +23,7 @@ typedef struct UpsertCounts
 	uint64		upserts;		/* keys whose latest version is an upsert */
 	uint64		deletes;		/* keys whose latest version is a delete */
 	uint64		changed;		/* target rows inserted, updated or deleted */
+	uint64		retries;		/* MERGE runs again after a concurrent insert */
 } UpsertCounts;
 
 /* The sequence number of the row COPY returned last (see committer.c). */
