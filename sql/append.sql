@@ -126,6 +126,11 @@ SELECT commit_user = 'job-1' AS job, count(*), count(DISTINCT commit_identifier)
   FROM paimon_sink.snapshots GROUP BY 1 ORDER BY 1;
 SELECT count(*) FROM paimon_sink.in_doubt;
 SELECT writer, pid IS NOT NULL AS running, ready FROM paimon_sink.writers ORDER BY writer;
+-- what the writers did: rows, bytes, acknowledged hand-offs, fsyncs, streams
+SELECT sum(rows_staged) >= 1000 AS rows, sum(bytes_staged) > 0 AS bytes,
+	sum(handoffs) > 0 AS handoffs, sum(fsyncs) > 0 AS synced,
+	sum(streams) > 0 AS streams, sum(queues_in_use) AS queues
+  FROM paimon_sink.writers;
 
 -- a partitioned target and a bucket key spread over writers
 CREATE TABLE measurements (sensor int, reading int) PARTITION BY RANGE (sensor);

@@ -220,10 +220,11 @@ $$The commit user's high-water mark (bigint): the checkpoint id up to which ever
 
 CREATE FUNCTION paimon_sink.writer_status(
 	OUT writer integer, OUT pid integer, OUT ready boolean, OUT rows_staged bigint,
-	OUT bytes_staged bigint, OUT files_open integer, OUT queues_in_use integer)
+	OUT bytes_staged bigint, OUT files_open integer, OUT queues_in_use integer,
+	OUT streams integer, OUT fsyncs bigint, OUT handoffs bigint)
 	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_writer_status' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.writer_status() IS
-$$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use. Error: 55000 library not preloaded.$$;
+$$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use (its queue depth: transactions handing rows to it now), streams (sink, commit user, writer id, bucket) it holds, fsyncs of staged files, and transactions whose rows it acknowledged since the server started. Error: 55000 library not preloaded.$$;
 
 CREATE FUNCTION paimon_sink.start_workers() RETURNS void
 	AS 'MODULE_PATHNAME', 'paimon_sink_start_workers' LANGUAGE C VOLATILE;
@@ -355,7 +356,7 @@ COMMENT ON VIEW paimon_sink.in_doubt IS
 	'Prepared transactions of paimon_sink in this database that are not yet committed.';
 
 CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
-COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use.';
+COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use, streams, fsyncs, hand-offs.';
 
 CREATE VIEW paimon_sink.faults AS SELECT * FROM paimon_sink.fault_status();
 COMMENT ON VIEW paimon_sink.faults IS 'Fault-injection points (for tests): armed action, hits left and so far, paused process.';

@@ -753,8 +753,8 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(shared_database(index), w);
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, false, false, false, false};
+		Datum		values[10];
+		bool		nulls[10] = {false, false, false, false, false, false, false, false, false, false};
 
 		values[0] = Int32GetDatum(w);
 		values[1] = Int32GetDatum(writer->pid);
@@ -764,6 +764,9 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 		values[4] = Int64GetDatum(pg_atomic_read_u64(&writer->bytes_staged));
 		values[5] = Int32GetDatum(pg_atomic_read_u32(&writer->files_open));
 		values[6] = Int32GetDatum(pg_atomic_read_u32(&writer->queues_in_use));
+		values[7] = Int32GetDatum(pg_atomic_read_u32(&writer->streams));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->fsyncs));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -147,6 +147,9 @@ shared_state_init(void)
 				pg_atomic_init_u64(&writer->bytes_staged, 0);
 				pg_atomic_init_u32(&writer->files_open, 0);
 				pg_atomic_init_u32(&writer->queues_in_use, 0);
+				pg_atomic_init_u32(&writer->streams, 0);
+				pg_atomic_init_u64(&writer->fsyncs, 0);
+				pg_atomic_init_u64(&writer->handoffs, 0);
 				writer->slot_count = PaimonSinkQueuesPerWriter;
 				area = writer_offset + MAXALIGN(offsetof(WriterEntry, slots) +
 												sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);

@@ -114,6 +114,9 @@ typedef struct WriterEntry
 	pg_atomic_uint64 bytes_staged;
 	pg_atomic_uint32 files_open;
 	pg_atomic_uint32 queues_in_use;
+	pg_atomic_uint32 streams;	/* (sink, commit user, writer id, bucket) held */
+	pg_atomic_uint64 fsyncs;	/* of staged files and their folders */
+	pg_atomic_uint64 handoffs;	/* transactions whose rows it acknowledged */
 
 	int			slot_count;
 	HandoffSlot slots[FLEXIBLE_ARRAY_MEMBER];

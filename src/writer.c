@@ -173,6 +173,7 @@ get_stream(const StreamIdentity *id)
 	{
 		stream->open_files = NIL;
 		stream->sealed = NIL;
+		pg_atomic_write_u32(&MyWriter->streams, (uint32) hash_get_num_entries(streams));
 	}
 	return stream;
 }
@@ -233,6 +234,7 @@ current_file(Stream *stream, uint64 owner_xid)
 	file = palloc0(sizeof(OpenFile));
 	file->owner_xid = owner_xid;
 	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
+	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 2);	/* the file and its folder */
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
 	stream->open_files = lappend(stream->open_files, file);
@@ -309,6 +311,14 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
 	pg_atomic_fetch_add_u64(&MyWriter->bytes_staged, length);
 }
 
+/* fsync a staged file, counted for the writers view */
+static void
+writer_sync(File file, const char *path)
+{
+	staged_file_sync(file, path);
+	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+}
+
 static void
 sync_dirty_files(void)
 {
@@ -325,7 +335,7 @@ sync_dirty_files(void)
 			OpenFile   *file = lfirst(lc);
 
 			if (file->dirty)
-				staged_file_sync(file->file, file->path);
+				writer_sync(file->file, file->path);
 			file->dirty = false;
 		}
 	}
@@ -351,6 +361,7 @@ acknowledge_handoffs(void)
 	SpinLockRelease(&MyWriter->mutex);
 	for (int i = 0; i < pending_ack_count; i++)
 		SetLatch(&pending_acks[i].requester->procLatch);
+	pg_atomic_fetch_add_u64(&MyWriter->handoffs, pending_ack_count);
 	pending_ack_count = 0;
 	fault_point("writer_after_ack");
 }
@@ -622,7 +633,7 @@ seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_
 		sealed->record.excluded_count = excluded;
 		sealed->reported_seq = barrier_seq;
 		if (file->dirty)
-			staged_file_sync(file->file, file->path);
+			writer_sync(file->file, file->path);
 		FileClose(file->file);
 		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
 		if (file->batches)
@@ -717,6 +728,7 @@ forget_dropped_sinks(void)
 		list_free(stream->open_files);
 		list_free_deep(stream->sealed);
 		hash_search(streams, &stream->id, HASH_REMOVE, NULL);
+		pg_atomic_write_u32(&MyWriter->streams, (uint32) hash_get_num_entries(streams));
 	}
 }
 
@@ -910,7 +922,7 @@ adopt_file(const char *path, const char *name)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not truncate staged file \"%s\": %m", path)));
-		staged_file_sync(handle, path);
+		writer_sync(handle, path);
 	}
 	file->size = offset;
 	file->appendable = false;
@@ -1079,6 +1091,7 @@ paimon_sink_writer_main(Datum main_arg)
 	pg_atomic_write_u64(&MyWriter->bytes_staged, 0);
 	pg_atomic_write_u32(&MyWriter->files_open, 0);
 	pg_atomic_write_u32(&MyWriter->queues_in_use, 0);
+	pg_atomic_write_u32(&MyWriter->streams, 0);
 	before_shmem_exit(writer_exit, 0);
 
 	pgstat_report_activity(STATE_RUNNING, "adopting staged files");
