@@ -158,7 +158,12 @@ SELECT checkpoint_id FROM paimon_sink.prepare_commit('orders_sink', NULL, 100);
 SELECT paimon_sink.drop_sink('orders_sink');
 \echo :LAST_ERROR_SQLSTATE
 SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('orders_sink');
+-- and while writers hold rows that no checkpoint took yet, unless forced
+INSERT INTO orders_sink VALUES (51, 5, 'staged');
 SELECT paimon_sink.drop_sink('orders_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('orders_sink', force => true);
+SELECT count(*) FROM paimon_sink.sinks WHERE sink_name = 'orders_sink';
 SELECT count(*) FROM orders;
 RESET ROLE;
 -- the sink's layout is fixed at create_sink: altering the foreign table or

@@ -189,7 +189,7 @@ $$Registers a sink writing into target (a table the caller may INSERT into), cre
 CREATE FUNCTION paimon_sink.drop_sink(sink_name text, force boolean DEFAULT false)
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.drop_sink(text, boolean) IS
-$$Drops a sink, its foreign table and its catalog rows; its staged files are removed after the transaction commits. Errors: 42704 unknown sink; 42501 caller is not the sink owner or a member; 55006 an in-doubt prepared transaction of the sink exists, or (without force) prepared checkpoints are not committed.$$;
+$$Drops a sink, its foreign table and its catalog rows; its staged files are removed after the transaction commits. Errors: 42704 unknown sink; 42501 caller is not the sink owner or a member; 55006 an in-doubt prepared transaction of the sink exists (never forced: the committer finishes it), or, without force, prepared checkpoints are not committed or writers hold rows of committed transactions that no checkpoint took yet; force discards them and removes every staged file.$$;
 
 CREATE FUNCTION paimon_sink.prepare_commit(
 	sink_name text, commit_user text, checkpoint_id bigint, writer_id integer DEFAULT NULL)

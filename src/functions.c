@@ -32,6 +32,8 @@
 #include "handoff.h"
 #include "miscadmin.h"
 #include "shared_state.h"
+#include "staged_file.h"
+#include "storage/fd.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -514,11 +516,46 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The sink's staged files that no committed checkpoint recorded: rows that
+ * writers hold or a prepared checkpoint waits with (files of committed
+ * checkpoints linger only until the committer removes them).  The caller is
+ * connected to SPI.
+ */
+static int
+staged_files_held(int32 sink_id)
+{
+	char		directory[MAXPGPATH];
+	DIR		   *dir;
+	struct dirent *entry;
+	int			held = 0;
+
+	staged_file_directory(directory, MyDatabaseId, sink_id);
+	dir = AllocateDir(directory);
+	while (dir != NULL && (entry = ReadDir(dir, directory)) != NULL)
+	{
+		Oid			type = TEXTOID;
+		Datum		value;
+
+		if (!staged_file_name_is_valid(entry->d_name))
+			continue;
+		value = CStringGetTextDatum(entry->d_name);
+		catalog_execute("SELECT 1 FROM paimon_sink.committable WHERE file_name = $1 "
+						"AND snapshot_id IS NOT NULL", 1, &type, &value, NULL, false);
+		if (SPI_processed == 0)
+			held++;
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+	return held;
+}
+
+/*
  * drop_sink(sink_name text, force boolean) removes a sink, its foreign
  * table and catalog rows; its staged files are removed by the committer
  * after this transaction commits.  Refuses (ERRCODE_OBJECT_IN_USE) while a
  * prepared transaction of the sink is in doubt, and without force while
- * checkpoints are prepared but not committed.
+ * checkpoints are prepared but not committed or writers hold staged rows
+ * of it.
  */
 Datum
 paimon_sink_drop_sink(PG_FUNCTION_ARGS)
@@ -550,6 +587,13 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 				 errmsg("sink \"%s\" has prepared checkpoints that are not committed", sink->name),
 				 errdetail("Dropping it would discard their rows."),
 				 errhint("Commit them with paimon_sink.commit(), or drop with force => true to discard them.")));
+
+	if (!force && staged_files_held(sink->sink_id) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sink \"%s\" has rows staged that no checkpoint holds yet", sink->name),
+				 errdetail("Committed transactions wrote them; dropping the sink would discard them."),
+				 errhint("Commit them with paimon_sink.checkpoint() (or the job's prepare_commit and commit), or drop with force => true to discard them.")));
 
 	catalog_execute("DELETE FROM paimon_sink.committable WHERE sink_id = $1", 1, &type, &value, NULL, true);
 	catalog_execute("DELETE FROM paimon_sink.snapshot_log WHERE sink_id = $1", 1, &type, &value, NULL, true);
