@@ -226,6 +226,14 @@ CREATE FUNCTION paimon_sink.writer_status(
 COMMENT ON FUNCTION paimon_sink.writer_status() IS
 $$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use (its queue depth: transactions handing rows to it now), streams (sink, commit user, writer id, bucket) it holds, fsyncs of staged files, and transactions whose rows it acknowledged since the server started. Error: 55000 library not preloaded.$$;
 
+CREATE FUNCTION paimon_sink.commit_progress(
+	OUT pid integer, OUT sink_id integer, OUT commit_user text, OUT checkpoint_id bigint,
+	OUT phase text, OUT files_done integer, OUT files_total integer, OUT rows_done bigint,
+	OUT rows_total bigint, OUT started_at timestamptz)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_commit_progress' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.commit_progress() IS
+$$The checkpoint this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED), staged files and rows read so far and in all, start time. Error: 55000 library not preloaded.$$;
+
 CREATE FUNCTION paimon_sink.start_workers() RETURNS void
 	AS 'MODULE_PATHNAME', 'paimon_sink_start_workers' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.start_workers() IS
@@ -358,10 +366,17 @@ COMMENT ON VIEW paimon_sink.in_doubt IS
 CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
 COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use, streams, fsyncs, hand-offs.';
 
+CREATE VIEW paimon_sink.commit_progress AS
+	SELECT p.pid, s.sink_name, p.commit_user, p.checkpoint_id, p.phase, p.files_done,
+		p.files_total, p.rows_done, p.rows_total, p.started_at
+	FROM paimon_sink.commit_progress() p
+	LEFT JOIN paimon_sink.sink_definition s USING (sink_id);
+COMMENT ON VIEW paimon_sink.commit_progress IS 'The checkpoint being committed now: phase, staged files and rows read so far and in all.';
+
 CREATE VIEW paimon_sink.faults AS SELECT * FROM paimon_sink.fault_status();
 COMMENT ON VIEW paimon_sink.faults IS 'Fault-injection points (for tests): armed action, hits left and so far, paused process.';
 GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
-	paimon_sink.commit_stats,
+	paimon_sink.commit_stats, paimon_sink.commit_progress,
 	paimon_sink.in_doubt, paimon_sink.writers, paimon_sink.faults TO PUBLIC;
 
 SELECT paimon_sink.start_workers();

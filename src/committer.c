@@ -393,6 +393,40 @@ load_row_sequence(void)
 	return load.batch_first_sequence + load.batch_rows_read++;
 }
 
+/* Progress of the checkpoint being committed (the view commit_progress). */
+static void
+progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int files,
+			   int64 rows)
+{
+	CommitProgress *progress = &MyDatabaseEntry->progress;
+
+	SpinLockAcquire(&progress->mutex);
+	progress->phase = COMMIT_PHASE_LOADING;
+	progress->sink_id = sink_id;
+	progress->checkpoint_id = checkpoint_id;
+	strlcpy(progress->commit_user, commit_user, sizeof(progress->commit_user));
+	progress->files_total = files;
+	progress->files_done = 0;
+	progress->rows_total = rows;
+	progress->rows_done = 0;
+	progress->started_at = GetCurrentTimestamp();
+	SpinLockRelease(&progress->mutex);
+}
+
+/* phase, or -1 to keep it; files and rows are added */
+static void
+progress_update(int phase, int files, int64 rows)
+{
+	CommitProgress *progress = &MyDatabaseEntry->progress;
+
+	SpinLockAcquire(&progress->mutex);
+	if (phase >= 0)
+		progress->phase = phase;
+	progress->files_done += files;
+	progress->rows_done += rows;
+	SpinLockRelease(&progress->mutex);
+}
+
 /* Load callback: the rows of the included batches, file after file. */
 static int
 load_read(void *outbuf, int minread, int maxread)
@@ -442,6 +476,7 @@ load_read(void *outbuf, int minread, int maxread)
 			FileClose(load.file);
 			load.file = -1;
 			load.file_index++;
+			progress_update(-1, 1, 0);
 			continue;
 		}
 		if (!staged_file_read_batch(load.file, file->path, load.offset, load.file_size,
@@ -460,6 +495,7 @@ load_read(void *outbuf, int minread, int maxread)
 		}
 		else
 		{
+			progress_update(-1, 0, header.row_count);
 			check_batch_read();
 			load.batch_first_sequence = header.first_sequence;
 			load.batch_rows = header.row_count;
@@ -492,12 +528,18 @@ end_load(void)
 	load.file = -1;
 }
 
+static void
+progress_applying(void)
+{
+	progress_update(COMMIT_PHASE_APPLYING, 0, 0);
+}
+
 /* Apply an upsert sink's staged changes (see upsert.c). */
 static uint64
 apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
 {
 	start_load(files, true);
-	upsert_apply(sink, load_read, load_row_sequence, counts);
+	upsert_apply(sink, load_read, load_row_sequence, progress_applying, counts);
 	check_batch_read();
 	end_load();
 	return counts->versions;
@@ -990,6 +1032,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 		AfterTriggerSetState(immediate);
 	}
 	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and call commit() or checkpoint() again.";
+	progress_start(sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	if (SINK_IS_UPSERT(sink))
 		loaded = apply_files(sink, files, &changes);
 	else
@@ -1025,6 +1068,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_finish();
 
 	error_context_stack = callback.previous;
+	progress_update(COMMIT_PHASE_PREPARING, 0, 0);
 	fault_point("committer_before_prepare");
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
@@ -1035,6 +1079,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(committer_context);
+	progress_update(COMMIT_PHASE_IDLE, 0, 0);
 
 	ereport(LOG,
 			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", identifier %lld, %llu rows, %d files, %.3f ms",
@@ -1480,6 +1525,7 @@ run_request(CommitterRequest *request, CommitterRequest *result)
 		error = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
+		progress_update(COMMIT_PHASE_IDLE, 0, 0);
 		in_doubt_possible = true;
 		SPI_finish();
 		if (load.file >= 0)

@@ -55,6 +55,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_recover);
 PG_FUNCTION_INFO_V1(paimon_sink_end_input);
 PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
 PG_FUNCTION_INFO_V1(paimon_sink_expire_snapshots);
+PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
 
 static char *
 text_argument(FunctionCallInfo fcinfo, int index)
@@ -813,6 +814,51 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	return (Datum) 0;
+}
+
+/*
+ * commit_progress() returns the checkpoint this database's committer is
+ * committing, if any: (pid integer, sink_id integer, commit_user text,
+ * checkpoint_id bigint, phase text, files_done integer, files_total integer,
+ * rows_done bigint, rows_total bigint, started_at timestamptz), as
+ * pg_stat_progress_copy reports a COPY.  Error: 55000 library not preloaded.
+ */
+Datum
+paimon_sink_commit_progress(PG_FUNCTION_ARGS)
+{
+	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DatabaseEntry *db;
+	CommitProgress progress;
+	int			index;
+	Datum		values[10];
+	bool		nulls[10] = {false, false, false, false, false, false, false, false, false, false};
+
+	paimon_sink_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(MyDatabaseId);
+	LWLockRelease(PaimonSinkState->lock);
+	if (index < 0)
+		return (Datum) 0;
+	db = shared_database(index);
+	SpinLockAcquire(&db->progress.mutex);
+	memcpy(&progress, &db->progress, sizeof(progress));
+	SpinLockRelease(&db->progress.mutex);
+	if (progress.phase == COMMIT_PHASE_IDLE)
+		return (Datum) 0;
+	values[0] = Int32GetDatum(db->committer_pid);
+	values[1] = Int32GetDatum(progress.sink_id);
+	values[2] = CStringGetTextDatum(progress.commit_user);
+	values[3] = Int64GetDatum(progress.checkpoint_id);
+	values[4] = CStringGetTextDatum(phases[progress.phase]);
+	values[5] = Int32GetDatum(progress.files_done);
+	values[6] = Int32GetDatum(progress.files_total);
+	values[7] = Int64GetDatum(progress.rows_done);
+	values[8] = Int64GetDatum(progress.rows_total);
+	values[9] = TimestampTzGetDatum(progress.started_at);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }
 

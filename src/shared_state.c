@@ -132,6 +132,8 @@ shared_state_init(void)
 			PaimonSinkState->database_offsets[d] = offset;
 			db = shared_database(d);
 			ConditionVariableInit(&db->request_done);
+			SpinLockInit(&db->progress.mutex);
+			db->progress.phase = COMMIT_PHASE_IDLE;
 			writer_offset = offset + MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
 											  sizeof(Size) * PaimonSinkWritersPerDatabase);
 			for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)

@@ -178,6 +178,33 @@ typedef struct CommitterRequest
 	char		warning[PAIMON_SINK_ERROR_TEXT];	/* a failed maintenance, reported */
 } CommitterRequest;
 
+/* Phases of a commit, for the view commit_progress. */
+typedef enum CommitPhase
+{
+	COMMIT_PHASE_IDLE,
+	COMMIT_PHASE_LOADING,		/* reading staged files (append: into the target) */
+	COMMIT_PHASE_APPLYING,		/* upsert: sorted, running the MERGE */
+	COMMIT_PHASE_PREPARING		/* PREPARE TRANSACTION and COMMIT PREPARED */
+} CommitPhase;
+
+/*
+ * The checkpoint the committer is committing now (as pg_stat_progress_copy
+ * shows a COPY): written by the committer only, under mutex.
+ */
+typedef struct CommitProgress
+{
+	slock_t		mutex;
+	int			phase;			/* CommitPhase */
+	int32		sink_id;
+	int64		checkpoint_id;
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int32		files_total;
+	int32		files_done;
+	int64		rows_total;
+	int64		rows_done;
+	TimestampTz started_at;
+} CommitProgress;
+
 /* One database with sinks. */
 typedef struct DatabaseEntry
 {
@@ -191,6 +218,7 @@ typedef struct DatabaseEntry
 	uint64		next_request_seq;
 	ConditionVariable request_done;
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
+	CommitProgress progress;
 	Size		writer_offsets[FLEXIBLE_ARRAY_MEMBER];	/* one per writer */
 } DatabaseEntry;
 

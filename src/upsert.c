@@ -487,7 +487,8 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
  * upsert_apply applies one checkpoint's changes to the target of an upsert
  * sink: the staged rows read through read (COPY FROM's data-source
  * callback, binary format, the foreign table's layout), each numbered by
- * row_sequence right after COPY returned it.  Fills counts.  Runs as the
+ * row_sequence right after COPY returned it; applying is called once all
+ * are read.  Fills counts.  Runs as the
  * sink's owner.  Raises ERRCODE_DATA_CORRUPTED for a staged row with a NULL
  * key or an unknown row kind, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when
  * the target lost its primary key, ERRCODE_FEATURE_NOT_SUPPORTED for a
@@ -496,7 +497,7 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
  */
 void
 upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row_sequence,
-			 UpsertCounts *counts)
+			 apply_phase_cb applying, UpsertCounts *counts)
 {
 	MemoryContext apply_context = AllocSetContextCreate(CurrentMemoryContext,
 														"paimon_sink upsert",
@@ -574,6 +575,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	}
 	EndCopyFrom(cstate);
 	MemoryContextDelete(row_context);
+	applying();
 	tuplesort_performsort(sort);
 
 	/* per key, the newest version decides */

@@ -29,7 +29,11 @@ typedef struct UpsertCounts
 /* The sequence number of the row COPY returned last (see committer.c). */
 typedef uint64 (*row_sequence_cb) (void);
 
+/* Called when every version is read and the apply begins. */
+typedef void (*apply_phase_cb) (void);
+
 extern void upsert_apply(const SinkInfo *sink, copy_data_source_cb read,
-						 row_sequence_cb row_sequence, UpsertCounts *counts);
+						 row_sequence_cb row_sequence, apply_phase_cb applying,
+						 UpsertCounts *counts);
 
 #endif							/* PAIMON_SINK_UPSERT_H */

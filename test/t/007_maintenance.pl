@@ -116,6 +116,27 @@ like($err, qr/WARNING:  paimon_sink maintenance after a commit of sink \d+ faile
 	"INSERT INTO small_sink VALUES (30003); SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
 is($err, '', 'once');
 
+# --- a commit in progress shows in commit_progress, as COPY's in pg_stat_progress_copy
+is(sql("SELECT count(*) FROM paimon_sink.commit_progress"), '0', 'no commit in progress');
+sql("INSERT INTO small_sink SELECT g FROM generate_series(50001, 52000) g");
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'pause')");
+my ($in, $ckpt_out, $ckpt_err) = ('', '', '');
+my $ckpt = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT row_count FROM paimon_sink.checkpoint('small_sink')" ],
+	'<', \$in, '>', \$ckpt_out, '2>', \$ckpt_err);
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_before_prepare'"),
+	'a commit paused after its load');
+is(sql("SELECT sink_name || ' ' || phase || ' ' || files_done || '/' || files_total || ' ' || rows_done || '/' || rows_total
+	FROM paimon_sink.commit_progress"), 'small_sink preparing 2/2 2000/2000',
+	'commit_progress shows its sink, phase, files and rows');
+sql("SELECT paimon_sink.release_fault('committer_before_prepare')");
+$ckpt->finish;
+is($ckpt_out, "2000\n", 'the commit completes');
+is(sql("SELECT count(*) FROM paimon_sink.commit_progress"), '0', 'and leaves the view');
+sql("SELECT paimon_sink.clear_faults()");
+
 # --- orphan files are removed on a schedule; files a writer holds are not
 sql("INSERT INTO small_sink VALUES (40001)");	# staged, held by its writer
 my ($dir) = glob($node->data_dir . '/pg_paimon_sink/*/1');
