@@ -145,6 +145,8 @@ CREATE UNLOGGED TABLE paimon_sink.maintenance_result (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition', '');
+-- a restored database must not hand out a restored sink's id again
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_definition_sink_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.commit_user_state', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.committable', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.snapshot_log', '');

@@ -1,0 +1,59 @@
+# pg_dump of a database with sinks restores their definitions, marks and
+# snapshots: the restored sinks take writes and commit, and a new sink gets
+# an id of its own.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->start;
+
+sub sql { my ($db, $query) = @_; return $node->safe_psql($db, $query); }
+
+$node->safe_psql('postgres', 'CREATE DATABASE source_db');
+sql('source_db', q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE events (id int, note text);
+	CREATE TABLE accounts (id int PRIMARY KEY, balance int);
+	SELECT sink_name FROM paimon_sink.create_sink('events_sink', 'events', buckets => 2, bucket_key => '{id}');
+	SELECT sink_name FROM paimon_sink.create_sink('accounts_sink', 'accounts', mode => 'upsert',
+		checkpoint_interval => '1 hour');
+	INSERT INTO events_sink VALUES (1, 'one');
+	INSERT INTO accounts_sink VALUES (1, 10), (1, 11);
+	SELECT paimon_sink.checkpoint('events_sink');
+	SELECT paimon_sink.checkpoint('accounts_sink');
+});
+
+my $dump = $node->basedir . '/source_db.sql';
+$node->command_ok([ 'pg_dump', '-d', $node->connstr('source_db'), '-f', $dump ], 'pg_dump runs');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_db');
+$node->command_ok([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-q', '-d', $node->connstr('restored_db'), '-f', $dump ],
+	'the dump restores without an error');
+
+is(sql('restored_db', "SELECT string_agg(sink_name || ':' || mode || ':' || buckets || ':' ||
+		coalesce(checkpoint_interval::text, '-') || ':' || last_committed_checkpoint, ' ' ORDER BY sink_name)
+		FROM paimon_sink.sinks"),
+	'accounts_sink:upsert:1:01:00:00:1 events_sink:append:2:-:1', 'the sinks and their marks are back');
+is(sql('restored_db', "SELECT count(*) FROM paimon_sink.snapshots"), '2', 'and their snapshots');
+ok($node->poll_query_until('restored_db', "SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready"),
+	'the restored database gets its writers');
+sql('restored_db', q{
+	INSERT INTO events_sink VALUES (2, 'two');
+	INSERT INTO accounts_sink VALUES (1, 12), (2, 20);
+	SELECT paimon_sink.checkpoint('events_sink');
+	SELECT paimon_sink.checkpoint('accounts_sink');
+});
+is(sql('restored_db', "SELECT string_agg(id || '=' || note, ',' ORDER BY id) FROM events"), '1=one,2=two',
+	'a restored append sink commits');
+is(sql('restored_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=12,2=20',
+	'a restored upsert sink commits, keyed as before');
+sql('restored_db', "CREATE TABLE more (id int)");
+is(sql('restored_db', "SELECT sink_name FROM paimon_sink.create_sink('more_sink', 'more')"), 'more_sink',
+	'a new sink gets an id of its own');
+is(sql('source_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=11',
+	'the source database is untouched');
+
+done_testing();
