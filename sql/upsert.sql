@@ -151,6 +151,20 @@ ALTER TABLE rekeyed DROP CONSTRAINT rekeyed_pkey, ADD PRIMARY KEY (a);
 SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('rekeyed_sink', NULL, 10);
 SELECT * FROM rekeyed;
 
+-- so is its collation: keys are routed by the foreign table's, compared by the key's
+CREATE TABLE named (k text PRIMARY KEY, v int);
+SELECT sink_name FROM paimon_sink.create_sink('named_sink', 'named', mode => 'upsert', buckets => 8);
+INSERT INTO named_sink VALUES ('a', 1);
+ALTER TABLE named ALTER COLUMN k TYPE text COLLATE "POSIX";
+SELECT * FROM paimon_sink.checkpoint('named_sink');
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE named ALTER COLUMN k TYPE text COLLATE "default";
+SELECT checkpoint_id, newly_committed FROM paimon_sink.commit('named_sink', NULL, 10);
+SELECT * FROM named;
+-- a -U row names its key too
+INSERT INTO named_sink (k, v, _row_kind) VALUES (NULL, 1, '-U');
+\echo :LAST_ERROR_SQLSTATE
+
 -- a failed commit says what to do; a unique constraint besides the key is
 -- checked row by row unless it is deferrable (then at the end of the commit)
 CREATE TABLE users (id int PRIMARY KEY, email text UNIQUE);
@@ -223,11 +237,12 @@ SELECT paimon_sink.drop_sink('profiles_sink');
 SELECT paimon_sink.drop_sink('readings_sink');
 SELECT paimon_sink.drop_sink('tags_sink');
 SELECT paimon_sink.drop_sink('rekeyed_sink');
+SELECT paimon_sink.drop_sink('named_sink');
 SELECT paimon_sink.drop_sink('users_sink');
 SELECT paimon_sink.drop_sink('tickets_sink');
 SELECT paimon_sink.drop_sink('amount_sink');
 RESET ROLE;
 DROP TABLE accounts, prices, profiles, plain_log, insert_only, readings, readings_audit, tags,
-	rekeyed, users, tickets, deferred_key, ruled, by_amount;
+	rekeyed, users, tickets, deferred_key, ruled, by_amount, named;
 DROP TYPE amount;
 DROP FUNCTION readings_audit();

@@ -285,10 +285,15 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
 		Form_pg_index form;
 		ListCell   *lc = list_head(sink->key_columns);
+		oidvector  *collations;
+		bool		isnull;
 
 		if (!HeapTupleIsValid(tuple))
 			elog(ERROR, "cache lookup failed for index %u", index);
 		form = (Form_pg_index) GETSTRUCT(tuple);
+		collations = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple,
+																   Anum_pg_index_indcollation,
+																   &isnull));
 		same = form->indnkeyatts == list_length(sink->key_columns);
 		for (int k = 0; k < form->indnkeyatts; k++)
 		{
@@ -299,6 +304,28 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 			{
 				same = strcmp(name, lfirst(lc)) == 0;
 				lc = lnext(sink->key_columns, lc);
+			}
+			/*
+			 * Rows are routed by the foreign table's collation and keys
+			 * compared by the index's: a key column whose collation changed
+			 * on one side would split one key over two buckets.
+			 */
+			if (same && !isnull && OidIsValid(sink->foreign_table))
+			{
+				AttrNumber	attnum = get_attnum(sink->foreign_table, name);
+				Oid			type;
+				int32		typmod;
+				Oid			collation = InvalidOid;
+
+				if (attnum != InvalidAttrNumber)
+					get_atttypetypmodcoll(sink->foreign_table, attnum, &type, &typmod, &collation);
+				if (collation != collations->values[k])
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("key column \"%s\" of sink \"%s\" has another collation in table \"%s\" than in the sink's foreign table",
+									name, sink->name, RelationGetRelationName(target)),
+							 errdetail("Changes are routed to buckets by the foreign table's collation and keys compared by the primary key's; they must be the same."),
+							 errhint("Restore the collation; nothing staged is lost meanwhile. To compare keys by another, commit what is staged and re-create the sink.")));
 			}
 		}
 		ReleaseSysCache(tuple);

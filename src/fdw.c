@@ -712,7 +712,7 @@ check_change(SinkInsertState *state, TupleTableSlot *slot)
 											  memcmp(data, "+U", 2) == 0))
 			kind = ROW_KIND_UPSERT;
 		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-U", 2) == 0)
-			return ROW_KIND_UPDATE_BEFORE;
+			kind = ROW_KIND_UPDATE_BEFORE;
 		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-D", 2) == 0)
 			kind = ROW_KIND_DELETE;
 		else

@@ -57,6 +57,9 @@
 
 #define CHANGES_RELATION "paimon_sink_changes"
 
+/* Runs of a checkpoint's MERGE while other sessions insert its keys. */
+#define MERGE_ATTEMPTS 10
+
 /* What the apply needs to know, derived from the two relations. */
 typedef struct ApplyLayout
 {
@@ -76,6 +79,7 @@ typedef struct ApplyLayout
 	AttrNumber *change_attnums; /* foreign table attnum of each */
 	int		   *change_key_index;	/* its place in the primary key, or -1 */
 	bool		partial_update;
+	char	   *key_constraint; /* the primary key's index, as errors name it */
 	uint64		upserts;		/* keys in the changes */
 	uint64		deletes;
 } ApplyLayout;
@@ -115,6 +119,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 
 	/* keys compare as the primary key's index compares them */
 	index_rel = index_open(index, AccessShareLock);
+	layout->key_constraint = pstrdup(RelationGetRelationName(index_rel));
 	layout->key_count = IndexRelationGetNumberOfKeyAttributes(index_rel);
 	layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
 	layout->key_names = palloc(sizeof(char *) * layout->key_count);
@@ -435,9 +440,10 @@ run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *s
 
 /*
  * Run the MERGE.  MERGE, unlike INSERT ... ON CONFLICT, fails with a unique
- * violation when another transaction inserts a key between its join and its
- * insert; the statement then runs again in a new subtransaction (the key is
- * matched now), a few times at most before the error stands.
+ * violation of the primary key when another transaction inserts a key
+ * between its join and its insert; the statement then runs again in a new
+ * subtransaction (the key is matched now), MERGE_ATTEMPTS times at most.
+ * Another unique constraint's violation stands at once.
  */
 static uint64
 run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
@@ -465,8 +471,20 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
 
 			MemoryContextSwitchTo(context);
 			error = CopyErrorData();
-			if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || attempt >= 3)
+			/* only a key inserted meanwhile goes away on a rerun */
+			if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || error->constraint_name == NULL ||
+				strcmp(error->constraint_name, layout->key_constraint) != 0)
 				PG_RE_THROW();
+			if (attempt >= MERGE_ATTEMPTS)
+			{
+				FlushErrorState();
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("%s", error->message),
+						 error->detail ? errdetail("%s", error->detail) : 0,
+						 errhint("Other sessions kept inserting keys of this checkpoint into the target while it was applied %d times; call commit() or checkpoint() again.",
+								 MERGE_ATTEMPTS)));
+			}
 			FlushErrorState();
 			RollbackAndReleaseCurrentSubTransaction();
 			ereport(LOG,
