@@ -1576,6 +1576,9 @@ maintain_after_commit(int32 sink_id)
 
 		fault_point("committer_maintenance");
 		begin_work();
+		/* a crash losing the expiry only leaves it for the next commit: no WAL flush */
+		(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 		expired = catalog_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
 										   PaimonSinkSnapshotRetentionMs, false);
 		end_work();

@@ -43,9 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
-#include "catalog/pg_index.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
@@ -199,33 +197,26 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 	layout->is_key = palloc0(sizeof(bool) * desc->natts);
 	if (layout->upsert)
 	{
-		Oid			index = catalog_check_primary_key(&layout->sink, target);
-		HeapTuple	tuple;
-		Form_pg_index form;
+		ListCell   *key;
+		int			k = 0;
 
+		/* the key is the one the sink was created with: its recorded names */
+		(void) catalog_check_primary_key(&layout->sink, target);
 		/* the layout check found the foreign table as create_sink made it */
 		layout->row_kind_attnum = get_attnum(RelationGetRelid(rel), layout->sink.row_kind_column);
 		Assert(layout->row_kind_attnum != InvalidAttrNumber);
-		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for index %u", index);
-		form = (Form_pg_index) GETSTRUCT(tuple);
-		layout->key_count = form->indnkeyatts;
+		layout->key_count = list_length(layout->sink.key_columns);
 		layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
-		for (int k = 0; k < layout->key_count; k++)
+		foreach(key, layout->sink.key_columns)
 		{
-			Form_pg_attribute attr = TupleDescAttr(target_desc, form->indkey.values[k] - 1);
+			AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(key));
 
-			layout->key_attnums[k] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
-			if (layout->key_attnums[k] == InvalidAttrNumber)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("primary key column \"%s\" of the target of sink \"%s\" is not a column of its foreign table",
-								NameStr(attr->attname), layout->sink.name),
-						 errhint("Commit what is staged and re-create the sink.")));
-			layout->is_key[layout->key_attnums[k] - 1] = true;
+			if (attnum == InvalidAttrNumber)
+				elog(ERROR, "key column \"%s\" of sink \"%s\" is missing from its foreign table",
+					 (char *) lfirst(key), layout->sink.name);
+			layout->key_attnums[k++] = attnum;
+			layout->is_key[attnum - 1] = true;
 		}
-		ReleaseSysCache(tuple);
 	}
 	layout->target_map = palloc0(sizeof(AttrNumber) * target_desc->natts);
 	for (int a = 0; a < target_desc->natts; a++)

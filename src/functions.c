@@ -778,14 +778,14 @@ paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 }
 
 /*
- * writer_status() returns one row per writer of this database: (writer
- * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
- * bigint, files_open integer, queues_in_use integer).
+ * A status function's start: its result set, and this database's shared
+ * entry, or NULL when no worker serves it yet.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
+ * preloaded.
  */
-Datum
-paimon_sink_writer_status(PG_FUNCTION_ARGS)
+static DatabaseEntry *
+status_database(FunctionCallInfo fcinfo)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			index;
 
 	paimon_sink_require_preload();
@@ -793,13 +793,29 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	index = shared_find_database(MyDatabaseId);
 	LWLockRelease(PaimonSinkState->lock);
-	if (index < 0)
+	return index < 0 ? NULL : shared_database(index);
+}
+
+/*
+ * writer_status() returns one row per writer of this database: (writer
+ * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
+ * bigint, files_open integer, queues_in_use integer, streams integer,
+ * fsyncs bigint, handoffs bigint).
+ */
+Datum
+paimon_sink_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	DatabaseEntry *db = status_database(fcinfo);
+
+	if (db == NULL)
 		return (Datum) 0;
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
-		WriterEntry *writer = shared_writer(shared_database(index), w);
+		WriterEntry *writer = shared_writer(db, w);
 		Datum		values[10];
-		bool		nulls[10] = {false, false, false, false, false, false, false, false, false, false};
+		bool		nulls[10] = {0};
 
 		values[0] = Int32GetDatum(w);
 		values[1] = Int32GetDatum(writer->pid);
@@ -829,20 +845,13 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 {
 	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	DatabaseEntry *db;
+	DatabaseEntry *db = status_database(fcinfo);
 	CommitProgress progress;
-	int			index;
 	Datum		values[10];
-	bool		nulls[10] = {false, false, false, false, false, false, false, false, false, false};
+	bool		nulls[10] = {0};
 
-	paimon_sink_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	index = shared_find_database(MyDatabaseId);
-	LWLockRelease(PaimonSinkState->lock);
-	if (index < 0)
+	if (db == NULL)
 		return (Datum) 0;
-	db = shared_database(index);
 	SpinLockAcquire(&db->progress.mutex);
 	memcpy(&progress, &db->progress, sizeof(progress));
 	SpinLockRelease(&db->progress.mutex);
