@@ -15,14 +15,19 @@ OBJS = \
 	src/fault.o
 
 EXTENSION = paimon_sink
-DATA = sql/paimon_sink--0.1.sql
+# The library's version is the control file's default_version: the catalog
+# version it reads and writes (the committer waits, and calls refuse, until
+# ALTER EXTENSION paimon_sink UPDATE brings an older catalog to it).
+EXTVERSION = $(shell sed -n "s/^default_version = '\\(.*\\)'$$/\\1/p" $(srcdir)/paimon_sink.control)
+# A released script never changes; each release adds an upgrade script.
+DATA = sql/paimon_sink--0.1.sql sql/paimon_sink--0.1--0.2.sql
 PGFILEDESC = "paimon_sink - exactly-once transactional sink"
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -DPAIMON_SINK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -luuid
 
 # pg_regress inputs live in sql/, outputs in expected/ (PGXS defaults).
-REGRESS = setup append errors upsert
+REGRESS = setup append errors upsert upgrade
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf --encoding=UTF8
 
@@ -37,8 +42,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# Every object depends on every header: shared-memory layouts must agree.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+# Every object depends on every header: shared-memory layouts must agree;
+# and on the control file, whose version is compiled in.
+$(OBJS): $(wildcard $(srcdir)/src/*.h) $(srcdir)/paimon_sink.control
 
 .PHONY: check-format
 check-format:

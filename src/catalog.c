@@ -64,6 +64,39 @@ catalog_extension_owner(void)
 	return owner;
 }
 
+/*
+ * catalog_installed_version returns the version of the paimon_sink extension
+ * installed in this database (palloc'd text, as pg_extension.extversion
+ * records it), or NULL when it is not installed.  Needs a transaction.
+ */
+char *
+catalog_installed_version(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("paimon_sink"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool		isnull;
+		Datum		datum = heap_getattr(tuple, Anum_pg_extension_extversion,
+										 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = TextDatumGetCString(datum);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
 /* Plans kept for the life of the process, by query text. */
 typedef struct KeptPlan
 {

@@ -32,7 +32,6 @@
 #include "catalog.h"
 #include "catalog/pg_class.h"
 #include "commands/copy.h"
-#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "committer.h"
 #include "executor/executor.h"
@@ -1935,16 +1934,90 @@ start_writers(void)
 	}
 }
 
-static bool
-extension_exists(void)
+typedef enum CatalogState
 {
-	bool		exists;
+	CATALOG_MISSING,			/* the extension is not installed */
+	CATALOG_OTHER_VERSION,		/* installed, in a version not the library's */
+	CATALOG_READY
+} CatalogState;
+
+/* The state of this database's catalog; *version gets its version, if any. */
+static CatalogState
+catalog_state(char *version, size_t size)
+{
+	char	   *installed;
+	CatalogState state;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	exists = OidIsValid(get_extension_oid("paimon_sink", true));
+	installed = catalog_installed_version();
+	if (installed == NULL)
+		state = CATALOG_MISSING;
+	else if (strcmp(installed, PAIMON_SINK_VERSION) == 0)
+		state = CATALOG_READY;
+	else
+		state = CATALOG_OTHER_VERSION;
+	strlcpy(version, installed ? installed : "", size);
 	CommitTransactionCommand();
-	return exists;
+	return state;
+}
+
+/*
+ * Wait while this database's catalog has another version than the library:
+ * after a package upgrade and restart, the old catalog stays until ALTER
+ * EXTENSION paimon_sink UPDATE, and no catalog table may be read or written
+ * in the wrong layout meanwhile.  Prepared checkpoints, staged files and
+ * in-doubt transactions wait with it; SQL calls are refused with a hint
+ * (paimon_sink_require_ready).  Polls once a second: the update commits in
+ * another session, which has no way to wake us after its commit.  Returns
+ * the state it ends in: CATALOG_READY, or CATALOG_MISSING when the
+ * extension was dropped.
+ */
+static CatalogState
+await_catalog_version(void)
+{
+	char		version[NAMEDATALEN];
+	bool		logged = false;
+	CatalogState state;
+
+	while ((state = catalog_state(version, sizeof(version))) == CATALOG_OTHER_VERSION)
+	{
+		if (!logged)
+		{
+			ereport(LOG,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("paimon_sink committer waits for ALTER EXTENSION paimon_sink UPDATE"),
+					 errdetail("The library is version %s; the extension in this database is version %s.",
+							   PAIMON_SINK_VERSION, version),
+					 errhint("Run ALTER EXTENSION paimon_sink UPDATE in this database. Staged rows, prepared checkpoints and in-doubt transactions are kept until then.")));
+			logged = true;
+		}
+		pgstat_report_activity(STATE_IDLE, "waiting for ALTER EXTENSION paimon_sink UPDATE");
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+	if (logged && state == CATALOG_READY)
+		ereport(LOG,
+				(errmsg("paimon_sink committer resumes: the extension in this database is version %s",
+						version)));
+	return state;
+}
+
+/* The committer ends when the extension is dropped; CREATE EXTENSION starts one again. */
+static void
+exit_without_extension(void)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+	LWLockRelease(PaimonSinkState->lock);
+	proc_exit(0);
 }
 
 static void
@@ -2008,13 +2081,17 @@ paimon_sink_committer_main(Datum main_arg)
 	writer_started_at = MemoryContextAllocZero(TopMemoryContext,
 											   sizeof(TimestampTz) * PaimonSinkWritersPerDatabase);
 
-	if (!extension_exists())
 	{
-		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		if (MyDatabaseEntry->state == DATABASE_WANTED)
-			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
-		LWLockRelease(PaimonSinkState->lock);
-		proc_exit(0);
+		char		version[NAMEDATALEN];
+
+		if (catalog_state(version, sizeof(version)) == CATALOG_MISSING)
+		{
+			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+			if (MyDatabaseEntry->state == DATABASE_WANTED)
+				MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+			LWLockRelease(PaimonSinkState->lock);
+			proc_exit(0);
+		}
 	}
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
@@ -2028,6 +2105,10 @@ paimon_sink_committer_main(Datum main_arg)
 	MyDatabaseEntry->committer_incarnation++;
 	LWLockRelease(PaimonSinkState->lock);
 	before_shmem_exit(committer_exit, 0);
+
+	/* registered first: the launcher must not start another one meanwhile */
+	if (await_catalog_version() == CATALOG_MISSING)
+		exit_without_extension();
 
 	pgstat_report_activity(STATE_RUNNING, "recovering");
 	recover_in_doubt();
@@ -2069,13 +2150,10 @@ paimon_sink_committer_main(Datum main_arg)
 		}
 		maintenance_due = false;
 		last_maintenance = GetCurrentTimestamp();
-		if (!extension_exists())
+		if (await_catalog_version() == CATALOG_MISSING)
 		{
 			ereport(LOG, (errmsg("paimon_sink committer stops: the extension was dropped")));
-			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
-			LWLockRelease(PaimonSinkState->lock);
-			proc_exit(0);
+			exit_without_extension();
 		}
 		if (ready)
 		{

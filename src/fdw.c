@@ -501,6 +501,8 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	const SinkLayout *layout;
 	const char *commit_user;
 
+	paimon_sink_require_ready();
+
 	/*
 	 * The target is opened for constraint checks (the commit takes the real
 	 * locks); its lock takes in invalidations, so the layout is read after.

@@ -56,6 +56,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_end_input);
 PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
 PG_FUNCTION_INFO_V1(paimon_sink_expire_snapshots);
 PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
+PG_FUNCTION_INFO_V1(paimon_sink_library_version);
 
 static char *
 text_argument(FunctionCallInfo fcinfo, int index)
@@ -113,7 +114,7 @@ owned_sink(FunctionCallInfo fcinfo, const char *action)
 	char	   *name = text_argument(fcinfo, 0);
 	SinkInfo   *sink;
 
-	paimon_sink_require_preload();
+	paimon_sink_require_ready();
 	if (name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -269,7 +270,7 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	Datum		result_values[3];
 	bool		result_nulls[3] = {false, false, false};
 
-	paimon_sink_require_preload();
+	paimon_sink_require_ready();
 	require_prepared_transactions();
 	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "create_sink must return a row");
@@ -757,13 +758,19 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 {
-	SinkInfo   *sink = catalog_require_sink(text_argument(fcinfo, 0));
-	char	   *commit_user = commit_user_argument(fcinfo, 1, sink);
+	SinkInfo   *sink;
+	char	   *commit_user;
 	Oid			types[2] = {INT4OID, TEXTOID};
-	Datum		values[2] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user)};
+	Datum		values[2];
 	SPIPlanPtr	plan;
 	bool		isnull = true;
 	Datum		result = (Datum) 0;
+
+	paimon_sink_require_ready();
+	sink = catalog_require_sink(text_argument(fcinfo, 0));
+	commit_user = commit_user_argument(fcinfo, 1, sink);
+	values[0] = Int32GetDatum(sink->sink_id);
+	values[1] = CStringGetTextDatum(commit_user);
 
 	SPI_connect();
 	plan = catalog_plan("SELECT last_committed_checkpoint FROM paimon_sink.commit_user_state "
@@ -781,14 +788,14 @@ paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
  * A status function's start: its result set, and this database's shared
  * entry, or NULL when no worker serves it yet.  Raises
  * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
- * preloaded.
+ * preloaded or the extension's version is not the library's.
  */
 static DatabaseEntry *
 status_database(FunctionCallInfo fcinfo)
 {
 	int			index;
 
-	paimon_sink_require_preload();
+	paimon_sink_require_ready();
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	index = shared_find_database(MyDatabaseId);
@@ -875,12 +882,13 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
  * start_workers() asks the launcher for this database's committer and
  * writers; CREATE EXTENSION calls it.  Raises
  * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
- * preloaded.
+ * preloaded or the extension's version is not the library's (outside an
+ * extension script).
  */
 Datum
 paimon_sink_start_workers(PG_FUNCTION_ARGS)
 {
-	paimon_sink_require_preload();
+	paimon_sink_require_ready();
 	(void) shared_want_database(MyDatabaseId);
 	PG_RETURN_VOID();
 }
@@ -1042,4 +1050,16 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 					&value, NULL, true);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * library_version() returns the version of the loaded library (text, such
+ * as '0.2'), where \dx shows the version of the extension's catalog.  It
+ * checks nothing and raises nothing, so that it answers when the two
+ * differ; every later library keeps it, with this signature.
+ */
+Datum
+paimon_sink_library_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(PAIMON_SINK_VERSION));
 }

@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "catalog.h"
 #include "fdw.h"
 #include "fmgr.h"
 #include "handoff.h"
@@ -16,6 +17,7 @@
 #include "paimon_sink.h"
 #include "shared_state.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "nodes/parsenodes.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
@@ -154,6 +156,41 @@ paimon_sink_require_preload(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("paimon_sink must be loaded via shared_preload_libraries"),
 				 errhint("Add paimon_sink to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/*
+ * paimon_sink_require_ready raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+ * unless the library was preloaded and this database's extension has the
+ * library's version.  The library reads and writes the catalog tables and
+ * builds the rows of its SQL functions in one layout; after a package
+ * upgrade the old catalog stays until ALTER EXTENSION paimon_sink UPDATE,
+ * and nothing may run against it meanwhile.  An extension script (CREATE
+ * or ALTER EXTENSION) runs before its version is recorded, so it passes
+ * while one runs.  Citus checks its library against its catalog the same
+ * way.  Needs a transaction.
+ */
+void
+paimon_sink_require_ready(void)
+{
+	char	   *installed;
+
+	paimon_sink_require_preload();
+	if (creating_extension)
+		return;
+	installed = catalog_installed_version();
+	if (installed == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"paimon_sink\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION paimon_sink.")));
+	if (strcmp(installed, PAIMON_SINK_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the paimon_sink library is version %s, but the extension in this database is version %s",
+						PAIMON_SINK_VERSION, installed),
+				 errdetail("Staged rows, prepared checkpoints and in-doubt transactions are kept; nothing is written or committed until the versions agree."),
+				 errhint("Run ALTER EXTENSION paimon_sink UPDATE.")));
+	pfree(installed);
 }
 
 /* Setting the commit user (again) joins its current fence epoch. */

@@ -14,6 +14,14 @@
 
 #include "postgres.h"
 
+/*
+ * The library's version, from the control file's default_version (see the
+ * Makefile): the only catalog version this library reads and writes.
+ */
+#ifndef PAIMON_SINK_VERSION
+#error "PAIMON_SINK_VERSION must be defined by the build (see the Makefile)"
+#endif
+
 /* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
 #define PAIMON_SINK_COMMIT_USER_MAXLEN 64
 
@@ -46,6 +54,7 @@ extern int	PaimonSinkWriterId;
 extern bool PaimonSinkPreloaded;
 
 extern void paimon_sink_require_preload(void);
+extern void paimon_sink_require_ready(void);
 extern bool paimon_sink_commit_user_is_valid(const char *commit_user,
 											 const char **problem);
 extern void paimon_sink_check_commit_user(const char *commit_user);

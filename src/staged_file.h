@@ -22,6 +22,12 @@
 
 #define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
+/*
+ * The format this library writes.  Files outlive the library that staged
+ * them (a package upgrade leaves prepared checkpoints behind): a library
+ * that changes the format must still read every format a released version
+ * writes.  Released: 0.1 writes 4.
+ */
 #define STAGED_FILE_VERSION 4
 #define STAGED_FILE_UUID_BYTES 16
 #define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */

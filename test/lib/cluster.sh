@@ -28,7 +28,7 @@ PS_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
-	libipc-run-perl perl make gcc python3 python3-psycopg2)
+	libipc-run-perl perl make gcc python3 python3-psycopg2 git)
 
 if [[ $EUID -eq 0 ]]; then
 	PS_PG_USER=${PS_PG_USER:-postgres}
@@ -108,6 +108,30 @@ ps_build_install() {
 	"${mk[@]}" clean >/dev/null || return 1
 	"${mk[@]}" -j"$(nproc 2>/dev/null || echo 2)" COPT="$copt" || return 1
 	"${mk[@]}" COPT="$copt" install || return 1
+}
+
+# ps_releases -- print "VERSION COMMIT" for each released version listed in
+# test/releases, in file order (comments and blank lines dropped).  Fails,
+# naming the line, on a malformed or duplicate entry.
+ps_releases() {
+	local file=$PS_REPO_ROOT/test/releases
+	[[ -r $file ]] || {
+		ps_log "ERROR: $file not found"
+		return 1
+	}
+	awk -v file="$file" '
+	{ sub(/#.*/, ""); sub(/^[ \t]+/, ""); sub(/[ \t]+$/, "") }
+	$0 == "" { next }
+	NF != 2 || $1 !~ /^[0-9A-Za-z._-]+$/ || $2 !~ /^[0-9a-f]+$/ || length($2) != 40 {
+		printf "[paimon_sink] ERROR: %s:%d: expected \"VERSION COMMIT\" (a full 40-hex commit)\n", file, NR > "/dev/stderr"
+		bad = 1; next
+	}
+	$1 in seen {
+		printf "[paimon_sink] ERROR: %s:%d: version %s is listed twice\n", file, NR, $1 > "/dev/stderr"
+		bad = 1; next
+	}
+	{ seen[$1] = 1; print $1, $2 }
+	END { exit bad }' "$file"
 }
 
 # --------------------------------------------------------------------------
