@@ -194,8 +194,14 @@ INSERT INTO layout_sink VALUES (4, 1, 1) ON CONFLICT DO NOTHING;
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE layout;
 \echo :LAST_ERROR_SQLSTATE
+-- ... but CASCADE drops the foreign table with it: the sink says so, and drops
+INSERT INTO layout_sink VALUES (4, 1, 1);
+DROP TABLE layout CASCADE;
+SELECT row_count FROM paimon_sink.checkpoint('layout_sink');
+\echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.drop_sink('layout_sink');
-DROP TABLE layout;
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('layout_sink', force => true);
 -- arguments that make no sense
 SELECT * FROM paimon_sink.create_sink(NULL, 'orders');
 \echo :LAST_ERROR_SQLSTATE

@@ -384,6 +384,28 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 }
 
 /*
+ * catalog_open_target opens the sink's target table (or, with foreign, its
+ * foreign table) with lockmode.  DROP TABLE ... CASCADE on the target
+ * drops the foreign table with it and leaves the sink, so a dropped one
+ * raises ERRCODE_UNDEFINED_TABLE naming the sink rather than failing on its
+ * stale OID.
+ */
+Relation
+catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
+{
+	Relation	rel = try_table_open(foreign ? sink->foreign_table : sink->target, lockmode);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the %s of sink \"%s\" was dropped",
+						foreign ? "foreign table" : "target table", sink->name),
+				 errdetail("Its staged rows and prepared checkpoints are kept, but cannot be written or committed."),
+				 errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to discard what it holds.")));
+	return rel;
+}
+
+/*
  * catalog_check_layout checks a relation against the layout the sink stages
  * rows in (binary COPY needs the very types).  exact: the relation is the
  * sink's foreign table, whose columns must be the layout, in order;

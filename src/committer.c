@@ -563,7 +563,7 @@ load_files(SinkInfo *sink, List *files)
 	CopyFromState cstate;
 	uint64		rows;
 
-	rel = table_open(sink->target, RowExclusiveLock);
+	rel = catalog_open_target(sink, false, RowExclusiveLock);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(sink->owner,
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |

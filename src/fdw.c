@@ -508,7 +508,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	 * locks); its lock takes in invalidations, so the layout is read after.
 	 */
 	layout = sink_of_foreign_table(RelationGetRelid(rel), NULL, NULL);
-	state->target = table_open(layout->sink.target, AccessShareLock);
+	state->target = catalog_open_target(&layout->sink, false, AccessShareLock);
 	layout = sink_of_foreign_table(RelationGetRelid(rel), rel, state->target);
 	state->layout = layout;
 	state->estate = estate;

@@ -535,8 +535,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&layout, 0, sizeof(layout));
-	layout.target = table_open(sink->target, RowExclusiveLock);
-	layout.foreign = table_open(sink->foreign_table, AccessShareLock);
+	layout.target = catalog_open_target(sink, false, RowExclusiveLock);
+	layout.foreign = catalog_open_target(sink, true, AccessShareLock);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(sink->owner,
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
