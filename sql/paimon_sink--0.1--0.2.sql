@@ -38,3 +38,7 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- A committer that is not running (say, after a failed DROP DATABASE) is
+-- started: it waits until this update commits, then resumes.
+SELECT paimon_sink.start_workers();

@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
@@ -95,6 +96,32 @@ catalog_installed_version(void)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return version;
+}
+
+/*
+ * catalog_extension_changed_here tells whether the current transaction
+ * created or updated the paimon_sink extension: its workers cannot see it
+ * before this transaction commits.  Needs a transaction.
+ */
+bool
+catalog_extension_changed_here(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		changed = false;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("paimon_sink"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		changed = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return changed;
 }
 
 /* Plans kept for the life of the process, by query text. */

@@ -46,6 +46,7 @@ extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
 extern Oid	catalog_extension_owner(void);
 extern char *catalog_installed_version(void);
+extern bool catalog_extension_changed_here(void);
 extern Relation catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
 extern Oid	catalog_check_primary_key(const SinkInfo *sink, Relation target);

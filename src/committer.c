@@ -32,6 +32,7 @@
 #include "catalog.h"
 #include "catalog/pg_class.h"
 #include "commands/copy.h"
+#include "commands/dbcommands.h"
 #include "commands/trigger.h"
 #include "committer.h"
 #include "executor/executor.h"
@@ -1941,15 +1942,21 @@ typedef enum CatalogState
 	CATALOG_READY
 } CatalogState;
 
+/* This database's name, for log lines written outside a transaction. */
+static char database_name[NAMEDATALEN];
+
 /* The state of this database's catalog; *version gets its version, if any. */
 static CatalogState
 catalog_state(char *version, size_t size)
 {
 	char	   *installed;
+	char	   *name;
 	CatalogState state;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	name = get_database_name(MyDatabaseId);
+	strlcpy(database_name, name ? name : "?", sizeof(database_name));
 	installed = catalog_installed_version();
 	if (installed == NULL)
 		state = CATALOG_MISSING;
@@ -1986,10 +1993,11 @@ await_catalog_version(void)
 		{
 			ereport(LOG,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("paimon_sink committer waits for ALTER EXTENSION paimon_sink UPDATE"),
-					 errdetail("The library is version %s; the extension in this database is version %s.",
+					 errmsg("paimon_sink committer of database \"%s\" waits for ALTER EXTENSION paimon_sink UPDATE",
+							database_name),
+					 errdetail("The library is version %s; the extension in that database is version %s.",
 							   PAIMON_SINK_VERSION, version),
-					 errhint("Run ALTER EXTENSION paimon_sink UPDATE in this database. Staged rows, prepared checkpoints and in-doubt transactions are kept until then.")));
+					 errhint("Run ALTER EXTENSION paimon_sink UPDATE in that database. Staged rows, prepared checkpoints and in-doubt transactions are kept until then.")));
 			logged = true;
 		}
 		pgstat_report_activity(STATE_IDLE, "waiting for ALTER EXTENSION paimon_sink UPDATE");
@@ -2005,8 +2013,8 @@ await_catalog_version(void)
 	}
 	if (logged && state == CATALOG_READY)
 		ereport(LOG,
-				(errmsg("paimon_sink committer resumes: the extension in this database is version %s",
-						version)));
+				(errmsg("paimon_sink committer of database \"%s\" resumes: its extension is version %s",
+						database_name, version)));
 	return state;
 }
 
@@ -2128,6 +2136,14 @@ paimon_sink_committer_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			maintenance_due = true; /* paimon_sink.checkpoint_interval may be new */
+		}
+		if (MyDatabaseEntry->sinks_changed)
+		{
+			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+			MyDatabaseEntry->sinks_changed = false;
+			LWLockRelease(PaimonSinkState->lock);
+			maintenance_due = true; /* the schedule, dropped sinks' files */
 		}
 		start_writers();
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)

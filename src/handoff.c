@@ -23,6 +23,8 @@
  */
 #include "postgres.h"
 
+#include "catalog.h"
+
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -404,6 +406,13 @@ handoff_database_index(bool wait_for_writers)
 			ready = shared_writer(db, w)->ready;
 		if (ready)
 			break;
+		/* they wait for our commit, and we for them: say so at once */
+		if (catalog_extension_changed_here())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the workers of paimon_sink cannot serve this transaction"),
+					 errdetail("This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits."),
+					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
 		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -693,8 +702,9 @@ send_pending_rows(void)
 }
 
 /*
- * handoff_wake_committer_at_commit makes this transaction's commit wake the
- * database's committer (drop_sink: its files can go).
+ * handoff_wake_committer_at_commit makes this transaction's commit tell the
+ * database's committer that its sinks changed (create_sink: read the
+ * schedule of periodic checkpoints again; drop_sink: its files can go).
  */
 void
 handoff_wake_committer_at_commit(void)
@@ -755,8 +765,11 @@ handoff_xact_callback(XactEvent event, void *arg)
 			{
 				int			index;
 
-				LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+				/* a flag, not only the latch: a busy committer resets its latch */
+				LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 				index = shared_find_database(MyDatabaseId);
+				if (index >= 0)
+					shared_database(index)->sinks_changed = true;
 				if (index >= 0 && shared_database(index)->committer_proc != NULL)
 					SetLatch(&shared_database(index)->committer_proc->procLatch);
 				LWLockRelease(PaimonSinkState->lock);

@@ -19,6 +19,8 @@
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "nodes/parsenodes.h"
+#include "nodes/value.h"
+#include "executor/spi.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
@@ -64,9 +66,43 @@ paimon_sink_shmem_startup(void)
 }
 
 /*
+ * DROP EXTENSION paimon_sink would wait forever on the locks of a prepared
+ * transaction of ours when the committer cannot finish it (it waits for
+ * ALTER EXTENSION paimon_sink UPDATE, which would queue behind the drop):
+ * refuse it while one is in doubt, as drop_sink does.
+ */
+static void
+refuse_drop_while_in_doubt(DropStmt *drop)
+{
+	ListCell   *lc;
+	bool		ours = false;
+	char	   *gid = NULL;
+
+	if (drop->removeType != OBJECT_EXTENSION)
+		return;
+	foreach(lc, drop->objects)
+		ours = ours || strcmp(strVal(lfirst(lc)), "paimon_sink") == 0;
+	if (!ours)
+		return;
+	SPI_connect();
+	if (SPI_execute("SELECT gid FROM pg_catalog.pg_prepared_xacts "
+					"WHERE database = pg_catalog.current_database() "
+					"AND gid LIKE 'paimon_sink:%' ORDER BY gid LIMIT 1", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		gid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (gid != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot drop extension paimon_sink while its transaction \"%s\" is in doubt", gid),
+				 errdetail("A prepared transaction of the committer holds locks on the extension's tables."),
+				 errhint("Let the committer finish it (if its log says it waits for ALTER EXTENSION paimon_sink UPDATE, run that first), or end it with COMMIT PREPARED or ROLLBACK PREPARED.")));
+	SPI_finish();
+}
+
+/*
  * DROP DATABASE waits only briefly for other sessions to leave, and our
- * workers are sessions: ask them to stop first (pg_cron's lesson).  A later
- * use of a sink in that database, if it survives, starts them again.
+ * workers are sessions: ask them to stop first (pg_cron's lesson), and
+ * want them again should the drop fail.
  */
 static void
 paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
@@ -74,20 +110,33 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 							QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *statement = pstmt->utilityStmt;
+	volatile Oid stopped_database = InvalidOid;	/* read after a longjmp */
 
-	if (IsA(statement, DropdbStmt))
+	if (IsA(statement, DropStmt) && PaimonSinkState != NULL)
+		refuse_drop_while_in_doubt((DropStmt *) statement);
+	PG_TRY();
 	{
-		Oid			database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
+		if (IsA(statement, DropdbStmt) && PaimonSinkState != NULL)
+		{
+			Oid			database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
 
-		if (OidIsValid(database_id))
-			shared_stop_database(database_id);
+			if (OidIsValid(database_id) && shared_stop_database(database_id))
+				stopped_database = database_id;
+		}
+		if (previous_process_utility_hook)
+			previous_process_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+										  queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+									queryEnv, dest, qc);
 	}
-	if (previous_process_utility_hook)
-		previous_process_utility_hook(pstmt, queryString, readOnlyTree, context, params,
-									  queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
+	PG_CATCH();
+	{
+		if (OidIsValid(stopped_database))
+			(void) shared_want_database(stopped_database);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 static bool

@@ -272,21 +272,25 @@ shared_wake_launcher(void)
 /*
  * shared_stop_database stops the committer and writers of a database and
  * waits (up to 5 s) until they left; the launcher does not restart them.
+ * Returns whether they were wanted there (for shared_want_database to undo
+ * it, should the drop fail).
  */
-void
+bool
 shared_stop_database(Oid database_id)
 {
 	int			index;
 	DatabaseEntry *db;
+	bool		wanted;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	index = shared_find_database(database_id);
 	if (index < 0)
 	{
 		LWLockRelease(PaimonSinkState->lock);
-		return;
+		return false;
 	}
 	db = shared_database(index);
+	wanted = db->state == DATABASE_WANTED;
 	db->state = DATABASE_NO_EXTENSION;
 	LWLockRelease(PaimonSinkState->lock);
 
@@ -310,10 +314,11 @@ shared_stop_database(Oid database_id)
 			}
 		}
 		if (!running)
-			return;
+			return wanted;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	return wanted;
 }

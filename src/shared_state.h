@@ -214,6 +214,7 @@ typedef struct DatabaseEntry
 	PGPROC	   *committer_proc;
 	uint64		committer_incarnation;
 	bool		committer_ready;
+	bool		sinks_changed;	/* create_sink or drop_sink committed since */
 	TimestampTz committer_failed_at;	/* last exit with an error */
 	uint64		next_request_seq;
 	ConditionVariable request_done;
@@ -246,6 +247,6 @@ extern Size shared_queue_size(void);
 extern int	shared_find_database(Oid database_id);
 extern int	shared_want_database(Oid database_id);
 extern void shared_wake_launcher(void);
-extern void shared_stop_database(Oid database_id);
+extern bool shared_stop_database(Oid database_id);
 
 #endif							/* PAIMON_SINK_SHARED_STATE_H */

@@ -89,4 +89,25 @@ $waited = seconds_until("SELECT note = 'conflict' FROM fast WHERE id = 1000");
 ok(defined $waited, 'once the target allows it, the retry commits the row');
 is(sql("SELECT count(*) FROM paimon_sink.pending_checkpoints"), '0', 'nothing left pending');
 
+# --- a DROP DATABASE that fails stops the workers only for the while it tries
+$node->safe_psql('postgres', 'CREATE DATABASE kept');
+$node->safe_psql('kept', q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE kept_target (id int PRIMARY KEY);
+	SELECT sink_name FROM paimon_sink.create_sink('kept_sink', 'kept_target', checkpoint_interval => '3s');
+	INSERT INTO kept_sink VALUES (1);
+});
+ok($node->poll_query_until('kept', "SELECT count(*) = 1 FROM kept_target"), 'a second database checkpoints');
+my $user = $node->background_psql('kept', on_error_stop => 0);
+$user->query_safe("SELECT 1");
+# staged, not yet committed (the next periodic checkpoint is seconds away)
+$node->safe_psql('kept', "INSERT INTO kept_sink VALUES (2)");
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE kept');
+like($err, qr/database "kept" is being accessed by other users/, 'DROP DATABASE fails while a session stays');
+ok($node->poll_query_until('kept', "SELECT count(*) = 2 FROM kept_target"),
+	'its committer runs again and checkpoints on its own');
+$user->quit;
+$node->safe_psql('postgres', 'DROP DATABASE kept');
+is(sql("SELECT count(*) FROM pg_database WHERE datname = 'kept'"), '0', 'and once it is left, the drop succeeds');
+
 done_testing();

@@ -102,7 +102,7 @@ sub upgrade_from
 	};
 	my $current = $sql->("SELECT default_version FROM pg_available_extensions WHERE name = 'paimon_sink'");
 
-	ok($new->wait_for_log(qr/paimon_sink committer waits for ALTER EXTENSION paimon_sink UPDATE/),
+	ok($new->wait_for_log(qr/paimon_sink committer of database "postgres" waits for ALTER EXTENSION paimon_sink UPDATE/),
 		"$version: the new library's committer waits for the update");
 	like($try->("SELECT * FROM paimon_sink.checkpoint('a')"),
 		qr/library is version \Q$current\E, but the extension in this database is version \Q$version\E.*HINT:  Run ALTER EXTENSION paimon_sink UPDATE/s,
@@ -120,11 +120,20 @@ sub upgrade_from
 	is($sql->("SELECT count(*) FROM target"), '200', "$version: only the committed rows are visible");
 	is($sql->("SELECT string_agg(checkpoint_id::text, ',' ORDER BY checkpoint_id) FROM paimon_sink.pending_checkpoints"),
 		'2,3,7', "$version: the pending checkpoints are listed");
+	like($try->("DROP EXTENSION paimon_sink CASCADE"),
+		qr/cannot drop extension paimon_sink while its transaction "paimon_sink:[^"]*" is in doubt/,
+		"$version: dropping the extension is refused, not left waiting on the in-doubt locks");
+	like($try->("BEGIN; ALTER EXTENSION paimon_sink UPDATE; INSERT INTO a VALUES (9999, 'same transaction'); COMMIT"),
+		qr/This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits/,
+		"$version: a write in the updating transaction fails at once");
+	is($sql->("SELECT extversion FROM pg_extension WHERE extname = 'paimon_sink'"), $version,
+		"$version: and the update rolls back with it");
 
 	$sql->("ALTER EXTENSION paimon_sink UPDATE");
 	is($sql->("SELECT extversion || ' ' || paimon_sink.library_version() FROM pg_extension WHERE extname = 'paimon_sink'"),
 		"$current $current", "$version: updated to $current");
-	ok($new->wait_for_log(qr/paimon_sink committer resumes/), "$version: the committer resumes");
+	ok($new->wait_for_log(qr/paimon_sink committer of database "postgres" resumes/),
+		"$version: the committer resumes");
 	ok($new->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 		"$version: the transaction in doubt is resolved");
