@@ -654,7 +654,13 @@ require_sink_id(int32 sink_id)
 	return sink;
 }
 
-/* Wait until a writer serves and has no barrier under way. */
+static void start_writers(void);
+
+/*
+ * Wait until a writer serves and has no barrier under way.  A writer that
+ * died meanwhile is started again here, not only between requests: this
+ * request, and every write waiting for that writer, would wait for it.
+ */
 static WriterEntry *
 idle_writer(int index)
 {
@@ -677,6 +683,7 @@ idle_writer(int index)
 					 errdetail("It was not running, or still answering an earlier barrier, for %d ms.",
 							   PaimonSinkHandoffTimeoutMs),
 					 errhint("Retry; nothing of this checkpoint was prepared.")));
+		start_writers();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -1901,6 +1908,24 @@ wait_for_work(bool ready, bool *maintenance_due)
 		*maintenance_due = true;
 }
 
+/* Read the schedule again; a failure is logged and tried at maintenance. */
+static void
+refresh_schedule(void)
+{
+	PG_TRY();
+	{
+		read_schedule();
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextReset(committer_context);
+}
+
 /* Start the writers that do not run, once the previous ones have left. */
 static void
 start_writers(void)
@@ -2143,7 +2168,9 @@ paimon_sink_committer_main(Datum main_arg)
 			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 			MyDatabaseEntry->sinks_changed = false;
 			LWLockRelease(PaimonSinkState->lock);
-			maintenance_due = true; /* the schedule, dropped sinks' files */
+			/* before a periodic checkpoint or orphan removal of a dropped sink */
+			refresh_schedule();
+			maintenance_due = true; /* dropped sinks' files */
 		}
 		start_writers();
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)

@@ -34,6 +34,7 @@
 #include "shared_state.h"
 #include "staged_file.h"
 #include "storage/fd.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -570,6 +571,14 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	Oid			pattern_type = TEXTOID;
 	Datum		pattern_value = CStringGetTextDatum(pattern);
 	bool		isnull;
+
+	/*
+	 * Lock out writers first: a transaction that wrote into the foreign
+	 * table hands its rows to the writers only as it commits, after the
+	 * checks below would have found nothing staged.
+	 */
+	if (OidIsValid(sink->foreign_table))
+		LockRelationOid(sink->foreign_table, AccessExclusiveLock);
 
 	SPI_connect();
 	catalog_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE $1",

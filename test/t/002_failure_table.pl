@@ -341,6 +341,28 @@ insert_rows(5, 'after the dying writer');
 sql("SELECT * FROM paimon_sink.checkpoint('f')");
 is(count_note('after the dying writer'), '5', 'the next checkpoint commits');
 
+# --- a writer that dies while a request waits to send it the barrier is
+#     started again by that request (it used to wait out handoff_timeout)
+insert_rows(7, 'writer died before the barrier');
+my $holder = $node->background_psql('postgres', on_error_stop => 0);
+$holder->query_safe("BEGIN");
+$holder->query_safe("SELECT 1 FROM paimon_sink.commit_user_state c JOIN paimon_sink.sinks s USING (sink_id)
+	WHERE s.sink_name = 'f' AND c.commit_user = s.default_commit_user FOR UPDATE OF c");
+my ($waiting_in, $waiting_out, $waiting_err) = ('', '', '');
+my $waiting = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT row_count FROM paimon_sink.checkpoint('f')" ],
+	'<', \$waiting_in, '>', \$waiting_out, '2>', \$waiting_err);
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer' AND wait_event_type = 'Lock'"),
+	'the checkpoint waits for the commit user, before its barrier');
+sql("SELECT pg_terminate_backend(pid) FROM paimon_sink.writers WHERE writer = 1");
+$holder->query_safe("COMMIT");
+$holder->quit;
+$waiting->finish;
+is($waiting_out, "7\n", 'the request starts the writer again and commits') or diag($waiting_err);
+is(count_note('writer died before the barrier'), '7', 'rows once');
+
 # --- fault points are a superuser's
 sql("CREATE ROLE plain LOGIN");
 ($ret, $out, $err) = $node->psql('postgres', "SET ROLE plain; SELECT paimon_sink.inject_fault('writer_after_ack', 'error')");
