@@ -42,6 +42,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# (srcdir is PGXS's)
+ifeq ($(EXTVERSION),)
+$(error paimon_sink.control has no line of the form default_version = 'X.Y')
+endif
+
 # Every object depends on every header: shared-memory layouts must agree;
 # and on the control file, whose version is compiled in.
 $(OBJS): $(wildcard $(srcdir)/src/*.h) $(srcdir)/paimon_sink.control

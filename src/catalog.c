@@ -412,21 +412,26 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 
 /*
  * catalog_open_target opens the sink's target table (or, with foreign, its
- * foreign table) with lockmode.  DROP TABLE ... CASCADE on the target
- * drops the foreign table with it and leaves the sink, so a dropped one
- * raises ERRCODE_UNDEFINED_TABLE naming the sink rather than failing on its
- * stale OID.
+ * foreign table) with lockmode and returns it, to be closed by the caller.
+ * DROP TABLE ... CASCADE on the target drops the foreign table with it and
+ * leaves the sink, so a dropped one raises ERRCODE_UNDEFINED_TABLE naming
+ * the sink rather than failing on its stale OID.  Needs a transaction.
  */
 Relation
 catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
 {
 	Relation	rel = try_table_open(foreign ? sink->foreign_table : sink->target, lockmode);
 
+	if (rel == NULL && foreign)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the foreign table of sink \"%s\" was dropped", sink->name),
+				 errdetail("Its staged rows and prepared checkpoints are kept, but cannot be written or committed."),
+				 errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to discard what it holds.")));
 	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("the %s of sink \"%s\" was dropped",
-						foreign ? "foreign table" : "target table", sink->name),
+				 errmsg("the target table of sink \"%s\" was dropped", sink->name),
 				 errdetail("Its staged rows and prepared checkpoints are kept, but cannot be written or committed."),
 				 errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to discard what it holds.")));
 	return rel;

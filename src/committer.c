@@ -246,10 +246,18 @@ end_work(void)
 
 static void remove_committed_files(void);
 
-/* Commit every in-doubt prepared transaction of ours in this database. */
-static void
-recover_in_doubt(void)
+/*
+ * Commit every in-doubt prepared transaction of ours in this database, then
+ * remove the files of the checkpoints it committed.  Returns how many.
+ * Reads no table of the extension before the commits: a library waiting for
+ * ALTER EXTENSION paimon_sink UPDATE finishes them too, since they hold
+ * back the cluster's xmin and lock the tables an update may change
+ * (catalog_ready false: the files wait for the update).
+ */
+static int
+finish_in_doubt(bool catalog_ready)
 {
+	int			count;
 	List	   *gids = NIL;
 	ListCell   *lc;
 	char	   *pattern = psprintf("%s:%u:%%", PAIMON_SINK_GID_PREFIX, MyDatabaseId);
@@ -282,10 +290,18 @@ recover_in_doubt(void)
 				 errdetail("A checkpoint is prepared only once it is complete, so recovery commits it.")));
 	}
 	/* the files of the checkpoints just committed are no longer needed */
-	if (gids != NIL)
+	count = list_length(gids);
+	if (count > 0 && catalog_ready)
 		remove_committed_files();
 	list_free_deep(gids);
 	in_doubt_possible = false;
+	return count;
+}
+
+static void
+recover_in_doubt(void)
+{
+	(void) finish_in_doubt(true);
 }
 
 /* Remove staged files of committed checkpoints that a crash left behind. */
@@ -1970,7 +1986,10 @@ typedef enum CatalogState
 /* This database's name, for log lines written outside a transaction. */
 static char database_name[NAMEDATALEN];
 
-/* The state of this database's catalog; *version gets its version, if any. */
+/*
+ * The state of this database's catalog; *version gets its version, if any,
+ * and database_name this database's name.
+ */
 static CatalogState
 catalog_state(char *version, size_t size)
 {
@@ -2025,6 +2044,8 @@ await_catalog_version(void)
 					 errhint("Run ALTER EXTENSION paimon_sink UPDATE in that database. Staged rows, prepared checkpoints and in-doubt transactions are kept until then.")));
 			logged = true;
 		}
+		/* calls are refused meanwhile; and writers may still be running */
+		MyDatabaseEntry->committer_ready = false;
 		pgstat_report_activity(STATE_IDLE, "waiting for ALTER EXTENSION paimon_sink UPDATE");
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
 						 PG_WAIT_EXTENSION);
@@ -2140,6 +2161,12 @@ paimon_sink_committer_main(Datum main_arg)
 	before_shmem_exit(committer_exit, 0);
 
 	/* registered first: the launcher must not start another one meanwhile */
+	{
+		char		version[NAMEDATALEN];
+
+		if (catalog_state(version, sizeof(version)) == CATALOG_OTHER_VERSION)
+			(void) finish_in_doubt(false);
+	}
 	if (await_catalog_version() == CATALOG_MISSING)
 		exit_without_extension();
 

@@ -575,12 +575,23 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	/*
 	 * Lock out writers first: a transaction that wrote into the foreign
 	 * table hands its rows to the writers only as it commits, after the
-	 * checks below would have found nothing staged.
+	 * checks below would have found nothing staged.  Not AccessExclusive: a
+	 * commit in doubt holds AccessShare on an upsert sink's foreign table,
+	 * and must meet the in-doubt check below, not a wait.  Then the sink
+	 * again: a drop that waited may find it gone.
 	 */
 	if (OidIsValid(sink->foreign_table))
-		LockRelationOid(sink->foreign_table, AccessExclusiveLock);
+		LockRelationOid(sink->foreign_table, ShareRowExclusiveLock);
 
 	SPI_connect();
+	/* a query of its own sees what committed while we waited */
+	catalog_execute("SELECT 1 FROM paimon_sink.sink_definition WHERE sink_id = $1", 1, &type, &value,
+					NULL, false);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("sink \"%s\" does not exist", sink->name),
+				 errdetail("It was dropped while this call waited.")));
 	catalog_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE $1",
 					1, &pattern_type, &pattern_value, NULL, false);
 	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)

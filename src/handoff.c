@@ -389,7 +389,9 @@ rows_pending(void)
 /*
  * handoff_database_index returns this database's entry and, when asked,
  * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
- * committer and writers serve.
+ * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+ * when they do not in time, and at once when this transaction created or
+ * updated the extension (they start on it only after it commits).
  */
 int
 handoff_database_index(bool wait_for_writers)

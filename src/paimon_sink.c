@@ -18,11 +18,12 @@
 #include "shared_state.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
+#include "executor/spi.h"
 #include "nodes/parsenodes.h"
 #include "nodes/value.h"
-#include "executor/spi.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -120,8 +121,13 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		{
 			Oid			database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
 
-			if (OidIsValid(database_id) && shared_stop_database(database_id))
-				stopped_database = database_id;
+			/* only for who may drop it; wanted again if the stop or the drop fails */
+			if (OidIsValid(database_id) && pg_database_ownercheck(database_id, GetUserId()))
+			{
+				if (shared_database_wanted(database_id))
+					stopped_database = database_id;
+				shared_stop_database(database_id);
+			}
 		}
 		if (previous_process_utility_hook)
 			previous_process_utility_hook(pstmt, queryString, readOnlyTree, context, params,
@@ -210,13 +216,14 @@ paimon_sink_require_preload(void)
 /*
  * paimon_sink_require_ready raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
  * unless the library was preloaded and this database's extension has the
- * library's version.  The library reads and writes the catalog tables and
- * builds the rows of its SQL functions in one layout; after a package
- * upgrade the old catalog stays until ALTER EXTENSION paimon_sink UPDATE,
- * and nothing may run against it meanwhile.  An extension script (CREATE
- * or ALTER EXTENSION) runs before its version is recorded, so it passes
- * while one runs.  Citus checks its library against its catalog the same
- * way.  Needs a transaction.
+ * library's version, and ERRCODE_UNDEFINED_OBJECT when the extension is not
+ * installed.  The library reads and writes the catalog tables and builds
+ * the rows of its SQL functions in one layout; after a package upgrade the
+ * old catalog stays until ALTER EXTENSION paimon_sink UPDATE, and nothing
+ * may run against it meanwhile.  Our own extension scripts pass: CREATE
+ * EXTENSION at an older version, and each step of an update, run with a
+ * version that is not yet the library's.  Citus checks its library against
+ * its catalog the same way.  Needs a transaction.
  */
 void
 paimon_sink_require_ready(void)
@@ -224,7 +231,7 @@ paimon_sink_require_ready(void)
 	char	   *installed;
 
 	paimon_sink_require_preload();
-	if (creating_extension)
+	if (creating_extension && CurrentExtensionObject == get_extension_oid("paimon_sink", true))
 		return;
 	installed = catalog_installed_version();
 	if (installed == NULL)

@@ -270,27 +270,40 @@ shared_wake_launcher(void)
 }
 
 /*
- * shared_stop_database stops the committer and writers of a database and
- * waits (up to 5 s) until they left; the launcher does not restart them.
- * Returns whether they were wanted there (for shared_want_database to undo
- * it, should the drop fail).
+ * shared_database_wanted tells whether a database's workers are wanted
+ * (DatabaseState DATABASE_WANTED).
  */
 bool
+shared_database_wanted(Oid database_id)
+{
+	int			index;
+	bool		wanted;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(database_id);
+	wanted = index >= 0 && shared_database(index)->state == DATABASE_WANTED;
+	LWLockRelease(PaimonSinkState->lock);
+	return wanted;
+}
+
+/*
+ * shared_stop_database stops the committer and writers of a database and
+ * waits (up to 5 s) until they left; the launcher does not restart them.
+ */
+void
 shared_stop_database(Oid database_id)
 {
 	int			index;
 	DatabaseEntry *db;
-	bool		wanted;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	index = shared_find_database(database_id);
 	if (index < 0)
 	{
 		LWLockRelease(PaimonSinkState->lock);
-		return false;
+		return;
 	}
 	db = shared_database(index);
-	wanted = db->state == DATABASE_WANTED;
 	db->state = DATABASE_NO_EXTENSION;
 	LWLockRelease(PaimonSinkState->lock);
 
@@ -314,11 +327,10 @@ shared_stop_database(Oid database_id)
 			}
 		}
 		if (!running)
-			return wanted;
+			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	return wanted;
 }

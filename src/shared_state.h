@@ -247,6 +247,7 @@ extern Size shared_queue_size(void);
 extern int	shared_find_database(Oid database_id);
 extern int	shared_want_database(Oid database_id);
 extern void shared_wake_launcher(void);
-extern bool shared_stop_database(Oid database_id);
+extern bool shared_database_wanted(Oid database_id);
+extern void shared_stop_database(Oid database_id);
 
 #endif							/* PAIMON_SINK_SHARED_STATE_H */

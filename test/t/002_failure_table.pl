@@ -166,6 +166,9 @@ ok($node->poll_query_until('postgres',
 	'the commit is paused between PREPARE and COMMIT PREPARED');
 is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%:job-r'"), '1',
 	'its transaction is in doubt');
+($ret, $out, $err) = $node->psql('postgres', "SET lock_timeout = '10s'; DROP EXTENSION paimon_sink CASCADE");
+like($err, qr/cannot drop extension paimon_sink while its transaction "paimon_sink:[^"]*:job-r" is in doubt/,
+	'DROP EXTENSION is refused meanwhile, rather than waiting on its locks');
 my ($recover_out, $recover_err) = ('', '');
 my $recover_run = IPC::Run::start(
 	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
@@ -349,14 +352,15 @@ $holder->query_safe("BEGIN");
 $holder->query_safe("SELECT 1 FROM paimon_sink.commit_user_state c JOIN paimon_sink.sinks s USING (sink_id)
 	WHERE s.sink_name = 'f' AND c.commit_user = s.default_commit_user FOR UPDATE OF c");
 my ($waiting_in, $waiting_out, $waiting_err) = ('', '', '');
+my $waiting_timer = IPC::Run::timeout(180);
 my $waiting = IPC::Run::start(
 	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
 	  "SELECT row_count FROM paimon_sink.checkpoint('f')" ],
-	'<', \$waiting_in, '>', \$waiting_out, '2>', \$waiting_err);
+	'<', \$waiting_in, '>', \$waiting_out, '2>', \$waiting_err, $waiting_timer);
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer' AND wait_event_type = 'Lock'"),
 	'the checkpoint waits for the commit user, before its barrier');
-sql("SELECT pg_terminate_backend(pid) FROM paimon_sink.writers WHERE writer = 1");
+sql("SELECT pg_terminate_backend(pid, 30000) FROM paimon_sink.writers WHERE writer = 1");
 $holder->query_safe("COMMIT");
 $holder->quit;
 $waiting->finish;

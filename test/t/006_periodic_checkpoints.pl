@@ -102,10 +102,16 @@ my $user = $node->background_psql('kept', on_error_stop => 0);
 $user->query_safe("SELECT 1");
 # staged, not yet committed (the next periodic checkpoint is seconds away)
 $node->safe_psql('kept', "INSERT INTO kept_sink VALUES (2)");
+my $committer_of_kept = "SELECT pid FROM pg_stat_activity WHERE datname = 'kept' AND backend_type = 'paimon_sink committer'";
+my $before = sql($committer_of_kept);
+isnt($before, '', 'its committer runs');
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE kept');
 like($err, qr/database "kept" is being accessed by other users/, 'DROP DATABASE fails while a session stays');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM ($committer_of_kept) c WHERE pid <> $before"),
+	'the drop stopped its committer, and a new one runs');
 ok($node->poll_query_until('kept', "SELECT count(*) = 2 FROM kept_target"),
-	'its committer runs again and checkpoints on its own');
+	'and checkpoints on its own');
 $user->quit;
 $node->safe_psql('postgres', 'DROP DATABASE kept');
 is(sql("SELECT count(*) FROM pg_database WHERE datname = 'kept'"), '0', 'and once it is left, the drop succeeds');

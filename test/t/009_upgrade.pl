@@ -2,9 +2,9 @@
 # release, a server running the released library (built from git by
 # test/release-install; test/check passes them in PAIMON_SINK_RELEASES)
 # writes, commits, prepares and crashes with a transaction in doubt; the same
-# data directory is then started by this library, which must keep everything
-# until the update, and after it commit every pending checkpoint and staged
-# row exactly once.
+# data directory is then started by this library, which must finish the
+# transaction in doubt, keep everything else until the update, and after it
+# commit every pending checkpoint and staged row exactly once.
 use strict;
 use warnings;
 use File::Copy qw(move);
@@ -110,19 +110,21 @@ sub upgrade_from
 	like($try->("INSERT INTO a VALUES (9999, 'refused')"), qr/Run ALTER EXTENSION paimon_sink UPDATE/,
 		"$version: and so are writes");
 	my $committer = $sql->("SELECT pid FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
+	isnt($committer, '', "$version: a committer runs");
 	sleep 2;
 	is($sql->("SELECT pid FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'"), $committer,
 		"$version: the committer waits without restarting");
 	is($sql->("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'"), '0',
 		"$version: no writer runs on the old catalog");
-	is($sql->("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"), '1',
-		"$version: the transaction in doubt waits too");
-	is($sql->("SELECT count(*) FROM target"), '200', "$version: only the committed rows are visible");
+	# COMMIT PREPARED reads none of the extension's tables; waiting would
+	# hold back the cluster's xmin and lock what an update may change
+	ok($new->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
+		"$version: the transaction in doubt is committed while the committer waits");
+	is($sql->("SELECT count(*) FROM target"), '300',
+		"$version: the committed rows and the in-doubt checkpoint's are visible");
 	is($sql->("SELECT string_agg(checkpoint_id::text, ',' ORDER BY checkpoint_id) FROM paimon_sink.pending_checkpoints"),
-		'2,3,7', "$version: the pending checkpoints are listed");
-	like($try->("DROP EXTENSION paimon_sink CASCADE"),
-		qr/cannot drop extension paimon_sink while its transaction "paimon_sink:[^"]*" is in doubt/,
-		"$version: dropping the extension is refused, not left waiting on the in-doubt locks");
+		'2,7', "$version: the pending checkpoints are listed");
 	like($try->("BEGIN; ALTER EXTENSION paimon_sink UPDATE; INSERT INTO a VALUES (9999, 'same transaction'); COMMIT"),
 		qr/This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits/,
 		"$version: a write in the updating transaction fails at once");
@@ -134,9 +136,6 @@ sub upgrade_from
 		"$current $current", "$version: updated to $current");
 	ok($new->wait_for_log(qr/paimon_sink committer of database "postgres" resumes/),
 		"$version: the committer resumes");
-	ok($new->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
-		"$version: the transaction in doubt is resolved");
 	is($sql->("SELECT paimon_sink.last_committed_checkpoint('a', 'job')"), '3',
 		"$version: it committed checkpoint 3");
 	is($sql->("SELECT count(*) || ' ' || bool_or(newly_committed) FROM paimon_sink.commit('a', 'job', 3)"),
