@@ -2135,17 +2135,29 @@ paimon_sink_committer_main(Datum main_arg)
 	writer_started_at = MemoryContextAllocZero(TopMemoryContext,
 											   sizeof(TimestampTz) * PaimonSinkWritersPerDatabase);
 
+	/*
+	 * No extension: leave, unless a CREATE EXTENSION committed since we
+	 * looked (its start_workers() ran before its commit, so we may have
+	 * looked too early; its commit counts itself, and we look again).
+	 */
+	for (;;)
 	{
 		char		version[NAMEDATALEN];
+		uint64		seen;
+		bool		changed;
 
-		if (catalog_state(version, sizeof(version)) == CATALOG_MISSING)
-		{
-			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-			if (MyDatabaseEntry->state == DATABASE_WANTED)
-				MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
-			LWLockRelease(PaimonSinkState->lock);
+		LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+		seen = MyDatabaseEntry->extension_commits;
+		LWLockRelease(PaimonSinkState->lock);
+		if (catalog_state(version, sizeof(version)) != CATALOG_MISSING)
+			break;
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		changed = MyDatabaseEntry->extension_commits != seen;
+		if (!changed && MyDatabaseEntry->state == DATABASE_WANTED)
+			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+		LWLockRelease(PaimonSinkState->lock);
+		if (!changed)
 			proc_exit(0);
-		}
 	}
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);

@@ -26,6 +26,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
+#include "commands/extension.h"
 #include "committer.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -910,6 +911,9 @@ paimon_sink_start_workers(PG_FUNCTION_ARGS)
 {
 	paimon_sink_require_ready();
 	(void) shared_want_database(MyDatabaseId);
+	/* from an extension script: the committer can see the extension only then */
+	if (creating_extension)
+		handoff_want_database_at_commit();
 	PG_RETURN_VOID();
 }
 

@@ -98,6 +98,7 @@ static List *active_handoffs = NIL;
 static ActiveHandoff **writer_handoffs = NULL;	/* per writer, while open */
 static bool xid_made_durable = false;
 static bool wake_committer_at_commit = false;
+static bool want_database_at_commit = false;
 static BufFile *spill_file = NULL;
 static int	spill_end_fileno = 0;
 static off_t spill_end_offset = 0;
@@ -714,10 +715,22 @@ handoff_wake_committer_at_commit(void)
 	wake_committer_at_commit = true;
 }
 
+/*
+ * handoff_want_database_at_commit makes this transaction's commit ask for
+ * the database's committer (again): one started while CREATE EXTENSION runs
+ * finds no extension yet and leaves.
+ */
+void
+handoff_want_database_at_commit(void)
+{
+	want_database_at_commit = true;
+}
+
 static void
 reset_state(void)
 {
 	wake_committer_at_commit = false;
+	want_database_at_commit = false;
 	if (spill_file != NULL)
 		BufFileClose(spill_file);
 	spill_file = NULL;
@@ -763,6 +776,8 @@ handoff_xact_callback(XactEvent event, void *arg)
 			reset_state();
 			break;
 		case XACT_EVENT_COMMIT:
+			if (want_database_at_commit)
+				shared_extension_committed(MyDatabaseId);
 			if (wake_committer_at_commit)
 			{
 				int			index;

@@ -196,6 +196,42 @@ shared_find_database(Oid database_id)
 int
 shared_want_database(Oid database_id)
 {
+	int			index = shared_try_want_database(database_id);
+
+	if (index < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many databases use paimon_sink"),
+				 errdetail("All %d database entries are in use.", PaimonSinkMaxDatabases),
+				 errhint("Raise paimon_sink.max_databases and restart the server.")));
+	return index;
+}
+
+/*
+ * shared_extension_committed is called when a transaction that created or
+ * updated the extension commits: it wants the database's workers again and
+ * counts the commit, so that a committer that looked before it does not
+ * take the extension for missing.  Raises no error (a commit callback).
+ */
+void
+shared_extension_committed(Oid database_id)
+{
+	int			index = shared_try_want_database(database_id);
+
+	if (index < 0)
+		return;
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	shared_database(index)->extension_commits++;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
+/*
+ * shared_try_want_database is shared_want_database that returns -1 rather
+ * than raise an error when every entry is taken (for a commit callback).
+ */
+int
+shared_try_want_database(Oid database_id)
+{
 	int			index;
 	bool		changed = false;
 
@@ -245,12 +281,6 @@ shared_want_database(Oid database_id)
 	}
 	LWLockRelease(PaimonSinkState->lock);
 
-	if (index < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many databases use paimon_sink"),
-				 errdetail("All %d database entries are in use.", PaimonSinkMaxDatabases),
-				 errhint("Raise paimon_sink.max_databases and restart the server.")));
 	if (changed)
 		shared_wake_launcher();
 	return index;

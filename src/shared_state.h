@@ -215,6 +215,7 @@ typedef struct DatabaseEntry
 	uint64		committer_incarnation;
 	bool		committer_ready;
 	bool		sinks_changed;	/* create_sink or drop_sink committed since */
+	uint64		extension_commits;	/* CREATE/ALTER EXTENSION commits here */
 	TimestampTz committer_failed_at;	/* last exit with an error */
 	uint64		next_request_seq;
 	ConditionVariable request_done;
@@ -246,6 +247,8 @@ extern Size shared_queue_size(void);
 
 extern int	shared_find_database(Oid database_id);
 extern int	shared_want_database(Oid database_id);
+extern int	shared_try_want_database(Oid database_id);
+extern void shared_extension_committed(Oid database_id);
 extern void shared_wake_launcher(void);
 extern bool shared_database_wanted(Oid database_id);
 extern void shared_stop_database(Oid database_id);
