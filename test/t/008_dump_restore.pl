@@ -1,6 +1,7 @@
 # pg_dump of a database with sinks restores their definitions, marks and
 # snapshots: the restored sinks take writes and commit, and a new sink gets
-# an id of its own.
+# an id of its own.  The restore's CREATE EXTENSION starts the workers once
+# it commits, however long it takes.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -55,5 +56,12 @@ is(sql('restored_db', "SELECT sink_name FROM paimon_sink.create_sink('more_sink'
 	'a new sink gets an id of its own');
 is(sql('source_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=11',
 	'the source database is untouched');
+
+# CREATE EXTENSION starts the workers from inside its own transaction: the
+# committer may look before that commits, and must look again after
+$node->safe_psql('postgres', 'CREATE DATABASE slow_db');
+sql('slow_db', "BEGIN; CREATE EXTENSION paimon_sink; SELECT pg_sleep(2); COMMIT;");
+ok($node->poll_query_until('slow_db', "SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready"),
+	'the workers serve a database whose CREATE EXTENSION took a while to commit');
 
 done_testing();
