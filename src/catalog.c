@@ -38,15 +38,24 @@
 	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[], " \
 	"row_kind_column, partial_update, key_columns"
 
-/* catalog_extension_owner returns the role that owns the extension. */
-Oid
-catalog_extension_owner(void)
+/* What the extension's pg_extension row says. */
+typedef struct ExtensionRow
 {
+	bool		found;
+	Oid			owner;
+	char	   *version;		/* palloc'd; NULL when not found */
+	bool		changed_here;	/* created or updated by this transaction */
+} ExtensionRow;
+
+/* Read paimon_sink's pg_extension row (no syscache covers it).  Needs a transaction. */
+static ExtensionRow
+read_extension_row(void)
+{
+	ExtensionRow row = {0};
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	Oid			owner = InvalidOid;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
@@ -54,15 +63,36 @@ catalog_extension_owner(void)
 	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
-		owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+	{
+		bool		isnull;
+		Datum		version = heap_getattr(tuple, Anum_pg_extension_extversion,
+										   RelationGetDescr(rel), &isnull);
+
+		row.found = true;
+		row.owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+		row.version = isnull ? NULL : TextDatumGetCString(version);
+		row.changed_here = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	if (!OidIsValid(owner))
+	return row;
+}
+
+/*
+ * catalog_extension_owner returns the role that owns the extension; raises
+ * ERRCODE_UNDEFINED_OBJECT when it is not installed.
+ */
+Oid
+catalog_extension_owner(void)
+{
+	ExtensionRow row = read_extension_row();
+
+	if (!row.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("extension \"paimon_sink\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION paimon_sink.")));
-	return owner;
+	return row.owner;
 }
 
 /*
@@ -73,29 +103,7 @@ catalog_extension_owner(void)
 char *
 catalog_installed_version(void)
 {
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	char	   *version = NULL;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum("paimon_sink"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-	{
-		bool		isnull;
-		Datum		datum = heap_getattr(tuple, Anum_pg_extension_extversion,
-										 RelationGetDescr(rel), &isnull);
-
-		if (!isnull)
-			version = TextDatumGetCString(datum);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return version;
+	return read_extension_row().version;
 }
 
 /*
@@ -106,22 +114,7 @@ catalog_installed_version(void)
 bool
 catalog_extension_changed_here(void)
 {
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	bool		changed = false;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum("paimon_sink"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		changed = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return changed;
+	return read_extension_row().changed_here;
 }
 
 /* Plans kept for the life of the process, by query text. */

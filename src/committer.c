@@ -1924,13 +1924,16 @@ wait_for_work(bool ready, bool *maintenance_due)
 		*maintenance_due = true;
 }
 
-/* Read the schedule again; a failure is logged and tried at maintenance. */
+/*
+ * Run a step of maintenance: a failure is logged, never ends the committer,
+ * and the step is tried again at the next maintenance.
+ */
 static void
-refresh_schedule(void)
+maintain(void (*step) (void))
 {
 	PG_TRY();
 	{
-		read_schedule();
+		step();
 	}
 	PG_CATCH();
 	{
@@ -1940,6 +1943,15 @@ refresh_schedule(void)
 	}
 	PG_END_TRY();
 	MemoryContextReset(committer_context);
+}
+
+/* The maintenance between requests. */
+static void
+maintain_catalog(void)
+{
+	recover_in_doubt();
+	remove_dropped_sink_directories();
+	read_schedule();
 }
 
 /* Start the writers that do not run, once the previous ones have left. */
@@ -2208,7 +2220,7 @@ paimon_sink_committer_main(Datum main_arg)
 			MyDatabaseEntry->sinks_changed = false;
 			LWLockRelease(PaimonSinkState->lock);
 			/* before a periodic checkpoint or orphan removal of a dropped sink */
-			refresh_schedule();
+			maintain(read_schedule);
 			maintenance_due = true; /* dropped sinks' files */
 		}
 		start_writers();
@@ -2238,23 +2250,7 @@ paimon_sink_committer_main(Datum main_arg)
 			exit_without_extension();
 		}
 		if (ready)
-		{
-			PG_TRY();
-			{
-				recover_in_doubt();
-				remove_dropped_sink_directories();
-				read_schedule();
-			}
-			PG_CATCH();
-			{
-				/* maintenance must not end the committer; it tries again */
-				EmitErrorReport();
-				FlushErrorState();
-				AbortOutOfAnyTransaction();
-			}
-			PG_END_TRY();
-			MemoryContextReset(committer_context);
-		}
+			maintain(maintain_catalog);
 		wait_for_work(ready, &maintenance_due);
 	}
 }

@@ -264,6 +264,13 @@ sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 	if (entry->valid)
 		return &entry->layout;
 
+	/*
+	 * The layout is read in the catalog's shape: the library must match it.
+	 * Checked here, on a cache miss, not on every statement: a new library
+	 * needs a restart, whose backends start with an empty cache.
+	 */
+	paimon_sink_require_ready();
+
 	if (entry->context != NULL)
 		MemoryContextSetParent(entry->context, TopTransactionContext);
 	entry->context = AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink",
@@ -500,8 +507,6 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
 	const SinkLayout *layout;
 	const char *commit_user;
-
-	paimon_sink_require_ready();
 
 	/*
 	 * The target is opened for constraint checks (the commit takes the real
