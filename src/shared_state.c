@@ -188,6 +188,8 @@ shared_find_database(Oid database_id)
 	return -1;
 }
 
+static int	shared_try_want_database(Oid database_id);
+
 /*
  * shared_want_database marks a database as needing a committer and returns
  * its entry index; ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when every entry is
@@ -229,7 +231,7 @@ shared_extension_committed(Oid database_id)
  * shared_try_want_database is shared_want_database that returns -1 rather
  * than raise an error when every entry is taken (for a commit callback).
  */
-int
+static int
 shared_try_want_database(Oid database_id)
 {
 	int			index;

@@ -247,7 +247,6 @@ extern Size shared_queue_size(void);
 
 extern int	shared_find_database(Oid database_id);
 extern int	shared_want_database(Oid database_id);
-extern int	shared_try_want_database(Oid database_id);
 extern void shared_extension_committed(Oid database_id);
 extern void shared_wake_launcher(void);
 extern bool shared_database_wanted(Oid database_id);
