@@ -12,7 +12,10 @@ OBJS = \
 	src/catalog.o \
 	src/functions.o \
 	src/upsert.o \
-	src/fault.o
+	src/fault.o \
+	src/names.o \
+	src/security.o \
+	src/recovery.o
 
 EXTENSION = paimon_sink
 # The library's version is the control file's default_version: the catalog
@@ -41,6 +44,9 @@ PROVE_TESTS = test/t/*.pl
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# the shared TAP helpers (test/perl/PaimonSinkTest.pm); after PGXS, which empties it
+PROVE_FLAGS += -I ./test/perl
 
 # (srcdir is PGXS's)
 ifeq ($(EXTVERSION),)

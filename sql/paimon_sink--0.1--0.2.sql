@@ -42,3 +42,59 @@ $$;
 -- A committer that is not running (say, after a failed DROP DATABASE) is
 -- started: it waits until this update commits, then resumes.
 SELECT paimon_sink.start_workers();
+
+-- Prepared transactions carrying our gid prefix, and which of them are the
+-- committer's own (only those are ever committed by recovery).  The view
+-- was a parse of pg_prepared_xacts that failed on a gid of another form.
+CREATE FUNCTION paimon_sink.in_doubt_status(
+	OUT gid text, OUT prepared timestamptz, OUT owner name, OUT sink_id integer,
+	OUT checkpoint_id bigint, OUT commit_user text, OUT ours boolean, OUT foreign_reason text)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_in_doubt_status' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.in_doubt_status() IS
+$$One row per prepared transaction of this database whose gid starts with paimon_sink: (gid text, prepared timestamptz, owner name, sink_id integer, checkpoint_id bigint, commit_user text, ours boolean, foreign_reason text). ours is true for the committer's own (its gid reads as paimon_sink:<database>:<sink>:<checkpoint>:<commit user> naming this database, it is owned by the role the committer prepares as, and it names an existing sink's checkpoint that is prepared or committed): recovery commits those. Any other is foreign: never committed or rolled back by paimon_sink, foreign_reason says why. sink_id, checkpoint_id and commit_user are NULL unless the gid names this database. As Citus's transaction recovery filters by prefix and database. Raises no error of its own.$$;
+
+CREATE OR REPLACE VIEW paimon_sink.in_doubt AS
+	SELECT p.gid, p.prepared, p.owner, s.sink_name, p.checkpoint_id, p.commit_user, p.ours,
+		p.foreign_reason
+	FROM paimon_sink.in_doubt_status() p
+	LEFT JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) p.sink_id;
+COMMENT ON VIEW paimon_sink.in_doubt IS
+	'Prepared transactions of this database whose gid starts with paimon_sink: those of the committer (ours: recovery commits them) and foreign ones named like them (left alone; foreign_reason says why).';
+
+-- The functions below check the caller's right themselves: the caller must
+-- be the sink's owner or a member of it (42501, with the GRANT to run).
+-- Their EXECUTE goes to PUBLIC, so that the right that counts is the one
+-- on the sink.  create_sink, start_workers and the fault functions stay
+-- revoked: creating sinks is the database administrator's to grant.
+GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink(text, boolean),
+	paimon_sink.prepare_commit(text, text, bigint, integer),
+	paimon_sink.commit(text, text, bigint),
+	paimon_sink.checkpoint(text),
+	paimon_sink.recover(text, text, bigint, text),
+	paimon_sink.end_input(text, text),
+	paimon_sink.remove_orphan_files(text, interval, boolean),
+	paimon_sink.expire_snapshots(text, integer, interval) TO PUBLIC;
+
+DO $$
+DECLARE
+	f regprocedure;
+BEGIN
+	FOR f IN SELECT unnest(ARRAY[
+		'paimon_sink.drop_sink(text, boolean)',
+		'paimon_sink.prepare_commit(text, text, bigint, integer)',
+		'paimon_sink.commit(text, text, bigint)',
+		'paimon_sink.checkpoint(text)',
+		'paimon_sink.recover(text, text, bigint, text)',
+		'paimon_sink.end_input(text, text)',
+		'paimon_sink.remove_orphan_files(text, interval, boolean)',
+		'paimon_sink.expire_snapshots(text, integer, interval)']::regprocedure[])
+	LOOP
+		EXECUTE format('COMMENT ON FUNCTION %s IS %L', f,
+			obj_description(f, 'pg_proc') ||
+			' Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink''s owner or a member of that role.');
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean) IS
+$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target (recorded: a commit refuses another) and the SELECT, UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (ignored) or -D (delete: only the key columns count), and each checkpoint applies per key only the latest version; partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine). buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval (positive; NULL takes paimon_sink.checkpoint_interval, whose 0 means none) makes the committer checkpoint the sink's own commit user that often, skipping empty intervals. Privileges: EXECUTE is revoked from PUBLIC (a superuser grants it: GRANT EXECUTE ON FUNCTION paimon_sink.create_sink TO role); the caller is the sink's owner, whose rights its commits use. Errors: 22023 bad name, mode, buckets, row_kind_column, or a bucket key outside the primary key; 42P16 upsert target without a primary key; 0A000 upsert target with a deferrable primary key or rules, or a bucket key type without a hash function when buckets > 1; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE) right on target, no CREATE right on its schema or no USAGE on the server paimon_sink, each with the GRANT to run in its hint; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;

@@ -30,13 +30,16 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 #include "access/genam.h"
+#include "security.h"
 
 #define SINK_COLUMNS \
-	"sink_id, sink_name, target_table::oid, foreign_table::oid, owner_role::oid, " \
-	"mode, buckets, bucket_key, default_commit_user, sink_uuid, column_names, column_types::oid[], " \
-	"row_kind_column, partial_update, key_columns"
+	"d.sink_id, d.sink_name, d.target_table::pg_catalog.oid, d.foreign_table::pg_catalog.oid, " \
+	"d.owner_role::pg_catalog.oid, d.mode, d.buckets, d.bucket_key, d.default_commit_user, " \
+	"d.sink_uuid, d.column_names, d.column_types::pg_catalog.oid[], d.row_kind_column, " \
+	"d.partial_update, d.key_columns"
 
 /* What the extension's pg_extension row says. */
 typedef struct ExtensionRow
@@ -172,32 +175,40 @@ catalog_plan(const char *query, int nargs, Oid *types)
 /*
  * catalog_execute runs one statement with SPI (the caller is connected) and
  * returns SPI's result code; as_catalog_owner runs it as the extension's
- * owner.  Errors propagate.
+ * owner, in a security-restricted operation with search_path pinned (see
+ * security.c), after the caller's rights were checked.  The statement
+ * names every object with its schema either way.  Errors propagate.
  */
 int
 catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
 				bool as_catalog_owner)
 {
-	Oid			saved_user;
-	int			saved_context;
+	RoleSwitch	saved;
 	int			result;
 
 	if (!as_catalog_owner)
 		return SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
 
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(catalog_extension_owner(),
-						   saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		result = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-	}
-	PG_END_TRY();
+	security_switch_role(catalog_extension_owner(), &saved);
+	result = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
+	security_restore_role(&saved);
 	return result;
+}
+
+/*
+ * catalog_column returns the value of a result column by its name (SPI's
+ * result of the caller's query), so that no reader depends on the order of
+ * a select list.  Raises ERRCODE_INTERNAL_ERROR for a name the result does
+ * not have.
+ */
+Datum
+catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
+{
+	int			column = SPI_fnumber(desc, name);
+
+	if (column <= 0)
+		elog(ERROR, "query result has no column \"%s\"", name);
+	return SPI_getbinval(tuple, desc, column, isnull);
 }
 
 /* A text[] column as a List of char *, NIL when NULL. */
@@ -290,30 +301,36 @@ int64
 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 						 bool as_catalog_owner)
 {
-	Oid			types[3] = {INT4OID, INT4OID, INT8OID};
+	/* now() is the transaction's start, as the commit times are */
+	TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+													 -older_than_ms);
+	Oid			types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum		values[3] = {Int32GetDatum(sink_id), Int32GetDatum(retain_last),
-	Int64GetDatum(older_than_ms)};
+	TimestampTzGetDatum(cutoff)};
 
 	if (catalog_execute("WITH expired AS ("
-						"  SELECT snapshot_id FROM ("
-						"    SELECT snapshot_id, committed_at, "
-						"      row_number() OVER (ORDER BY snapshot_id DESC) AS newer "
-						"    FROM paimon_sink.snapshot_log WHERE sink_id = $1) s "
-						"  WHERE newer > $2 "
-						"    AND committed_at < pg_catalog.now() - make_interval(secs => $3 / 1000.0) "
-						"    AND snapshot_id NOT IN (SELECT last_snapshot_id FROM paimon_sink.commit_user_state "
-						"      WHERE sink_id = $1 AND last_snapshot_id IS NOT NULL)), "
+						"  SELECT s.snapshot_id FROM ("
+						"    SELECT l.snapshot_id, l.committed_at, "
+						"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
+						"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
+						"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
+						"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
+						"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
+						"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+						"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
 						"files AS ("
 						"  DELETE FROM paimon_sink.committable c USING expired e "
-						"  WHERE c.sink_id = $1 AND c.snapshot_id = e.snapshot_id "
+						"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+						"  AND c.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id "
 						"  RETURNING c.bucket, c.max_sequence), "
 						"sequences AS ("
 						"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
-						"  SELECT $1, bucket, max(max_sequence) FROM files GROUP BY bucket "
+						"  SELECT $1, f.bucket, pg_catalog.max(f.max_sequence) FROM files f GROUP BY f.bucket "
 						"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
 						"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
 						"DELETE FROM paimon_sink.snapshot_log l USING expired e "
-						"WHERE l.sink_id = $1 AND l.snapshot_id = e.snapshot_id",
+						"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+						"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
 						3, types, values, NULL, as_catalog_owner) != SPI_OK_DELETE)
 		elog(ERROR, "could not expire snapshots of sink %d", sink_id);
 	return (int64) SPI_processed;
@@ -514,8 +531,8 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 bool
 catalog_sink_by_name(const char *name, SinkInfo *info)
 {
-	return lookup_sink("SELECT " SINK_COLUMNS
-					   " FROM paimon_sink.sink_definition WHERE sink_name = $1",
+	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition d "
+					   "WHERE d.sink_name OPERATOR(pg_catalog.=) $1",
 					   TEXTOID, CStringGetTextDatum(name), info);
 }
 
@@ -523,8 +540,8 @@ catalog_sink_by_name(const char *name, SinkInfo *info)
 bool
 catalog_sink_by_id(int32 sink_id, SinkInfo *info)
 {
-	return lookup_sink("SELECT " SINK_COLUMNS
-					   " FROM paimon_sink.sink_definition WHERE sink_id = $1",
+	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition d "
+					   "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 					   INT4OID, Int32GetDatum(sink_id), info);
 }
 
@@ -551,10 +568,16 @@ void
 catalog_check_owner(const SinkInfo *sink, const char *action)
 {
 	if (!has_privs_of_role(GetUserId(), sink->owner))
+	{
+		char	   *owner = GetUserNameFromId(sink->owner, true);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to %s sink \"%s\"", action, sink->name),
 				 errdetail("Only the owner of the sink, role \"%s\", or a member of it may %s it.",
-						   GetUserNameFromId(sink->owner, false), action),
-				 errhint("Run it as the owner, or GRANT the owner role to this role.")));
+						   owner ? owner : "(dropped)", action),
+				 errhint("Run it as role \"%s\", or have that role granted to this one: GRANT %s TO %s;",
+						 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+	}
 }

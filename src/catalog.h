@@ -52,6 +52,7 @@ extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
 extern Oid	catalog_check_primary_key(const SinkInfo *sink, Relation target);
 extern int64 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 									  bool as_catalog_owner);
+extern Datum catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull);
 extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
 extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
 							const char *nulls, bool as_catalog_owner);

@@ -43,6 +43,8 @@
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
 #include "pgstat.h"
+#include "recovery.h"
+#include "security.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -95,6 +97,20 @@ static struct
 
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
+
+/*
+ * The hint of a load's failure that has none of its own.  A name that does
+ * not resolve is most often one a trigger or default of the target leaves
+ * unqualified: the load runs with search_path pinned (see security.c).
+ */
+static const char *
+load_failure_hint(int sqlerrcode)
+{
+	if (sqlerrcode == ERRCODE_UNDEFINED_TABLE || sqlerrcode == ERRCODE_UNDEFINED_FUNCTION ||
+		sqlerrcode == ERRCODE_UNDEFINED_OBJECT || sqlerrcode == ERRCODE_UNDEFINED_SCHEMA)
+		return "Nothing of the checkpoint was applied and it stays prepared. The load runs the target's triggers, defaults and constraints with search_path pg_catalog, pg_temp: qualify the names they use, or give their function a search_path of its own (ALTER FUNCTION ... SET search_path = ...), then call commit() or checkpoint() again.";
+	return failure_hint;
+}
 
 /* One staged file being loaded, and the batch offsets it leaves out. */
 typedef struct LoadFile
@@ -247,53 +263,45 @@ end_work(void)
 static void remove_committed_files(void);
 
 /*
- * Commit every in-doubt prepared transaction of ours in this database, then
- * remove the files of the checkpoints it committed.  Returns how many.
- * Reads no table of the extension before the commits: a library waiting for
- * ALTER EXTENSION paimon_sink UPDATE finishes them too, since they hold
- * back the cluster's xmin and lock the tables an update may change
- * (catalog_ready false: the files wait for the update).
+ * Commit every in-doubt transaction of ours in this database, then remove
+ * the files of the checkpoints it committed; returns how many.  Only
+ * transactions recovery.c proves ours are finished: a foreign one that
+ * carries our prefix is left alone and logged once.  Reads only catalog
+ * columns every version has: a library waiting for ALTER EXTENSION
+ * paimon_sink UPDATE finishes ours too, since they hold back the cluster's
+ * xmin and lock the tables an update may change (catalog_ready false: the
+ * files wait for the update).
  */
 static int
 finish_in_doubt(bool catalog_ready)
 {
-	int			count;
-	List	   *gids = NIL;
+	int			count = 0;
+	List	   *gids;
 	ListCell   *lc;
-	char	   *pattern = psprintf("%s:%u:%%", PAIMON_SINK_GID_PREFIX, MyDatabaseId);
-	Oid			type = TEXTOID;
-	Datum		value = CStringGetTextDatum(pattern);
 
 	begin_work();
-	execute("SELECT gid FROM pg_catalog.pg_prepared_xacts "
-			"WHERE database = pg_catalog.current_database() AND gid LIKE $1 ORDER BY prepared",
-			1, &type, &value, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(committer_context);
-
-		gids = lappend(gids, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		MemoryContextSwitchTo(old);
-	}
+	gids = recovery_prepared_gids(committer_context);
 	end_work();
 
 	foreach(lc, gids)
 	{
-		char	   *gid = lfirst(lc);
+		PreparedGid *entry = lfirst(lc);
 
+		if (!entry->ours)
+			continue;
 		StartTransactionCommand();
-		FinishPreparedTransaction(gid, true);
+		FinishPreparedTransaction(entry->gid, true);
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(committer_context);
+		count++;
 		ereport(LOG,
-				(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", gid),
+				(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", entry->gid),
 				 errdetail("A checkpoint is prepared only once it is complete, so recovery commits it.")));
 	}
+	recovery_report_foreign(gids);
 	/* the files of the checkpoints just committed are no longer needed */
-	count = list_length(gids);
 	if (count > 0 && catalog_ready)
 		remove_committed_files();
-	list_free_deep(gids);
 	in_doubt_possible = false;
 	return count;
 }
@@ -309,7 +317,8 @@ static void
 remove_committed_files(void)
 {
 	begin_work();
-	execute("SELECT sink_id, file_name FROM paimon_sink.committable WHERE snapshot_id IS NOT NULL",
+	execute("SELECT c.sink_id, c.file_name FROM paimon_sink.committable c "
+			"WHERE c.snapshot_id IS NOT NULL",
 			0, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -320,6 +329,9 @@ remove_committed_files(void)
 		char		path[MAXPGPATH];
 		struct stat st;
 
+		/* a name that is not a staged file's is never a path (it is no file of ours) */
+		if (!staged_file_name_is_valid(name))
+			continue;
 		staged_file_path(path, MyDatabaseId, sink_id, name);
 		if (stat(path, &st) == 0)
 			(void) durable_unlink(path, LOG);
@@ -340,7 +352,7 @@ remove_dropped_sink_directories(void)
 	ListCell   *lc;
 
 	begin_work();
-	execute("SELECT sink_id FROM paimon_sink.dropped_sink", 0, NULL, NULL, SPI_OK_SELECT);
+	execute("SELECT d.sink_id FROM paimon_sink.dropped_sink d", 0, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -372,7 +384,8 @@ remove_dropped_sink_directories(void)
 		Oid			type = INT4OID;
 		Datum		value = Int32GetDatum(lfirst_int(lc));
 
-		execute("DELETE FROM paimon_sink.dropped_sink WHERE sink_id = $1", 1, &type, &value,
+		execute("DELETE FROM paimon_sink.dropped_sink d WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+				1, &type, &value,
 				SPI_OK_DELETE);
 	}
 	end_work();
@@ -574,18 +587,13 @@ load_files(SinkInfo *sink, List *files)
 	ParseNamespaceItem *nsitem;
 	List	   *columns = NIL;
 	List	   *options;
-	Oid			saved_user;
-	int			saved_context;
-	int			nest_level;
+	RoleSwitch	saved;
 	CopyFromState cstate;
 	uint64		rows;
 
 	rel = catalog_open_target(sink, false, RowExclusiveLock);
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(sink->owner,
-						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nest_level = NewGUCNestLevel();
+	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
+	security_switch_role(sink->owner, &saved);
 
 	/* binary COPY needs the staged types: the target must still have them */
 	catalog_check_layout(sink, RelationGetRelid(rel), false);
@@ -615,8 +623,7 @@ load_files(SinkInfo *sink, List *files)
 	EndCopyFrom(cstate);
 	end_load();
 
-	AtEOXact_GUC(false, nest_level);
-	SetUserIdAndSecContext(saved_user, saved_context);
+	security_restore_role(&saved);
 	table_close(rel, NoLock);
 	return rows;
 }
@@ -639,10 +646,12 @@ commit_user_marks(int32 sink_id, const char *commit_user, bool for_update,
 	execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
 			"VALUES ($1, $2) ON CONFLICT DO NOTHING", 2, types, values, SPI_OK_INSERT);
 	execute(for_update ?
-			"SELECT last_prepared_checkpoint, last_committed_checkpoint, fence_epoch "
-			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2 FOR UPDATE" :
-			"SELECT last_prepared_checkpoint, last_committed_checkpoint, fence_epoch "
-			"FROM paimon_sink.commit_user_state WHERE sink_id = $1 AND commit_user = $2",
+			"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
+			"FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+			"AND u.commit_user OPERATOR(pg_catalog.=) $2 FOR UPDATE" :
+			"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
+			"FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+			"AND u.commit_user OPERATOR(pg_catalog.=) $2",
 			2, types, values, SPI_OK_SELECT);
 	*last_prepared = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												 1, &isnull));
@@ -882,8 +891,9 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 		Datum		values[3] = {Int32GetDatum(sink->sink_id), text_datum(commit_user),
 		Int64GetDatum(checkpoint_id)};
 
-		execute("UPDATE paimon_sink.commit_user_state SET last_prepared_checkpoint = "
-				"greatest(last_prepared_checkpoint, $3) WHERE sink_id = $1 AND commit_user = $2",
+		execute("UPDATE paimon_sink.commit_user_state u SET last_prepared_checkpoint = "
+				"greatest(u.last_prepared_checkpoint, $3) WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+				"AND u.commit_user OPERATOR(pg_catalog.=) $2",
 				3, types, values, SPI_OK_UPDATE);
 	}
 	return recorded;
@@ -952,12 +962,55 @@ commit_error_context(void *arg)
 			   (long long) context->checkpoint_id, context->commit_user, context->sink);
 }
 
+/*
+ * A checkpoint commits as the prepared transaction gid; refuse to start
+ * when that name is taken (gids are the cluster's).  Taken by a transaction
+ * that is not ours (another role's, or one prepared in another database),
+ * it fails the commit with ERRCODE_DUPLICATE_OBJECT naming its owner, and
+ * the checkpoint stays prepared: never finish or wait for someone else's
+ * transaction.  Taken by one of ours, it is in doubt: recovery commits it
+ * before the retry.
+ */
+static void
+refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
+				  int64 checkpoint_id)
+{
+	Oid			owner;
+	Oid			database_id;
+	char	   *owner_name;
+	char	   *database_name;
+
+	if (!recovery_gid_in_use(gid, &owner, &database_id))
+		return;
+	if (owner == security_committer_role() && database_id == MyDatabaseId)
+	{
+		in_doubt_possible = true;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("checkpoint %lld of commit user \"%s\" is in doubt as prepared transaction \"%s\"",
+						(long long) checkpoint_id, commit_user, gid),
+				 errdetail("Nothing more of the checkpoint was applied."),
+				 errhint("Retry: the committer commits the transaction in doubt first.")));
+	}
+	owner_name = GetUserNameFromId(owner, true);
+	database_name = get_database_name(database_id);
+	ereport(ERROR,
+			(errcode(ERRCODE_DUPLICATE_OBJECT),
+			 errmsg("transaction identifier \"%s\" is in use by a prepared transaction that is not paimon_sink's",
+					gid),
+			 errdetail("Role \"%s\" prepared a transaction of that name in database \"%s\". Checkpoint %lld of commit user \"%s\" of sink \"%s\" commits under that name, so nothing of it was applied: it stays prepared.",
+					   owner_name ? owner_name : "(dropped)",
+					   database_name ? database_name : "(dropped)", (long long) checkpoint_id,
+					   commit_user, sink->name),
+			 errhint("Have its owner or a superuser end it, connected to database \"%s\": ROLLBACK PREPARED '%s'; then commit again. paimon_sink never finishes another role's transaction.",
+					 database_name ? database_name : "(dropped)", gid)));
+}
+
 /* Commit one prepared checkpoint as one snapshot. */
 static void
 commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 {
-	char	   *gid = psprintf("%s:%u:%d:%lld:%s", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink_id,
-							   (long long) checkpoint_id, commit_user);
+	char		gid[GIDSIZE];
 	TimestampTz start = GetCurrentTimestamp();
 	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
 	Datum		values[3] = {Int32GetDatum(sink_id), text_datum(commit_user),
@@ -979,6 +1032,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	ErrorContextCallback callback;
 	UpsertCounts changes = {0};
 
+	gid_build(gid, MyDatabaseId, sink_id, checkpoint_id, commit_user);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	BeginTransactionBlock();
@@ -999,10 +1053,12 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+	refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
 
-	execute("SELECT file_name, row_count, excluded_offsets, byte_count FROM paimon_sink.committable "
-			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id = $3 "
-			"AND snapshot_id IS NULL ORDER BY prepared_at, file_name",
+	execute("SELECT c.file_name, c.row_count, c.excluded_offsets, c.byte_count "
+			"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+			"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+			"AND c.snapshot_id IS NULL ORDER BY c.prepared_at, c.file_name",
 			3, types, values, SPI_OK_SELECT);
 	old_context = MemoryContextSwitchTo(committer_context);
 	initStringInfo(&missing);
@@ -1062,7 +1118,8 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 		loaded = load_files(sink, files);
 	failure_hint = NULL;
 
-	execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM paimon_sink.snapshot_log WHERE sink_id = $1",
+	execute("SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) OPERATOR(pg_catalog.+) 1 "
+			"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
 			1, types, values, SPI_OK_SELECT);
 	snapshot_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
@@ -1079,12 +1136,13 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 				"commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
 				"VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)",
 				8, snapshot_types, snapshot_values, SPI_OK_INSERT);
-		execute("UPDATE paimon_sink.committable SET snapshot_id = $2 "
-				"WHERE sink_id = $1 AND commit_user = $3 AND checkpoint_id = $4 AND snapshot_id IS NULL",
+		execute("UPDATE paimon_sink.committable c SET snapshot_id = $2 "
+				"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $3 "
+				"AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL",
 				4, snapshot_types, snapshot_values, SPI_OK_UPDATE);
-		execute("UPDATE paimon_sink.commit_user_state SET last_committed_checkpoint = $4, "
+		execute("UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
 				"last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
-				"WHERE sink_id = $1 AND commit_user = $3",
+				"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
 				4, snapshot_types, snapshot_values, SPI_OK_UPDATE);
 	}
 	PopActiveSnapshot();
@@ -1093,9 +1151,12 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	error_context_stack = callback.previous;
 	progress_update(COMMIT_PHASE_PREPARING, 0, 0);
 	fault_point("committer_before_prepare");
+	/* a PREPARE refused (a name taken meanwhile, a NOTIFY) names the checkpoint */
+	error_context_stack = &callback;
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
 	CommitTransactionCommand();	/* PREPARE TRANSACTION happens here */
+	error_context_stack = callback.previous;
 	fault_point("committer_after_prepare");
 
 	StartTransactionCommand();
@@ -1152,9 +1213,10 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	request->previous_last_committed = last_committed;
 	if (checkpoint_id <= last_committed)
 		tally.skipped++;
-	execute("SELECT DISTINCT checkpoint_id FROM paimon_sink.committable "
-			"WHERE sink_id = $1 AND commit_user = $2 AND snapshot_id IS NULL "
-			"AND checkpoint_id <= $3 ORDER BY 1", 3, types, values, SPI_OK_SELECT);
+	execute("SELECT DISTINCT c.checkpoint_id FROM paimon_sink.committable c "
+			"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+			"AND c.snapshot_id IS NULL AND c.checkpoint_id OPERATOR(pg_catalog.<=) $3 "
+			"ORDER BY c.checkpoint_id", 3, types, values, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(committer_context);
@@ -1180,8 +1242,9 @@ do_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Committer
 	if (Min(checkpoint_id, last_prepared) > last_committed)
 	{
 		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
-		execute("UPDATE paimon_sink.commit_user_state SET last_committed_checkpoint = $3 "
-				"WHERE sink_id = $1 AND commit_user = $2 AND last_committed_checkpoint < $3",
+		execute("UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $3 "
+				"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2 "
+				"AND u.last_committed_checkpoint OPERATOR(pg_catalog.<) $3",
 				3, types, values, SPI_OK_UPDATE);
 		last_committed = Min(checkpoint_id, last_prepared);
 	}
@@ -1258,8 +1321,9 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	 * writing before this commit are left out of every later checkpoint,
 	 * even those that reach a writer after the discard below.
 	 */
-	execute("UPDATE paimon_sink.commit_user_state SET fence_epoch = fence_epoch + 1 "
-			"WHERE sink_id = $1 AND commit_user = $2", 2, types, values, SPI_OK_UPDATE);
+	execute("UPDATE paimon_sink.commit_user_state u SET fence_epoch = u.fence_epoch OPERATOR(pg_catalog.+) 1 "
+			"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
+			2, types, values, SPI_OK_UPDATE);
 	end_work();
 
 	do_commit(sink_id, commit_user, restored, request);
@@ -1283,8 +1347,9 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 	}
 
 	begin_work();
-	execute("SELECT count(DISTINCT checkpoint_id) FROM paimon_sink.committable "
-			"WHERE sink_id = $1 AND commit_user = $2 AND checkpoint_id > $3 AND snapshot_id IS NULL",
+	execute("SELECT pg_catalog.count(DISTINCT c.checkpoint_id) FROM paimon_sink.committable c "
+			"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+			"AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 AND c.snapshot_id IS NULL",
 			3, types, values, SPI_OK_SELECT);
 	{
 		bool		isnull;
@@ -1292,22 +1357,28 @@ do_recover(int32 sink_id, const char *commit_user, int64 restored, int mode,
 		request->discarded_checkpoints = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 																	 SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	execute("DELETE FROM paimon_sink.committable WHERE sink_id = $1 AND commit_user = $2 "
-			"AND checkpoint_id > $3 AND snapshot_id IS NULL RETURNING file_name",
+	execute("DELETE FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+			"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 "
+			"AND c.snapshot_id IS NULL RETURNING c.file_name",
 			3, types, values, SPI_OK_DELETE_RETURNING);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(committer_context);
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 		char	   *path = palloc(MAXPGPATH);
 
-		staged_file_path(path, MyDatabaseId, sink_id,
-						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		paths = lappend(paths, path);
+		/* a name that is not a staged file's is never a path (it is no file of ours) */
+		if (staged_file_name_is_valid(name))
+		{
+			staged_file_path(path, MyDatabaseId, sink_id, name);
+			paths = lappend(paths, path);
+		}
 		MemoryContextSwitchTo(old);
 	}
-	execute("UPDATE paimon_sink.commit_user_state SET last_prepared_checkpoint = "
-			"greatest(last_committed_checkpoint, least(last_prepared_checkpoint, $3)) "
-			"WHERE sink_id = $1 AND commit_user = $2", 3, types, values, SPI_OK_UPDATE);
+	execute("UPDATE paimon_sink.commit_user_state u SET last_prepared_checkpoint = "
+			"greatest(u.last_committed_checkpoint, least(u.last_prepared_checkpoint, $3)) "
+			"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
+			3, types, values, SPI_OK_UPDATE);
 	end_work();
 
 	/* files of kept checkpoints are committed and gone; the rest are orphans */
@@ -1410,11 +1481,13 @@ do_remove_orphans(int32 sink_id, CommitterRequest *request)
 		if (is_held)
 			continue;
 		values[0] = text_datum(name);
-		execute("SELECT 1 FROM paimon_sink.committable WHERE file_name = $1 AND snapshot_id IS NULL",
+		execute("SELECT 1 FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1 "
+				"AND c.snapshot_id IS NULL",
 				1, &types[1], values, SPI_OK_SELECT);
 		if (SPI_processed > 0)
 			continue;			/* a prepared checkpoint needs it */
-		staged_file_path(path, MyDatabaseId, sink_id, name);
+		/* a name the folder listing gave: a staged file's or a temporary one's */
+		snprintf(path, sizeof(path), "%s/%s", directory, name);
 		values[0] = Int64GetDatum((int64) request->seq);
 		values[1] = text_datum(name);
 		values[2] = Int64GetDatum(bytes);
@@ -1557,8 +1630,8 @@ run_request(CommitterRequest *request, CommitterRequest *result)
 		outcome.sqlerrcode = error->sqlerrcode ? error->sqlerrcode : ERRCODE_INTERNAL_ERROR;
 		strlcpy(outcome.message, error->message ? error->message : "", sizeof(outcome.message));
 		strlcpy(outcome.detail, error->detail ? error->detail : "", sizeof(outcome.detail));
-		strlcpy(outcome.hint, error->hint ? error->hint : (failure_hint ? failure_hint : ""),
-				sizeof(outcome.hint));
+		strlcpy(outcome.hint, error->hint ? error->hint :
+				(failure_hint ? load_failure_hint(error->sqlerrcode) : ""), sizeof(outcome.hint));
 		failure_hint = NULL;
 		strlcpy(outcome.context, error->context ? error->context : "", sizeof(outcome.context));
 		ereport(LOG,
@@ -1679,14 +1752,17 @@ record_statistics(const CommitterRequest *outcome)
 										  "(sink_id, commits, skipped, retries, rows_committed, "
 										  "bytes_committed, last_commit_ms, failures, last_committed_at) "
 										  "SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
-										  "CASE WHEN $2 > 0 THEN pg_catalog.now() END "
-										  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition WHERE sink_id = $1) "
-										  "ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits + $2, "
-										  "skipped = s.skipped + $3, retries = s.retries + $4, "
-										  "rows_committed = s.rows_committed + $5, "
-										  "bytes_committed = s.bytes_committed + $6, "
+										  "CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
+										  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
+										  "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+										  "ON CONFLICT (sink_id) DO UPDATE SET "
+										  "commits = s.commits OPERATOR(pg_catalog.+) $2, "
+										  "skipped = s.skipped OPERATOR(pg_catalog.+) $3, "
+										  "retries = s.retries OPERATOR(pg_catalog.+) $4, "
+										  "rows_committed = s.rows_committed OPERATOR(pg_catalog.+) $5, "
+										  "bytes_committed = s.bytes_committed OPERATOR(pg_catalog.+) $6, "
 										  "last_commit_ms = coalesce($7, s.last_commit_ms), "
-										  "failures = s.failures + $8, "
+										  "failures = s.failures OPERATOR(pg_catalog.+) $8, "
 										  "last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
 										  8, types),
 							 values, nulls, false, 0) != SPI_OK_INSERT)
@@ -1701,9 +1777,11 @@ record_statistics(const CommitterRequest *outcome)
 			if (SPI_execute_plan(catalog_plan("INSERT INTO paimon_sink.commit_failures AS f "
 											  "(sink_id, sqlstate, failures, last_failed_at, last_message) "
 											  "SELECT $1, $2, 1, pg_catalog.now(), $3 "
-											  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition WHERE sink_id = $1) "
+											  "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
+											  "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 											  "ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
-											  "failures = f.failures + 1, last_failed_at = pg_catalog.now(), "
+											  "failures = f.failures OPERATOR(pg_catalog.+) 1, "
+											  "last_failed_at = pg_catalog.now(), "
 											  "last_message = $3", 3, failure_types),
 								 failure_values, NULL, false, 0) != SPI_OK_INSERT)
 				elog(ERROR, "could not count a failure");
@@ -1770,47 +1848,51 @@ static TimestampTz last_maintenance = 0;
 static void
 read_schedule(void)
 {
-	Oid			type = INT4OID;
-	Datum		value = Int32GetDatum(PaimonSinkCheckpointIntervalMs);
 	TimestampTz now = GetCurrentTimestamp();
 	ScheduledSink *next;
-	int			count;
+	int			count = 0;
+	uint64		sinks;
 
 	begin_work();
-	execute("SELECT sink_id, (extract(epoch FROM coalesce(checkpoint_interval, "
-			"make_interval(secs => $1 / 1000.0))) * 1000)::bigint "
-			"FROM paimon_sink.sink_definition "
-			"WHERE coalesce(checkpoint_interval, make_interval(secs => $1 / 1000.0)) > '0'",
-			1, &type, &value, SPI_OK_SELECT);
-	count = (int) SPI_processed;
-	next = MemoryContextAllocZero(TopMemoryContext, sizeof(ScheduledSink) * Max(1, count));
-	for (int i = 0; i < count; i++)
-	{
-		bool		isnull;
-
-		next[i].sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc, 1, &isnull));
-		next[i].interval_ms = Max(1, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-																 SPI_tuptable->tupdesc, 2,
-																 &isnull)));
-		next[i].next_due = TimestampTzPlusMilliseconds(now, next[i].interval_ms);
-		/* a sink already scheduled keeps its time */
-		for (int j = 0; j < schedule_count; j++)
-			if (schedule[j].sink_id == next[i].sink_id)
-				next[i].next_due = Min(schedule[j].next_due, next[i].next_due);
-	}
-	execute("SELECT sink_id FROM paimon_sink.sink_definition ORDER BY sink_id", 0, NULL, NULL,
-			SPI_OK_SELECT);
+	execute("SELECT d.sink_id, d.checkpoint_interval FROM paimon_sink.sink_definition d "
+			"ORDER BY d.sink_id", 0, NULL, NULL, SPI_OK_SELECT);
+	sinks = SPI_processed;
+	next = MemoryContextAllocZero(TopMemoryContext, sizeof(ScheduledSink) * Max(1, sinks));
 	if (schedule_all != NULL)
 		pfree(schedule_all);
-	schedule_all = MemoryContextAllocZero(TopMemoryContext, sizeof(int32) * Max(1, SPI_processed));
-	schedule_all_count = (int) SPI_processed;
-	for (int i = 0; i < schedule_all_count; i++)
+	schedule_all = MemoryContextAllocZero(TopMemoryContext, sizeof(int32) * Max(1, sinks));
+	schedule_all_count = (int) sinks;
+	for (uint64 i = 0; i < sinks; i++)
 	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
 		bool		isnull;
+		int32		sink_id = DatumGetInt32(catalog_column(tuple, SPI_tuptable->tupdesc,
+														   "sink_id", &isnull));
+		Datum		interval = catalog_column(tuple, SPI_tuptable->tupdesc,
+											  "checkpoint_interval", &isnull);
+		int64		interval_ms = PaimonSinkCheckpointIntervalMs;
 
-		schedule_all[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc, 1, &isnull));
+		if (!isnull)
+		{
+			/* as interval comparison counts: a month is 30 days */
+			Interval   *given = DatumGetIntervalP(interval);
+			int64		us = given->time + ((int64) given->day +
+											(int64) given->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+
+			interval_ms = us <= 0 ? 0 : Max(1, us / 1000);
+		}
+
+		schedule_all[i] = sink_id;
+		if (interval_ms <= 0)
+			continue;
+		next[count].sink_id = sink_id;
+		next[count].interval_ms = interval_ms;
+		next[count].next_due = TimestampTzPlusMilliseconds(now, interval_ms);
+		/* a sink already scheduled keeps its time */
+		for (int j = 0; j < schedule_count; j++)
+			if (schedule[j].sink_id == sink_id)
+				next[count].next_due = Min(schedule[j].next_due, next[count].next_due);
+		count++;
 	}
 	end_work();
 	if (schedule != NULL)
@@ -2136,6 +2218,8 @@ paimon_sink_committer_main(Datum main_arg)
 	MyDatabaseEntry = shared_database(MyDatabaseIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink committer");
+	/* over ALTER DATABASE/ROLE ... SET: nothing a user planted is ever found */
+	security_pin_worker_search_path();
 	/* staged rows are in the database encoding, whatever ALTER DATABASE sets */
 	SetConfigOption("client_encoding", GetDatabaseEncodingName(), PGC_SUSET, PGC_S_OVERRIDE);
 	barrier_queues = MemoryContextAllocZero(TopMemoryContext,

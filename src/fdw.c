@@ -31,6 +31,7 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "handoff.h"
+#include "names.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -399,9 +400,10 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 	SPIPlanPtr	plan;
 
 	SPI_connect();
-	plan = catalog_plan("SELECT last_committed_checkpoint = $3, fence_epoch "
-						"FROM paimon_sink.commit_user_state "
-						"WHERE sink_id = $1 AND commit_user = $2", 3, types);
+	plan = catalog_plan("SELECT u.last_committed_checkpoint OPERATOR(pg_catalog.=) $3, u.fence_epoch "
+						"FROM paimon_sink.commit_user_state u "
+						"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+						"AND u.commit_user OPERATOR(pg_catalog.=) $2", 3, types);
 	if (SPI_execute_plan(plan, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.commit_user_state");
 	if (SPI_processed > 0)

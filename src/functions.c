@@ -30,8 +30,12 @@
 #include "committer.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "foreign/foreign.h"
 #include "handoff.h"
 #include "miscadmin.h"
+#include "names.h"
+#include "recovery.h"
+#include "security.h"
 #include "shared_state.h"
 #include "staged_file.h"
 #include "storage/fd.h"
@@ -90,19 +94,32 @@ require_prepared_transactions(void)
 				 errhint("Set max_prepared_transactions to at least 1 per database with sinks and restart the server.")));
 }
 
-/* Run a query under the latest snapshot and return its rows as the result set. */
+/*
+ * Run a query under the latest snapshot and return its rows as the result
+ * set; as_catalog_owner runs it as the extension's owner (see
+ * catalog_execute), for a table of the extension's own that the caller may
+ * not read.
+ */
 static void
-return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, Datum *values)
+return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, Datum *values,
+			 bool as_catalog_owner)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPIPlanPtr	plan;
+	RoleSwitch	saved;
+	int			result;
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	plan = catalog_plan(query, nargs, types);
+	if (as_catalog_owner)
+		security_switch_role(catalog_extension_owner(), &saved);
 	/* the committer committed after this statement's snapshot was taken */
-	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
-							 false, 0) != SPI_OK_SELECT)
+	result = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								  !as_catalog_owner, false, 0);
+	if (as_catalog_owner)
+		security_restore_role(&saved);
+	if (result != SPI_OK_SELECT)
 		elog(ERROR, "could not run \"%s\"", query);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
@@ -236,6 +253,60 @@ name_in_list(List *names, const char *name)
 }
 
 /*
+ * The rights create_sink needs of its caller, each refused with
+ * ERRCODE_INSUFFICIENT_PRIVILEGE and the GRANT to run: on the target, those
+ * its commits use as the sink's owner (INSERT; an upsert sink's MERGE also
+ * SELECT, UPDATE and DELETE), CREATE on the target's schema for the foreign
+ * table, and USAGE on the server paimon_sink.
+ */
+static void
+check_create_rights(Oid target, bool upsert)
+{
+	AclMode		needed = ACL_INSERT | (upsert ? ACL_SELECT | ACL_UPDATE | ACL_DELETE : 0);
+	AclMode		have = pg_class_aclmask(target, GetUserId(), needed, ACLMASK_ALL);
+	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
+	Oid			schema = get_rel_namespace(target);
+	ForeignServer *server = GetForeignServerByName("paimon_sink", false);
+
+	if (have != needed)
+	{
+		static const struct
+		{
+			AclMode		mode;
+			const char *name;
+		}			rights[] = {{ACL_SELECT, "SELECT"}, {ACL_INSERT, "INSERT"},
+		{ACL_UPDATE, "UPDATE"}, {ACL_DELETE, "DELETE"}};
+		StringInfoData missing;
+
+		initStringInfo(&missing);
+		for (int i = 0; i < lengthof(rights); i++)
+			if ((needed & ~have & rights[i].mode) != 0)
+				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(target)),
+				 errdetail("Commits of the sink %s the target as the sink's owner, the role creating it.",
+						   upsert ? "read, insert into, update and delete from" : "insert into"),
+				 errhint("GRANT %s ON TABLE %s TO %s;", missing.data,
+						 quote_qualified_identifier(get_namespace_name(schema), get_rel_name(target)),
+						 role)));
+	}
+	if (pg_namespace_aclcheck(schema, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s", get_namespace_name(schema)),
+				 errdetail("create_sink creates the sink's foreign table in the target's schema, owned by its caller."),
+				 errhint("GRANT CREATE ON SCHEMA %s TO %s;", quote_identifier(get_namespace_name(schema)),
+						 role)));
+	if (pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for foreign server paimon_sink"),
+				 errdetail("Every sink's foreign table belongs to the server paimon_sink."),
+				 errhint("GRANT USAGE ON FOREIGN SERVER paimon_sink TO %s;", role)));
+}
+
+/*
  * create_sink(sink_name text, target regclass, mode text, buckets integer,
  * bucket_key text[], checkpoint_interval interval, row_kind_column text,
  * partial_update boolean) registers a sink, creates its foreign table (named
@@ -313,15 +384,7 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", get_rel_name(target)),
 				 errdetail("The target of a sink is an ordinary or partitioned table.")));
-	if (pg_class_aclcheck(target, GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
-		(upsert && pg_class_aclcheck(target, GetUserId(), ACL_SELECT | ACL_UPDATE | ACL_DELETE) != ACLCHECK_OK))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", get_rel_name(target)),
-				 errdetail("Commits of the sink %s the target as the sink's owner, the role creating it.",
-						   upsert ? "read, insert into, update and delete from" : "insert into"),
-				 errhint(upsert ? "GRANT SELECT, INSERT, UPDATE, DELETE on the target table to this role." :
-						 "GRANT INSERT on the target table to this role.")));
+	check_create_rights(target, upsert);
 	if (upsert)
 	{
 		primary_key = primary_key_columns(target);
@@ -437,7 +500,8 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 		catalog_execute("INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
 						"mode, buckets, bucket_key, checkpoint_interval, row_kind_column, partial_update, "
 						"key_columns, default_commit_user) "
-						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, pg_catalog.gen_random_uuid()::text) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+						"pg_catalog.gen_random_uuid()::pg_catalog.text) "
 						"RETURNING sink_id", 10, types, values, nulls, true);
 		sink_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
@@ -453,16 +517,23 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 		 */
 		catalog_execute("SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
 						"pg_catalog.format_type(a.atttypid, a.atttypmod), "
-						"CASE WHEN a.attcollation <> t.typcollation "
-						"THEN ' COLLATE ' || a.attcollation::pg_catalog.regcollation::text ELSE '' END, "
-						"CASE WHEN a.attidentity <> '' THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
-						"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::text, a.attname)) "
-						"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::text <> ALL ($3)) "
-						"THEN ' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+						"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+						"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
+						"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
+						"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
+						"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
+						"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
+						"a.attname::pg_catalog.text)) "
+						"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
+						"OPERATOR(pg_catalog.<>) ALL ($3)) "
+						"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
 						"ELSE '' END), ', ' ORDER BY a.attnum) "
-						"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
-						"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-						"WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''",
+						"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
+						"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+						"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+						"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
+						"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
+						"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
 						3, types, values, nulls, false);
 		columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		if (columns == NULL)
@@ -495,15 +566,18 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 		Oid			types[2] = {INT4OID, OIDOID};
 		Datum		values[2] = {Int32GetDatum(sink_id), ObjectIdGetDatum(foreign_table)};
 
-		catalog_execute("UPDATE paimon_sink.sink_definition SET foreign_table = $2, "
-						"column_names = (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_catalog.pg_attribute "
-						"  WHERE attrelid = $2 AND attnum > 0 AND NOT attisdropped), "
-						"column_types = (SELECT array_agg(atttypid::regtype ORDER BY attnum) FROM pg_catalog.pg_attribute "
-						"  WHERE attrelid = $2 AND attnum > 0 AND NOT attisdropped) "
-						"WHERE sink_id = $1",
+		catalog_execute("UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
+						"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
+						"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+						"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+						"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY a.attnum) "
+						"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+						"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
+						"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 						2, types, values, NULL, true);
 		catalog_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
-						"SELECT sink_id, default_commit_user FROM paimon_sink.sink_definition WHERE sink_id = $1 "
+						"SELECT d.sink_id, d.default_commit_user FROM paimon_sink.sink_definition d "
+						"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 "
 						"RETURNING commit_user", 1, types, values, NULL, true);
 		result_values[2] = CStringGetTextDatum(SPI_getvalue(SPI_tuptable->vals[0],
 															SPI_tuptable->tupdesc, 1));
@@ -543,8 +617,9 @@ staged_files_held(int32 sink_id)
 		if (!staged_file_name_is_valid(entry->d_name))
 			continue;
 		value = CStringGetTextDatum(entry->d_name);
-		catalog_execute("SELECT 1 FROM paimon_sink.committable WHERE file_name = $1 "
-						"AND snapshot_id IS NOT NULL", 1, &type, &value, NULL, false);
+		catalog_execute("SELECT 1 FROM paimon_sink.committable c "
+						"WHERE c.file_name OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NOT NULL",
+						1, &type, &value, NULL, false);
 		if (SPI_processed == 0)
 			held++;
 	}
@@ -568,10 +643,8 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	bool		force = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
 	Oid			type = INT4OID;
 	Datum		value = Int32GetDatum(sink->sink_id);
-	char	   *pattern = psprintf("%s:%u:%d:%%", PAIMON_SINK_GID_PREFIX, MyDatabaseId, sink->sink_id);
-	Oid			pattern_type = TEXTOID;
-	Datum		pattern_value = CStringGetTextDatum(pattern);
 	bool		isnull;
+	ListCell   *lc;
 
 	/*
 	 * Lock out writers first: a transaction that wrote into the foreign
@@ -586,23 +659,31 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	/* a query of its own sees what committed while we waited */
-	catalog_execute("SELECT 1 FROM paimon_sink.sink_definition WHERE sink_id = $1", 1, &type, &value,
+	catalog_execute("SELECT 1 FROM paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+					1, &type, &value,
 					NULL, false);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("sink \"%s\" does not exist", sink->name),
 				 errdetail("It was dropped while this call waited.")));
-	catalog_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE $1",
-					1, &pattern_type, &pattern_value, NULL, false);
-	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("sink \"%s\" has an in-doubt prepared transaction", sink->name),
-				 errdetail("A commit of the sink is between PREPARE TRANSACTION and COMMIT PREPARED."),
-				 errhint("Wait until the committer finished it (see paimon_sink.in_doubt), then drop the sink.")));
-	catalog_execute("SELECT pg_catalog.count(DISTINCT (commit_user, checkpoint_id)) FROM paimon_sink.committable "
-					"WHERE sink_id = $1 AND snapshot_id IS NULL", 1, &type, &value, NULL, false);
+	/* only ours: a transaction another role named like ours must not block the drop */
+	foreach(lc, recovery_prepared_gids(CurrentMemoryContext))
+	{
+		PreparedGid *entry = lfirst(lc);
+
+		if (entry->ours && entry->parts.sink_id == sink->sink_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("sink \"%s\" has an in-doubt prepared transaction", sink->name),
+					 errdetail("A commit of the sink is between PREPARE TRANSACTION and COMMIT PREPARED (transaction \"%s\").",
+							   entry->gid),
+					 errhint("Wait until the committer finished it (see paimon_sink.in_doubt), then drop the sink.")));
+	}
+	catalog_execute("SELECT pg_catalog.count(DISTINCT (c.commit_user, c.checkpoint_id)) "
+					"FROM paimon_sink.committable c "
+					"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL",
+					1, &type, &value, NULL, false);
 	if (!force &&
 		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
 		ereport(ERROR,
@@ -618,10 +699,14 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 				 errdetail("Committed transactions wrote them; dropping the sink would discard them."),
 				 errhint("Commit them with paimon_sink.checkpoint() (or the job's prepare_commit and commit), or drop with force => true to discard them.")));
 
-	catalog_execute("DELETE FROM paimon_sink.committable WHERE sink_id = $1", 1, &type, &value, NULL, true);
-	catalog_execute("DELETE FROM paimon_sink.snapshot_log WHERE sink_id = $1", 1, &type, &value, NULL, true);
-	catalog_execute("DELETE FROM paimon_sink.commit_user_state WHERE sink_id = $1", 1, &type, &value, NULL, true);
-	catalog_execute("DELETE FROM paimon_sink.sink_definition WHERE sink_id = $1", 1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.committable x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+					1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.snapshot_log x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+					1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+					1, &type, &value, NULL, true);
+	catalog_execute("DELETE FROM paimon_sink.sink_definition x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+					1, &type, &value, NULL, true);
 	/* its files go once this commits (the committer reads this record) */
 	handoff_wake_committer_at_commit();
 	catalog_execute("INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", 1, &type, &value,
@@ -705,10 +790,12 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 	values[2] = Int64GetDatum(request.checkpoint_id);
 	values[3] = Int32GetDatum(request.writer_id);
 	return_query(fcinfo,
-				 "SELECT checkpoint_id, file_name, writer_id, bucket, row_count, byte_count "
-				 "FROM paimon_sink.committable WHERE sink_id = $1 AND commit_user = $2 "
-				 "AND checkpoint_id = $3 AND ($4 < 0 OR writer_id = $4) ORDER BY writer_id, bucket, file_name",
-				 4, types, values);
+				 "SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, c.row_count, c.byte_count "
+				 "FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+				 "AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+				 "AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
+				 "ORDER BY c.writer_id, c.bucket, c.file_name",
+				 4, types, values, false);
 	return (Datum) 0;
 }
 
@@ -722,12 +809,15 @@ return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user
 	Int64GetDatum(asked)};
 
 	return_query(fcinfo,
-				 "SELECT snapshot_id, commit_user, commit_identifier, row_count, file_count, "
-				 "committed_at, commit_identifier > $3 "
-				 "FROM paimon_sink.snapshot_log WHERE sink_id = $1 AND commit_user = $2 "
-				 "AND ((commit_identifier > $3 AND commit_identifier <= $4) OR commit_identifier = $5) "
-				 "ORDER BY commit_identifier",
-				 5, types, values);
+				 "SELECT l.snapshot_id, l.commit_user, l.commit_identifier, l.row_count, l.file_count, "
+				 "l.committed_at, l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+				 "FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+				 "AND l.commit_user OPERATOR(pg_catalog.=) $2 "
+				 "AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+				 "AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
+				 "OR l.commit_identifier OPERATOR(pg_catalog.=) $5) "
+				 "ORDER BY l.commit_identifier",
+				 5, types, values, false);
 }
 
 /*
@@ -794,8 +884,9 @@ paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(commit_user);
 
 	SPI_connect();
-	plan = catalog_plan("SELECT last_committed_checkpoint FROM paimon_sink.commit_user_state "
-						"WHERE sink_id = $1 AND commit_user = $2", 2, types);
+	plan = catalog_plan("SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
+						"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+						"AND u.commit_user OPERATOR(pg_catalog.=) $2", 2, types);
 	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
 							 false, 1) == SPI_OK_SELECT && SPI_processed == 1)
 		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -1066,13 +1157,13 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 	submit(&request);
 
 	value = Int64GetDatum((int64) request.seq);
+	/* the outcome is the extension's own table, read once */
 	return_query(fcinfo,
-				 "SELECT file_name, byte_count, removed FROM paimon_sink.maintenance_result "
-				 "WHERE request_id = $1 ORDER BY file_name", 1, &type, &value);
-	SPI_connect();
-	catalog_execute("DELETE FROM paimon_sink.maintenance_result WHERE request_id = $1", 1, &type,
-					&value, NULL, true);
-	SPI_finish();
+				 "WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
+				 "  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+				 "  RETURNING r.file_name, r.byte_count, r.removed) "
+				 "SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
+				 1, &type, &value, true);
 	return (Datum) 0;
 }
 

@@ -13,6 +13,11 @@
 #include "fmgr.h"
 #include "handoff.h"
 #include "launcher.h"
+#include "names.h"
+#include "recovery.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "utils/syscache.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
@@ -24,6 +29,7 @@
 #include "storage/ipc.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -66,38 +72,110 @@ paimon_sink_shmem_startup(void)
 	shared_state_init();
 }
 
+/* Is the statement's list of extension names one naming paimon_sink? */
+static bool
+names_paimon_sink(List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(strVal(lfirst(lc)), "paimon_sink") == 0)
+			return true;
+	return false;
+}
+
 /*
  * DROP EXTENSION paimon_sink would wait forever on the locks of a prepared
  * transaction of ours when the committer cannot finish it (it waits for
  * ALTER EXTENSION paimon_sink UPDATE, which would queue behind the drop):
- * refuse it while one is in doubt, as drop_sink does.
+ * refuse it while one is in doubt, as drop_sink does.  Only ours: one that
+ * another role named like ours is that role's to end.
  */
 static void
 refuse_drop_while_in_doubt(DropStmt *drop)
 {
 	ListCell   *lc;
-	bool		ours = false;
-	char	   *gid = NULL;
 
-	if (drop->removeType != OBJECT_EXTENSION)
+	if (drop->removeType != OBJECT_EXTENSION || !names_paimon_sink(drop->objects) ||
+		!OidIsValid(get_extension_oid("paimon_sink", true)))
 		return;
-	foreach(lc, drop->objects)
-		ours = ours || strcmp(strVal(lfirst(lc)), "paimon_sink") == 0;
-	if (!ours)
+	foreach(lc, recovery_prepared_gids(CurrentMemoryContext))
+	{
+		PreparedGid *entry = lfirst(lc);
+
+		if (entry->ours)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot drop extension paimon_sink while its transaction \"%s\" is in doubt",
+							entry->gid),
+					 errdetail("A prepared transaction of the committer holds locks on the extension's tables."),
+					 errhint("Let the committer finish it (if its log says it waits for ALTER EXTENSION paimon_sink UPDATE, run that first), or end it with COMMIT PREPARED or ROLLBACK PREPARED.")));
+	}
+}
+
+/*
+ * CREATE EXTENSION paimon_sink uses a schema paimon_sink that already
+ * exists as it is, and its scripts (with that schema first on their
+ * search_path) and every name the library qualifies with it resolve what
+ * is in it.  Refuse a schema that a role other than a superuser owns, or
+ * may create objects in: that role could have planted objects there for a
+ * superuser to run.  The same before each ALTER EXTENSION paimon_sink
+ * UPDATE, whose scripts run the same way.
+ */
+static void
+refuse_untrusted_schema(const char *statement)
+{
+	Oid			schema = get_namespace_oid("paimon_sink", true);
+	HeapTuple	tuple;
+	Oid			owner;
+	Acl		   *acl;
+	bool		isnull;
+	Datum		datum;
+
+	if (!OidIsValid(schema))
 		return;
-	SPI_connect();
-	if (SPI_execute("SELECT gid FROM pg_catalog.pg_prepared_xacts "
-					"WHERE database = pg_catalog.current_database() "
-					"AND gid LIKE 'paimon_sink:%' ORDER BY gid LIMIT 1", true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-		gid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (gid != NULL)
+	tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
+	if (!HeapTupleIsValid(tuple))
+		return;
+	owner = ((Form_pg_namespace) GETSTRUCT(tuple))->nspowner;
+	if (!superuser_arg(owner))
+	{
+		ReleaseSysCache(tuple);
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot drop extension paimon_sink while its transaction \"%s\" is in doubt", gid),
-				 errdetail("A prepared transaction of the committer holds locks on the extension's tables."),
-				 errhint("Let the committer finish it (if its log says it waits for ALTER EXTENSION paimon_sink UPDATE, run that first), or end it with COMMIT PREPARED or ROLLBACK PREPARED.")));
-	SPI_finish();
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s refuses schema \"paimon_sink\": it is owned by role \"%s\", which is not a superuser",
+						statement, GetUserNameFromId(owner, false)),
+				 errdetail("The extension's scripts and its library resolve what that schema holds; its owner could have put objects there for a superuser to run."),
+				 errhint("Drop or rename that schema (CREATE EXTENSION creates its own), or make a superuser its owner after checking what it holds.")));
+	}
+	datum = SysCacheGetAttr(NAMESPACEOID, tuple, Anum_pg_namespace_nspacl, &isnull);
+	if (!isnull)
+	{
+		AclItem    *items;
+
+		acl = DatumGetAclPCopy(datum);
+		items = ACL_DAT(acl);
+		for (int i = 0; i < ACL_NUM(acl); i++)
+		{
+			Oid			grantee = items[i].ai_grantee;
+
+			if ((ACLITEM_GET_PRIVS(items[i]) & ACL_CREATE) != 0 &&
+				(grantee == ACL_ID_PUBLIC || !superuser_arg(grantee)))
+			{
+				ReleaseSysCache(tuple);
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("%s refuses schema \"paimon_sink\": role \"%s\" may create objects in it",
+								statement, grantee == ACL_ID_PUBLIC ? "PUBLIC" :
+								GetUserNameFromId(grantee, false)),
+						 errdetail("The extension's scripts and its library resolve what that schema holds; a role that may create objects there could plant them for a superuser to run."),
+						 errhint("REVOKE CREATE ON SCHEMA paimon_sink FROM %s, after checking what the schema holds.",
+								 grantee == ACL_ID_PUBLIC ? "PUBLIC" :
+								 quote_identifier(GetUserNameFromId(grantee, false)))));
+			}
+		}
+	}
+	ReleaseSysCache(tuple);
 }
 
 /*
@@ -115,6 +193,12 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 
 	if (IsA(statement, DropStmt) && PaimonSinkState != NULL)
 		refuse_drop_while_in_doubt((DropStmt *) statement);
+	if (IsA(statement, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) statement)->extname, "paimon_sink") == 0)
+		refuse_untrusted_schema("CREATE EXTENSION paimon_sink");
+	if (IsA(statement, AlterExtensionStmt) &&
+		strcmp(((AlterExtensionStmt *) statement)->extname, "paimon_sink") == 0)
+		refuse_untrusted_schema("ALTER EXTENSION paimon_sink UPDATE");
 	PG_TRY();
 	{
 		if (IsA(statement, DropdbStmt) && PaimonSinkState != NULL)
@@ -158,48 +242,6 @@ check_commit_user_setting(char **newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
-}
-
-/*
- * paimon_sink_commit_user_is_valid checks a commit user: 1 to 64 characters
- * of [A-Za-z0-9._:-], so that a gid carrying it is never too long or
- * malformed.  *problem receives a sentence when it is not valid.
- */
-bool
-paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
-{
-	size_t		length = commit_user ? strlen(commit_user) : 0;
-
-	if (length == 0)
-	{
-		*problem = "A commit user must not be empty.";
-		return false;
-	}
-	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
-	{
-		*problem = "A commit user has at most 64 characters.";
-		return false;
-	}
-	if (strspn(commit_user, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != length)
-	{
-		*problem = "A commit user consists of the characters A-Z, a-z, 0-9, '.', '_', ':' and '-' only.";
-		return false;
-	}
-	return true;
-}
-
-/* paimon_sink_check_commit_user raises ERRCODE_INVALID_PARAMETER_VALUE for an invalid commit user. */
-void
-paimon_sink_check_commit_user(const char *commit_user)
-{
-	const char *problem;
-
-	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
-				 errdetail("%s", problem),
-				 errhint("Use a stable identifier of the writing job, such as a UUID.")));
 }
 
 /* paimon_sink_require_preload raises an error unless loaded at server start. */

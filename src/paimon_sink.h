@@ -55,8 +55,5 @@ extern bool PaimonSinkPreloaded;
 
 extern void paimon_sink_require_preload(void);
 extern void paimon_sink_require_ready(void);
-extern bool paimon_sink_commit_user_is_valid(const char *commit_user,
-											 const char **problem);
-extern void paimon_sink_check_commit_user(const char *commit_user);
 
 #endif							/* PAIMON_SINK_H */

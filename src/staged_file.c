@@ -28,10 +28,22 @@ staged_file_directory(char *path, Oid database_id, int32 sink_id)
 	snprintf(path, MAXPGPATH, "%s/%u/%d", PAIMON_SINK_DIRECTORY, database_id, sink_id);
 }
 
-/* staged_file_path fills path (MAXPGPATH) with a staged file's path. */
+/*
+ * staged_file_path fills path (MAXPGPATH) with a staged file's path.  The
+ * name must be a staged file's ("<uuid>.stage"): a name read from the
+ * catalog (which a restored dump fills) never becomes a path otherwise.
+ * Raises ERRCODE_DATA_CORRUPTED for any other name; callers that must not
+ * fail check staged_file_name_is_valid first.
+ */
 void
 staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_name)
 {
+	if (!staged_file_name_is_valid(file_name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("\"%s\" is not the name of a staged file of sink %d", file_name, sink_id),
+				 errdetail("Staged files are named <uuid>.stage; no other name is made into a path."),
+				 errhint("The name comes from paimon_sink.committable; a superuser deletes that row (a restored dump may have brought it).")));
 	snprintf(path, MAXPGPATH, "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, database_id,
 			 sink_id, file_name);
 }

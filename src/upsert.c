@@ -41,6 +41,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "security.h"
 #include "upsert.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -49,6 +50,8 @@
 #include "utils/memutils.h"
 #include "utils/queryenvironment.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "catalog/pg_operator.h"
 #include "utils/relcache.h"
 #include "utils/rls.h"
 #include "utils/tuplesort.h"
@@ -73,6 +76,7 @@ typedef struct ApplyLayout
 	Oid		   *key_collations;
 	Oid		   *key_less;		/* the index's "<" of each key column */
 	FmgrInfo   *key_equal;
+	char	  **key_equal_operator;	/* its "=", schema-qualified, for the MERGE */
 	TupleDesc	sort_desc;		/* the foreign table's columns, then the sequence */
 	TupleDesc	change_desc;	/* the row, then "delete" and "replace" flags */
 	int			columns;		/* of the row: the staged ones but the row kind */
@@ -98,6 +102,27 @@ typedef struct KeyGroup
 	int			missing;		/* partial_update: NULL columns not yet filled */
 	MemoryContext context;
 } KeyGroup;
+
+/*
+ * An operator as OPERATOR(schema.name): the MERGE names the key's equality
+ * with its schema, so that neither the pinned search_path misses a key
+ * type's own "=" nor anything else is found.
+ */
+static char *
+qualified_operator(Oid operator)
+{
+	HeapTuple	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(operator));
+	Form_pg_operator form;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator %u", operator);
+	form = (Form_pg_operator) GETSTRUCT(tuple);
+	result = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(form->oprnamespace)),
+					  NameStr(form->oprname));
+	ReleaseSysCache(tuple);
+	return result;
+}
 
 static void
 derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
@@ -126,6 +151,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 	layout->key_collations = palloc(sizeof(Oid) * layout->key_count);
 	layout->key_equal = palloc(sizeof(FmgrInfo) * layout->key_count);
 	layout->key_less = palloc(sizeof(Oid) * layout->key_count);
+	layout->key_equal_operator = palloc(sizeof(char *) * layout->key_count);
 	for (int k = 0; k < layout->key_count; k++)
 	{
 		AttrNumber	target_attnum = index_rel->rd_index->indkey.values[k];
@@ -147,6 +173,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 					 errdetail("Nothing of the checkpoint was applied."),
 					 errhint("Restore the primary key the sink was created with and commit again.")));
 		fmgr_info(get_opcode(equal), &layout->key_equal[k]);
+		layout->key_equal_operator[k] = qualified_operator(equal);
 		layout->key_less[k] = get_opfamily_member(index_rel->rd_opfamily[k],
 												  index_rel->rd_opcintype[k],
 												  index_rel->rd_opcintype[k],
@@ -394,9 +421,9 @@ merge_statement(ApplyLayout *layout)
 	{
 		if (layout->change_key_index[c] < 0)
 			continue;
-		appendStringInfo(&query, "%st.%s = c.c%d", separator,
+		appendStringInfo(&query, "%st.%s %s c.c%d", separator,
 						 quote_identifier(NameStr(TupleDescAttr(layout->change_desc, c)->attname)),
-						 c + 1);
+						 layout->key_equal_operator[layout->change_key_index[c]], c + 1);
 		separator = " AND ";
 	}
 	appendStringInfoString(&query, " WHEN MATCHED AND c.change_delete THEN DELETE");
@@ -523,9 +550,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	MemoryContext row_context;
 	MemoryContext old = MemoryContextSwitchTo(apply_context);
 	ApplyLayout layout;
-	Oid			saved_user;
-	int			saved_context;
-	int			nest_level;
+	RoleSwitch	saved;
 	CopyFromState cstate;
 	Tuplesortstate *sort;
 	Tuplestorestate *changes;
@@ -537,11 +562,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	memset(&layout, 0, sizeof(layout));
 	layout.target = catalog_open_target(sink, false, RowExclusiveLock);
 	layout.foreign = catalog_open_target(sink, true, AccessShareLock);
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(sink->owner,
-						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	nest_level = NewGUCNestLevel();
+	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
+	security_switch_role(sink->owner, &saved);
 	/* a maintenance operation's memory, for the MERGE's join too */
 	(void) set_config_option("work_mem", GetConfigOption("maintenance_work_mem", false, false),
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -628,8 +650,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 		counts->changed = run_merge(&layout, changes, &counts->retries);
 	tuplestore_end(changes);
 
-	AtEOXact_GUC(false, nest_level);
-	SetUserIdAndSecContext(saved_user, saved_context);
+	security_restore_role(&saved);
 	table_close(layout.foreign, NoLock);
 	table_close(layout.target, NoLock);
 	MemoryContextSwitchTo(old);

@@ -41,6 +41,7 @@
 #include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "security.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "shared_state.h"
@@ -836,8 +837,9 @@ file_is_recorded(const char *file_name)
 	Oid			type = TEXTOID;
 	Datum		value = CStringGetTextDatum(file_name);
 
-	if (SPI_execute_with_args("SELECT 1 FROM paimon_sink.committable WHERE file_name = $1",
-							  1, &type, &value, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(catalog_plan("SELECT 1 FROM paimon_sink.committable c "
+									  "WHERE c.file_name OPERATOR(pg_catalog.=) $1", 1, &type),
+						 &value, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.committable");
 	return SPI_processed > 0;
 }
@@ -953,10 +955,10 @@ adopt_files(void)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* committed files are gone: their committables (or, expired, bucket_sequence) keep their numbers */
-	if (SPI_execute("SELECT sink_id, bucket, max(max_sequence) FROM ("
-					"SELECT sink_id, bucket, max_sequence FROM paimon_sink.committable UNION ALL "
-					"SELECT sink_id, bucket, max_sequence FROM paimon_sink.bucket_sequence) s "
-					"GROUP BY sink_id, bucket", true, 0) != SPI_OK_SELECT)
+	if (SPI_execute("SELECT s.sink_id, s.bucket, pg_catalog.max(s.max_sequence) AS max_sequence FROM ("
+					"SELECT c.sink_id, c.bucket, c.max_sequence FROM paimon_sink.committable c UNION ALL "
+					"SELECT b.sink_id, b.bucket, b.max_sequence FROM paimon_sink.bucket_sequence b) s "
+					"GROUP BY s.sink_id, s.bucket", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.committable");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -1065,6 +1067,8 @@ paimon_sink_writer_main(Datum main_arg)
 	MyWriter = shared_writer(MyDatabaseEntry, MyWriterIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink writer");
+	/* over ALTER DATABASE/ROLE ... SET: nothing a user planted is ever found */
+	security_pin_worker_search_path();
 
 	writer_context = AllocSetContextCreate(TopMemoryContext, "paimon_sink writer",
 										   ALLOCSET_DEFAULT_SIZES);

@@ -75,8 +75,9 @@ is($node->safe_psql('postgres',
 	'staged rows survive an immediate shutdown');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '700', 'all rows once');
 
-# in-doubt transactions: ours (this database's prefix) are committed at
-# committer start; another application's and another database's are not
+# in-doubt transactions: ours are committed at committer start; another
+# application's, another database's, and one named like ours for a
+# checkpoint that was never prepared (even a superuser's) are not
 my $dboid = $node->safe_psql('postgres',
 	"SELECT oid FROM pg_database WHERE datname = 'postgres'");
 my $sink_id = $node->safe_psql('postgres',
@@ -86,7 +87,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other', 'CREATE TABLE marker (what text)');
 $node->safe_psql('postgres', qq{
 	BEGIN;
-	INSERT INTO marker VALUES ('ours');
+	INSERT INTO marker VALUES ('named like ours');
 	PREPARE TRANSACTION 'paimon_sink:$dboid:$sink_id:77:job-x';
 });
 $node->safe_psql('postgres', q{
@@ -99,21 +100,34 @@ $node->safe_psql('other', qq{
 	INSERT INTO marker VALUES ('another database');
 	PREPARE TRANSACTION 'paimon_sink:$dboid:$sink_id:78:job-x';
 });
-$node->stop('immediate');
-$node->start;
+$node->safe_psql('postgres', q{
+	INSERT INTO crash_sink (id, note) SELECT g, 'in doubt' FROM generate_series(2001, 2010) g;
+	SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic');
+});
+$node->psql('postgres', "SELECT * FROM paimon_sink.checkpoint('crash_sink')");
+ok(writers_ready(), 'back after a crash between PREPARE and COMMIT PREPARED');
 ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:$dboid:%' AND database = 'postgres'"),
+		"SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
 	'our in-doubt transaction was committed at committer start');
-is($node->safe_psql('postgres', 'SELECT string_agg(what, \',\') FROM marker'), 'ours',
-	'its work is visible');
+is($node->safe_psql('postgres', "SELECT count(*) FROM target WHERE note = 'in doubt'"), '10',
+	'its work is visible, once');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM marker'), '0',
+	'the work of the one named like ours is not');
 is($node->safe_psql('postgres',
 	"SELECT string_agg(gid || '\@' || database, ',' ORDER BY gid) FROM pg_prepared_xacts"),
-	"other_app_gid\@postgres,paimon_sink:$dboid:$sink_id:78:job-x\@other",
-	'other applications\' and other databases\' prepared transactions are untouched');
-like(slurp_file($node->logfile), qr/committed in-doubt transaction "paimon_sink:$dboid:$sink_id:77:job-x"/,
+	"other_app_gid\@postgres,paimon_sink:$dboid:$sink_id:77:job-x\@postgres,paimon_sink:$dboid:$sink_id:78:job-x\@other",
+	'other applications\', other databases\' and look-alike prepared transactions are untouched');
+is($node->safe_psql('postgres', "SELECT gid || ' ' || ours || ' ' || foreign_reason FROM paimon_sink.in_doubt"),
+	"paimon_sink:$dboid:$sink_id:77:job-x false It names checkpoint 77 of commit user \"job-x\", which is neither prepared nor committed.",
+	'in_doubt lists the look-alike as foreign, with the reason');
+like(slurp_file($node->logfile), qr/committed in-doubt transaction "paimon_sink:$dboid:$sink_id:\d+:[^"]+"/,
 	'recovery logs what it committed');
+like(slurp_file($node->logfile), qr/leaves prepared transaction "paimon_sink:$dboid:$sink_id:77:job-x" alone: it is not its own/,
+	'and what it left alone');
 $node->safe_psql('postgres', "ROLLBACK PREPARED 'other_app_gid'");
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'paimon_sink:$dboid:$sink_id:77:job-x'");
 $node->safe_psql('other', "ROLLBACK PREPARED 'paimon_sink:$dboid:$sink_id:78:job-x'");
+$node->safe_psql('postgres', 'SELECT paimon_sink.clear_faults()');
 
 # DROP DATABASE is not blocked by the workers of a database with sinks
 $node->safe_psql('other', 'CREATE EXTENSION paimon_sink');

@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * names.c
+ *	  Commit users and the gids of the committer's prepared transactions.
+ *
+ * A commit user is validated where it first comes in (a setting, a
+ * function argument), so that a gid carrying it is never too long (GIDSIZE)
+ * nor ambiguous.  A gid is parsed strictly: recovery finishes a prepared
+ * transaction only when its gid reads back as exactly what gid_build wrote,
+ * among the other proofs recovery.c asks for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "names.h"
+
+#define COMMIT_USER_CHARACTERS \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
+
+/*
+ * paimon_sink_commit_user_is_valid checks a commit user: 1 to 64
+ * characters of [A-Za-z0-9._:-], so that a gid carrying it is never too
+ * long or malformed.  *problem receives a sentence when it is not valid.
+ */
+bool
+paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
+{
+	size_t		length = commit_user ? strlen(commit_user) : 0;
+
+	if (length == 0)
+	{
+		*problem = "A commit user must not be empty.";
+		return false;
+	}
+	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
+	{
+		*problem = "A commit user has at most 64 characters.";
+		return false;
+	}
+	if (strspn(commit_user, COMMIT_USER_CHARACTERS) != length)
+	{
+		*problem = "A commit user consists of the characters A-Z, a-z, 0-9, '.', '_', ':' and '-' only.";
+		return false;
+	}
+	return true;
+}
+
+/*
+ * paimon_sink_check_commit_user raises ERRCODE_INVALID_PARAMETER_VALUE for
+ * an invalid commit user.
+ */
+void
+paimon_sink_check_commit_user(const char *commit_user)
+{
+	const char *problem;
+
+	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
+				 errdetail("%s", problem),
+				 errhint("Use a stable identifier of the writing job, such as a UUID.")));
+}
+
+/*
+ * gid_build writes into gid (GIDSIZE bytes) the gid the committer prepares
+ * checkpoint_id of commit_user of a sink in: "paimon_sink:D:S:N:U".  The
+ * commit user is valid (at most 64 characters), so it always fits.
+ */
+void
+gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
+		  const char *commit_user)
+{
+	snprintf(gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s", PAIMON_SINK_GID_START, database_id,
+			 sink_id, checkpoint_id, commit_user);
+}
+
+/* gid_has_prefix tells whether a gid starts as every gid of ours does. */
+bool
+gid_has_prefix(const char *gid)
+{
+	return strncmp(gid, PAIMON_SINK_GID_START, strlen(PAIMON_SINK_GID_START)) == 0;
+}
+
+/*
+ * Read a run of decimal digits at *cursor that ends at a ':' and is at most
+ * max; moves *cursor past the ':'.  No sign, no leading zero (but for 0
+ * itself), no spaces: only what gid_build writes.
+ */
+static bool
+parse_number(const char **cursor, uint64 max, uint64 *value)
+{
+	const char *p = *cursor;
+	uint64		result = 0;
+
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != ':'))
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		if (result > (max - (uint64) (*p - '0')) / 10)
+			return false;
+		result = result * 10 + (uint64) (*p - '0');
+	}
+	if (*p != ':')
+		return false;
+	*cursor = p + 1;
+	*value = result;
+	return true;
+}
+
+/*
+ * gid_parse reads a gid that gid_build could have written into *parts;
+ * false for any other text, which is then nothing of ours.
+ */
+bool
+gid_parse(const char *gid, GidParts *parts)
+{
+	const char *cursor = gid;
+	const char *problem;
+	uint64		database_id;
+	uint64		sink_id;
+	uint64		checkpoint_id;
+
+	if (!gid_has_prefix(gid))
+		return false;
+	cursor += strlen(PAIMON_SINK_GID_START);
+	if (!parse_number(&cursor, PG_UINT32_MAX, &database_id) ||
+		!parse_number(&cursor, PG_INT32_MAX, &sink_id) ||
+		!parse_number(&cursor, PG_INT64_MAX, &checkpoint_id) ||
+		!paimon_sink_commit_user_is_valid(cursor, &problem))
+		return false;
+	parts->database_id = (Oid) database_id;
+	parts->sink_id = (int32) sink_id;
+	parts->checkpoint_id = (int64) checkpoint_id;
+	strlcpy(parts->commit_user, cursor, sizeof(parts->commit_user));
+	return true;
+}

@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * recovery.h
+ *	  In-doubt transactions: which prepared transactions carrying our gid
+ *	  prefix are provably the committer's own, and the view of them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_RECOVERY_H
+#define PAIMON_SINK_RECOVERY_H
+
+#include "names.h"
+#include "utils/timestamp.h"
+
+/* One prepared transaction of this database whose gid has our prefix. */
+typedef struct PreparedGid
+{
+	char	   *gid;
+	TimestampTz prepared;
+	Oid			owner;
+	bool		parsed;			/* the gid reads as gid_build writes */
+	GidParts	parts;			/* what it names, when parsed */
+	bool		ours;			/* the committer's own: recovery finishes it */
+	char	   *foreign_reason; /* why it is not ours (a sentence); NULL if ours */
+} PreparedGid;
+
+extern List *recovery_prepared_gids(MemoryContext context);
+extern bool recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id);
+extern void recovery_report_foreign(List *gids);
+
+#endif							/* PAIMON_SINK_RECOVERY_H */
