@@ -13,12 +13,38 @@ use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
 
-our @EXPORT_OK = qw(source_dir sql_statements sql_problems sql_names);
+our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names);
 
 # The repository's src/ folder, found from this file's place (test/perl).
 sub source_dir
 {
 	return File::Spec->catdir(dirname(__FILE__), '..', '..', 'src');
+}
+
+# The table of README.md that follows the line containing marker: a list of
+# rows, each a list of cells (the header row first, the separator left out).
+sub readme_table
+{
+	my ($marker) = @_;
+	my $readme = File::Spec->catfile(source_dir(), '..', 'README.md');
+	open(my $fh, '<', $readme) or die "cannot read $readme: $!";
+	my ($seen, @rows) = (0);
+	while (my $line = <$fh>)
+	{
+		chomp $line;
+		if (!$seen)
+		{
+			$seen = index($line, $marker) >= 0;
+			next;
+		}
+		last unless $line =~ /^\|/;
+		next if $line =~ /^\|[-| ]+\|$/;
+		my @cells = map { s/^\s+|\s+$//gr } split /\|/, substr($line, 1, -1);
+		push @rows, \@cells;
+	}
+	close $fh;
+	die "no table after \"$marker\" in $readme" unless @rows;
+	return @rows;
 }
 
 # A C string literal's text, its escapes undone.
