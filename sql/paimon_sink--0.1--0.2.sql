@@ -98,3 +98,51 @@ $$;
 
 COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean) IS
 $$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target (recorded: a commit refuses another) and the SELECT, UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (ignored) or -D (delete: only the key columns count), and each checkpoint applies per key only the latest version; partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine). buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval (positive; NULL takes paimon_sink.checkpoint_interval, whose 0 means none) makes the committer checkpoint the sink's own commit user that often, skipping empty intervals. Privileges: EXECUTE is revoked from PUBLIC (a superuser grants it: GRANT EXECUTE ON FUNCTION paimon_sink.create_sink TO role); the caller is the sink's owner, whose rights its commits use. Errors: 22023 bad name, mode, buckets, row_kind_column, or a bucket key outside the primary key; 42P16 upsert target without a primary key; 0A000 upsert target with a deferrable primary key or rules, or a bucket key type without a hash function when buckets > 1; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE) right on target, no CREATE right on its schema or no USAGE on the server paimon_sink, each with the GRANT to run in its hint; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+-- commit_progress shows the gid the commit in progress prepares under
+-- (the committer draws a random suffix for each, so no role can take it
+-- beforehand and block the sink).
+DROP VIEW paimon_sink.commit_progress;
+DROP FUNCTION paimon_sink.commit_progress();
+CREATE FUNCTION paimon_sink.commit_progress(
+	OUT pid integer, OUT sink_id integer, OUT commit_user text, OUT checkpoint_id bigint,
+	OUT phase text, OUT files_done integer, OUT files_total integer, OUT rows_done bigint,
+	OUT rows_total bigint, OUT started_at timestamptz, OUT gid text)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_commit_progress' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.commit_progress() IS
+$$The checkpoint this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED), staged files and rows read so far and in all, start time, and the gid it prepares under. Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+CREATE VIEW paimon_sink.commit_progress AS
+	SELECT p.pid, s.sink_name, p.commit_user, p.checkpoint_id, p.phase, p.files_done,
+		p.files_total, p.rows_done, p.rows_total, p.started_at, p.gid
+	FROM paimon_sink.commit_progress() p
+	LEFT JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) p.sink_id;
+COMMENT ON VIEW paimon_sink.commit_progress IS 'The checkpoint being committed now: phase, staged files and rows read so far and in all, and its gid.';
+GRANT SELECT ON paimon_sink.commit_progress TO PUBLIC;
+
+-- A failed commit's message may carry the target's data (a trigger's
+-- RAISE, a value that does not fit): only members of the sink's owner read
+-- it.  The counts by SQLSTATE stay everyone's.
+REVOKE SELECT ON paimon_sink.commit_failures FROM PUBLIC;
+CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
+	SELECT s.sink_name,
+		coalesce(c.commits, 0) AS commits,
+		coalesce(c.skipped, 0) AS skipped_as_committed,
+		coalesce(c.failures, 0) AS failures,
+		(SELECT pg_catalog.jsonb_object_agg(f.sqlstate, f.failures) FROM paimon_sink.commit_failures f
+		  WHERE f.sink_id OPERATOR(pg_catalog.=) s.sink_id) AS failures_by_sqlstate,
+		CASE WHEN pg_catalog.pg_has_role(s.owner_role::pg_catalog.oid, 'USAGE') THEN
+			(SELECT f.last_message FROM paimon_sink.commit_failures f
+			  WHERE f.sink_id OPERATOR(pg_catalog.=) s.sink_id
+			  ORDER BY f.last_failed_at DESC LIMIT 1) END AS last_failure,
+		coalesce(c.retries, 0) AS retries,
+		c.last_commit_ms,
+		(SELECT pg_catalog.percentile_cont(0.99) WITHIN GROUP (ORDER BY l.load_ms)
+		   FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) s.sink_id) AS p99_load_ms,
+		coalesce(c.rows_committed, 0) AS rows_committed,
+		coalesce(c.bytes_committed, 0) AS bytes_committed,
+		c.last_committed_at,
+		c.since
+	FROM paimon_sink.sink_definition s
+	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id;
+COMMENT ON VIEW paimon_sink.commit_stats IS
+	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed.';

@@ -424,8 +424,8 @@ load_row_sequence(void)
 
 /* Progress of the checkpoint being committed (the view commit_progress). */
 static void
-progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int files,
-			   int64 rows)
+progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, const char *gid,
+			   int files, int64 rows)
 {
 	CommitProgress *progress = &MyDatabaseEntry->progress;
 
@@ -434,6 +434,7 @@ progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int 
 	progress->sink_id = sink_id;
 	progress->checkpoint_id = checkpoint_id;
 	strlcpy(progress->commit_user, commit_user, sizeof(progress->commit_user));
+	strlcpy(progress->gid, gid, sizeof(progress->gid));
 	progress->files_total = files;
 	progress->files_done = 0;
 	progress->rows_total = rows;
@@ -725,18 +726,37 @@ static List *
 run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 			uint64 fence_epoch, uint64 *seqs)
 {
-	Snapshot	snapshot = GetLatestSnapshot();
+	MemoryContext caller = CurrentMemoryContext;
+	bool		own_transaction = !IsTransactionState();
+	Snapshot	latest;
+	SnapshotData snapshot;
 	shm_mq_handle **queues = barrier_queues;
 	uint64	   *incarnations = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	List	   *records = NIL;
+
+	/*
+	 * A snapshot needs a transaction (under REPEATABLE READ it lives in the
+	 * transaction's memory): a barrier of orphan removal or recover() runs
+	 * between transactions, so it takes one of its own.  Only its values
+	 * are kept.
+	 */
+	if (own_transaction)
+		StartTransactionCommand();
+	latest = GetLatestSnapshot();
+	snapshot = *latest;
+	snapshot.xip = MemoryContextAlloc(caller, sizeof(TransactionId) * Max(1, latest->xcnt));
+	memcpy(snapshot.xip, latest->xip, sizeof(TransactionId) * latest->xcnt);
+	if (own_transaction)
+		CommitTransactionCommand();
+	MemoryContextSwitchTo(caller);
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = idle_writer(w);
 		shm_mq	   *queue;
 
-		memcpy(shared_address(writer->barrier_xip_offset), snapshot->xip,
-			   sizeof(TransactionId) * snapshot->xcnt);
+		memcpy(shared_address(writer->barrier_xip_offset), snapshot.xip,
+			   sizeof(TransactionId) * snapshot.xcnt);
 		queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
 		shm_mq_set_receiver(queue, MyProc);
 		SpinLockAcquire(&writer->mutex);
@@ -747,9 +767,9 @@ run_barrier(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 		writer->barrier_writer_id = writer_id;
 		writer->barrier_kind = kind;
 		writer->barrier_fence_epoch = fence_epoch;
-		writer->barrier_xmin = snapshot->xmin;
-		writer->barrier_xmax = snapshot->xmax;
-		writer->barrier_xcnt = snapshot->xcnt;
+		writer->barrier_xmin = snapshot.xmin;
+		writer->barrier_xmax = snapshot.xmax;
+		writer->barrier_xcnt = snapshot.xcnt;
 		seqs[w] = ++writer->barrier_seq;
 		incarnations[w] = writer->incarnation;
 		writer->barrier_state = BARRIER_REQUESTED;
@@ -963,13 +983,15 @@ commit_error_context(void *arg)
 }
 
 /*
- * A checkpoint commits as the prepared transaction gid; refuse to start
- * when that name is taken (gids are the cluster's).  Taken by a transaction
- * that is not ours (another role's, or one prepared in another database),
- * it fails the commit with ERRCODE_DUPLICATE_OBJECT naming its owner, and
- * the checkpoint stays prepared: never finish or wait for someone else's
- * transaction.  Taken by one of ours, it is in doubt: recovery commits it
- * before the retry.
+ * A checkpoint commits as the prepared transaction gid; refuse to prepare
+ * when that name is taken (gids are the cluster's), right before PREPARE.
+ * Taken by a transaction that is not ours (another role's, or one prepared
+ * in another database), it fails the commit with ERRCODE_DUPLICATE_OBJECT
+ * naming its owner, and the checkpoint stays prepared: never finish or
+ * wait for someone else's transaction.  The next attempt draws another
+ * random suffix (gid_build), so a taken name never blocks a sink twice.
+ * Taken by one of ours, it is in doubt: recovery commits it before the
+ * retry.
  */
 static void
 refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
@@ -1053,7 +1075,6 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	commit_user_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
 	if (checkpoint_id <= last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
-	refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
 
 	execute("SELECT c.file_name, c.row_count, c.excluded_offsets, c.byte_count "
 			"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
@@ -1111,11 +1132,13 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 		AfterTriggerSetState(immediate);
 	}
 	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and call commit() or checkpoint() again.";
-	progress_start(sink_id, commit_user, checkpoint_id, list_length(files), rows);
+	progress_start(sink_id, commit_user, checkpoint_id, gid, list_length(files), rows);
 	if (SINK_IS_UPSERT(sink))
 		loaded = apply_files(sink, files, &changes);
 	else
 		loaded = load_files(sink, files);
+	/* the owner's triggers ran in this session: nothing of theirs stays in it */
+	security_forget_session_state();
 	failure_hint = NULL;
 
 	execute("SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) OPERATOR(pg_catalog.+) 1 "
@@ -1153,6 +1176,9 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	fault_point("committer_before_prepare");
 	/* a PREPARE refused (a name taken meanwhile, a NOTIFY) names the checkpoint */
 	error_context_stack = &callback;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
+	PopActiveSnapshot();
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
 	CommitTransactionCommand();	/* PREPARE TRANSACTION happens here */
@@ -2218,8 +2244,8 @@ paimon_sink_committer_main(Datum main_arg)
 	MyDatabaseEntry = shared_database(MyDatabaseIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink committer");
-	/* over ALTER DATABASE/ROLE ... SET: nothing a user planted is ever found */
-	security_pin_worker_search_path();
+	/* over ALTER DATABASE/ROLE ... SET: its role, search_path, durability */
+	security_pin_worker_settings();
 	/* staged rows are in the database encoding, whatever ALTER DATABASE sets */
 	SetConfigOption("client_encoding", GetDatabaseEncodingName(), PGC_SUSET, PGC_S_OVERRIDE);
 	barrier_queues = MemoryContextAllocZero(TopMemoryContext,

@@ -956,7 +956,7 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
  * commit_progress() returns the checkpoint this database's committer is
  * committing, if any: (pid integer, sink_id integer, commit_user text,
  * checkpoint_id bigint, phase text, files_done integer, files_total integer,
- * rows_done bigint, rows_total bigint, started_at timestamptz), as
+ * rows_done bigint, rows_total bigint, started_at timestamptz, gid text), as
  * pg_stat_progress_copy reports a COPY.  Error: 55000 library not preloaded.
  */
 Datum
@@ -966,8 +966,8 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	DatabaseEntry *db = status_database(fcinfo);
 	CommitProgress progress;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[11];
+	bool		nulls[11] = {0};
 
 	if (db == NULL)
 		return (Datum) 0;
@@ -986,6 +986,7 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(progress.rows_done);
 	values[8] = Int64GetDatum(progress.rows_total);
 	values[9] = TimestampTzGetDatum(progress.started_at);
+	values[10] = CStringGetTextDatum(progress.gid);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

@@ -25,7 +25,6 @@
 #include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "security.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "shared_state.h"
@@ -147,8 +146,6 @@ paimon_sink_launcher_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("paimon_sink launcher");
-	/* over ALTER DATABASE/ROLE ... SET: nothing a user planted is ever found */
-	security_pin_worker_search_path();
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	PaimonSinkState->launcher_pid = MyProcPid;

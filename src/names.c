@@ -15,6 +15,9 @@
 
 #include "names.h"
 
+/* Between a gid's commit user and its random suffix: no commit user has it. */
+#define GID_NONCE_SEPARATOR "~"
+
 #define COMMIT_USER_CHARACTERS \
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
 
@@ -64,16 +67,28 @@ paimon_sink_check_commit_user(const char *commit_user)
 }
 
 /*
- * gid_build writes into gid (GIDSIZE bytes) the gid the committer prepares
- * checkpoint_id of commit_user of a sink in: "paimon_sink:D:S:N:U".  The
- * commit user is valid (at most 64 characters), so it always fits.
+ * gid_build writes into gid (GIDSIZE bytes) a new gid to prepare
+ * checkpoint_id of commit_user of a sink in: "paimon_sink:D:S:N:U~R", R
+ * 16 random hexadecimal digits.  Gids are the cluster's, and any role of
+ * any database may prepare a transaction under any free one: without R,
+ * a role could take a sink's next gid (all of D, S, N and U can be known)
+ * and block its commits.  Recovery needs no R to know a transaction of
+ * ours (see recovery.c); "~" cannot occur in a commit user.  The commit
+ * user is valid (at most 64 characters), so it always fits.  Raises
+ * ERRCODE_INTERNAL_ERROR when no random bytes can be had.
  */
 void
 gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
 		  const char *commit_user)
 {
-	snprintf(gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s", PAIMON_SINK_GID_START, database_id,
-			 sink_id, checkpoint_id, commit_user);
+	uint64		nonce;
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random gid suffix")));
+	snprintf(gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
+			 PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, nonce);
 }
 
 /* gid_has_prefix tells whether a gid starts as every gid of ours does. */
@@ -110,29 +125,42 @@ parse_number(const char **cursor, uint64 max, uint64 *value)
 }
 
 /*
- * gid_parse reads a gid that gid_build could have written into *parts;
+ * gid_parse reads a gid that gid_build could have written into *parts,
+ * or one without the random suffix (as libraries before 0.2 wrote them);
  * false for any other text, which is then nothing of ours.
  */
 bool
 gid_parse(const char *gid, GidParts *parts)
 {
 	const char *cursor = gid;
+	const char *nonce = strstr(gid, GID_NONCE_SEPARATOR);
+	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	const char *problem;
 	uint64		database_id;
 	uint64		sink_id;
 	uint64		checkpoint_id;
+	size_t		length;
 
 	if (!gid_has_prefix(gid))
 		return false;
 	cursor += strlen(PAIMON_SINK_GID_START);
 	if (!parse_number(&cursor, PG_UINT32_MAX, &database_id) ||
 		!parse_number(&cursor, PG_INT32_MAX, &sink_id) ||
-		!parse_number(&cursor, PG_INT64_MAX, &checkpoint_id) ||
-		!paimon_sink_commit_user_is_valid(cursor, &problem))
+		!parse_number(&cursor, PG_INT64_MAX, &checkpoint_id))
+		return false;
+	length = nonce ? (size_t) (nonce - cursor) : strlen(cursor);
+	if (nonce != NULL &&
+		(strlen(nonce + 1) != 16 || strspn(nonce + 1, "0123456789abcdef") != 16))
+		return false;
+	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
+		return false;
+	memcpy(commit_user, cursor, length);
+	commit_user[length] = '\0';
+	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
 		return false;
 	parts->database_id = (Oid) database_id;
 	parts->sink_id = (int32) sink_id;
 	parts->checkpoint_id = (int64) checkpoint_id;
-	strlcpy(parts->commit_user, cursor, sizeof(parts->commit_user));
+	strlcpy(parts->commit_user, commit_user, sizeof(parts->commit_user));
 	return true;
 }

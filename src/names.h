@@ -5,9 +5,9 @@
  *	  prepared transactions its committer commits checkpoints in.
  *
  * The gid of checkpoint N of commit user U of sink S in database D is
- * "paimon_sink:D:S:N:U" (Citus's recovery gids carry their identity the
- * same way).  gid_build writes one and gid_parse reads one back; nothing
- * else in the code spells the format.
+ * "paimon_sink:D:S:N:U~R", R a random suffix (Citus's recovery gids carry
+ * their identity the same way).  gid_build writes one and gid_parse reads
+ * one back; nothing else in the code spells the format.
  *
  *-------------------------------------------------------------------------
  */

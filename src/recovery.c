@@ -135,7 +135,7 @@ recovery_prepared_gids(MemoryContext context)
 
 			entry->parsed = gid_parse(entry->gid, &entry->parts);
 			if (!entry->parsed)
-				problem = psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit user>.",
+				problem = psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit user>~<random suffix>.",
 								   PAIMON_SINK_GID_START);
 			else if (entry->parts.database_id != MyDatabaseId)
 				problem = psprintf("It names database %u, not this one (%u).",

@@ -4,7 +4,7 @@
  *	  How paimon_sink lends no rights: every statement it runs with rights
  *	  other than the caller's runs in a security-restricted operation with
  *	  search_path pinned to "pg_catalog, pg_temp", and every worker pins
- *	  its search_path when it starts.
+ *	  its role, search_path and transaction settings when it starts.
  *
  * The role switch follows PostgreSQL's own maintenance commands (VACUUM,
  * CREATE INDEX, REFRESH MATERIALIZED VIEW): save the user and security
@@ -22,8 +22,11 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "commands/prepare.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "security.h"
+#include "storage/lock.h"
 #include "utils/guc.h"
 
 /*
@@ -54,17 +57,72 @@ security_restore_role(const RoleSwitch *saved)
 }
 
 /*
- * security_pin_worker_search_path sets a worker's search_path for the
- * rest of its life, over whatever ALTER DATABASE ... SET or ALTER ROLE ...
- * SET gave it at connection (a database owner can set those).  At
- * PGC_S_SESSION, so that a function's own SET search_path still applies
- * while it runs; what the sink owner's code sets during a load is undone
- * by security_restore_role's nest level.
+ * security_forget_session_state drops what code run as a sink's owner in
+ * the committer may have left in the committer's session, which serves
+ * every sink of the database: session-level advisory locks (which would
+ * stay held, and would make another owner's lock on the same key succeed
+ * or its PREPARE fail) and prepared statements.  The nest level of
+ * security_restore_role undoes settings; temporary objects and held
+ * cursors are refused in a security-restricted operation.
  */
 void
-security_pin_worker_search_path(void)
+security_forget_session_state(void)
 {
-	SetConfigOption("search_path", PAIMON_SINK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_SESSION);
+	LockReleaseSession(USER_LOCKMETHOD);
+	DropAllPreparedStatements();
+}
+
+/*
+ * What a worker pins when it starts.  A database's owner, who need not be
+ * a superuser, may give its database any of these with ALTER DATABASE ...
+ * SET, and the workers connect with them: search_path would resolve what
+ * that role planted; role and session_authorization would run the workers
+ * (and own their prepared transactions) as that role; synchronous_commit =
+ * off would lose a prepare the job was told of; the others would make the
+ * workers' transactions fail.
+ */
+static const struct
+{
+	const char *name;
+	const char *value;
+}			worker_settings[] = {
+	{"search_path", PAIMON_SINK_SAFE_SEARCH_PATH},
+	{"role", "none"},
+	{"synchronous_commit", "on"},
+	{"default_transaction_read_only", "off"},
+	{"default_transaction_isolation", "read committed"},
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+};
+
+/*
+ * security_pin_worker_settings sets, for the rest of a worker's life, the
+ * session user to the committer's role and the settings of worker_settings,
+ * over whatever ALTER DATABASE ... SET or ALTER ROLE ... SET gave it at
+ * connection.  At PGC_S_SESSION, so that a function's own SET still
+ * applies while it runs; what the sink owner's code sets during a load is
+ * undone by security_restore_role's nest level.  Raises FATAL if the worker
+ * still does not run as the committer's role.
+ */
+void
+security_pin_worker_settings(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	/* the name lookups of session_authorization need a transaction */
+	SetConfigOption("session_authorization",
+					GetUserNameFromId(security_committer_role(), false), PGC_SUSET, PGC_S_SESSION);
+	for (int i = 0; i < lengthof(worker_settings); i++)
+		SetConfigOption(worker_settings[i].name, worker_settings[i].value, PGC_SUSET,
+						PGC_S_SESSION);
+	CommitTransactionCommand();
+	if (GetUserId() != security_committer_role() || GetSessionUserId() != security_committer_role())
+		ereport(FATAL,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("paimon_sink worker could not run as role \"%s\"",
+						GetUserNameFromId(security_committer_role(), true)),
+				 errdetail("Its transactions and their gids must be the committer's role's.")));
 }
 
 /*

@@ -29,7 +29,8 @@ typedef struct RoleSwitch
 
 extern void security_switch_role(Oid role, RoleSwitch *saved);
 extern void security_restore_role(const RoleSwitch *saved);
-extern void security_pin_worker_search_path(void);
+extern void security_pin_worker_settings(void);
+extern void security_forget_session_state(void);
 extern Oid	security_committer_role(void);
 
 #endif							/* PAIMON_SINK_SECURITY_H */

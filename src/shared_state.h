@@ -17,6 +17,7 @@
 
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "fault.h"
 #include "paimon_sink.h"
 #include "port/atomics.h"
@@ -203,6 +204,7 @@ typedef struct CommitProgress
 	int64		rows_total;
 	int64		rows_done;
 	TimestampTz started_at;
+	char		gid[GIDSIZE];	/* the prepared transaction it commits in */
 } CommitProgress;
 
 /* One database with sinks. */

@@ -176,6 +176,18 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 				(errcode_for_file_access(),
 				 errmsg("could not rename staged file \"%s\": %m", temporary)));
 	fsync_fname(directory, true);
+
+	/*
+	 * Open it again by its own name: fd.c reopens a file by the name it was
+	 * opened with when its descriptor cache closes it (past
+	 * max_files_per_process open files), and the temporary name is gone.
+	 */
+	FileClose(file);
+	file = PathNameOpenFile(path, O_RDWR | PG_BINARY);
+	if (file < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open staged file \"%s\": %m", path)));
 	*size = sizeof(header);
 	return file;
 }

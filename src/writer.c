@@ -1067,8 +1067,8 @@ paimon_sink_writer_main(Datum main_arg)
 	MyWriter = shared_writer(MyDatabaseEntry, MyWriterIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink writer");
-	/* over ALTER DATABASE/ROLE ... SET: nothing a user planted is ever found */
-	security_pin_worker_search_path();
+	/* over ALTER DATABASE/ROLE ... SET: its role, search_path, durability */
+	security_pin_worker_settings();
 
 	writer_context = AllocSetContextCreate(TopMemoryContext, "paimon_sink writer",
 										   ALLOCSET_DEFAULT_SIZES);

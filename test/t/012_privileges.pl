@@ -158,6 +158,30 @@ sql('GRANT USAGE ON FOREIGN SERVER paimon_sink TO PUBLIC');
 like($err, qr/ERROR:  42501: permission denied for function create_sink/,
 	'without the grant, PostgreSQL refuses create_sink (the README shows the GRANT)');
 
+# --- a failed commit's message is its owner's to read
+my ($r) = outcome('sink_owner', q{
+	CREATE TABLE sec_t (id int, v text);
+	CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+	BEGIN
+		RAISE EXCEPTION 'card % is refused', NEW.v;
+	END $$;
+	CREATE TRIGGER refuse BEFORE INSERT ON sec_t FOR EACH ROW EXECUTE FUNCTION refuse();
+	SELECT sink_name FROM paimon_sink.create_sink('sec', 'sec_t');
+	INSERT INTO sec VALUES (1, '4111-secret');
+});
+is($r, 'yes', 'a sink whose trigger refuses its rows');
+($result, $err) = outcome('sink_owner', "SELECT * FROM paimon_sink.checkpoint('sec')");
+is($result, 'P0001', 'fails its commit');
+my ($stats_out, $stats_err) = ('', '');
+$node->psql('postgres', "SELECT coalesce(last_failure, 'hidden') || ' ' || failures_by_sqlstate FROM paimon_sink.commit_stats WHERE sink_name = 'sec'",
+	stdout => \$stats_out, extra_params => [ '-U', 'other_role' ]);
+is($stats_out, 'hidden {"P0001": 1}', 'another role sees that it failed, and how, but not the message');
+$node->psql('postgres', "SELECT last_failure FROM paimon_sink.commit_stats WHERE sink_name = 'sec'",
+	stdout => \$stats_out, extra_params => [ '-U', 'owner_member' ]);
+like($stats_out, qr/card 4111-secret is refused/, 'a member of the owner sees the message');
+($result, $err) = outcome('other_role', 'SELECT * FROM paimon_sink.commit_failures');
+is($result, '42501', 'and the table of messages is not everyone\'s');
+
 # --- a schema paimon_sink that another role could plant objects in
 $node->safe_psql('postgres', 'CREATE DATABASE squat OWNER other_role');
 $node->safe_psql('squat', 'CREATE SCHEMA paimon_sink', extra_params => [ '-U', 'other_role' ]);
