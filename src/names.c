@@ -91,7 +91,7 @@ gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
 			 PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, nonce);
 }
 
-/* gid_has_prefix tells whether a gid starts as every gid of ours does. */
+/* gid_has_prefix tells whether a gid starts as every gid of ours does; raises nothing. */
 bool
 gid_has_prefix(const char *gid)
 {
@@ -127,7 +127,8 @@ parse_number(const char **cursor, uint64 max, uint64 *value)
 /*
  * gid_parse reads a gid that gid_build could have written into *parts,
  * or one without the random suffix (as libraries before 0.2 wrote them);
- * false for any other text, which is then nothing of ours.
+ * false for any other text, which is then nothing of ours.  Raises
+ * nothing.
  */
 bool
 gid_parse(const char *gid, GidParts *parts)

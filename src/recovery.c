@@ -161,8 +161,9 @@ recovery_prepared_gids(MemoryContext context)
 
 /*
  * recovery_gid_in_use tells whether a transaction is prepared under gid, in
- * any database (gids are the cluster's), and if so who prepared it where.
- * Needs a transaction and a snapshot.
+ * any database (gids are the cluster's), and if so who prepared it where
+ * (*owner, *database_id).  Needs a transaction and a snapshot; raises only
+ * on internal errors.
  */
 bool
 recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id)
@@ -193,7 +194,7 @@ recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id)
 /*
  * recovery_report_foreign logs, once in the committer's life, each foreign
  * transaction of gids (a list of PreparedGid), and forgets the logged ones
- * that are gone.  Safe outside a transaction.
+ * that are gone.  Safe outside a transaction; raises nothing.
  */
 void
 recovery_report_foreign(List *gids)
