@@ -436,6 +436,13 @@ is(clean("SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM mallory.m_kv"), 
 	SELECT paimon_sink.last_committed_checkpoint('su_sink', 'su-job');
 	SELECT paimon_sink.expire_snapshots('su_sink', 1, '0') IS NOT NULL;
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('su_sink', '0', true);
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('su_sink', '0');
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.writer_status();
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.commit_progress();
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.fault_status();
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.in_doubt_status();
+	SELECT paimon_sink.library_version() IS NOT NULL;
+	SELECT paimon_sink.fdw_validator('{}', 0) IS NOT NULL;
 	SELECT paimon_sink.start_workers() IS NOT NULL;
 	SELECT paimon_sink.inject_fault('writer_after_ack', 'error') IS NOT NULL;
 	SELECT paimon_sink.release_fault('writer_after_ack') IS NOT NULL;
@@ -445,7 +452,7 @@ is(clean("SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM mallory.m_kv"), 
 	SELECT paimon_sink.drop_sink('su_gone_sink');
 });
 is($ret, 0, 'the superuser\'s calls ran') or diag($err);
-is($out, join("\n", qw(su_sink su_kv_sink su_p_sink su_gone_sink 100 3 2 1 1 1 1|1 1 1), ('t') x 8, ''),
+is($out, join("\n", qw(su_sink su_kv_sink su_p_sink su_gone_sink 100 3 2 1 1 1 1|1 1 1), ('t') x 15, ''),
 	'each gave what it should');
 is(clean("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE v_lower = lower(v)) FROM public.su_t"),
 	'102 102 102', 'the commits ran the trigger, with pg_catalog\'s lower()');
