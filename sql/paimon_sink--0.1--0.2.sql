@@ -15,9 +15,9 @@ $$The version of the loaded paimon_sink library (text); \dx shows the version of
 -- Each function below starts with the library's version check.
 DO $$
 DECLARE
-	f regprocedure;
+	f pg_catalog.regprocedure;
 BEGIN
-	FOR f IN SELECT unnest(ARRAY[
+	FOR f IN SELECT pg_catalog.unnest(ARRAY[
 		'paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean)',
 		'paimon_sink.drop_sink(text, boolean)',
 		'paimon_sink.prepare_commit(text, text, bigint, integer)',
@@ -30,10 +30,11 @@ BEGIN
 		'paimon_sink.recover(text, text, bigint, text)',
 		'paimon_sink.end_input(text, text)',
 		'paimon_sink.remove_orphan_files(text, interval, boolean)',
-		'paimon_sink.expire_snapshots(text, integer, interval)']::regprocedure[])
+		'paimon_sink.expire_snapshots(text, integer, interval)']::pg_catalog.regprocedure[])
 	LOOP
-		EXECUTE format('COMMENT ON FUNCTION %s IS %L', f,
-			coalesce(obj_description(f, 'pg_proc') || ' ', '') ||
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			coalesce(pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) ' ', '')
+			OPERATOR(pg_catalog.||)
 			'Also 55000 while the extension''s version is not the library''s (see library_version()).');
 	END LOOP;
 END
@@ -77,9 +78,9 @@ GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink(text, boolean),
 
 DO $$
 DECLARE
-	f regprocedure;
+	f pg_catalog.regprocedure;
 BEGIN
-	FOR f IN SELECT unnest(ARRAY[
+	FOR f IN SELECT pg_catalog.unnest(ARRAY[
 		'paimon_sink.drop_sink(text, boolean)',
 		'paimon_sink.prepare_commit(text, text, bigint, integer)',
 		'paimon_sink.commit(text, text, bigint)',
@@ -87,10 +88,10 @@ BEGIN
 		'paimon_sink.recover(text, text, bigint, text)',
 		'paimon_sink.end_input(text, text)',
 		'paimon_sink.remove_orphan_files(text, interval, boolean)',
-		'paimon_sink.expire_snapshots(text, integer, interval)']::regprocedure[])
+		'paimon_sink.expire_snapshots(text, integer, interval)']::pg_catalog.regprocedure[])
 	LOOP
-		EXECUTE format('COMMENT ON FUNCTION %s IS %L', f,
-			obj_description(f, 'pg_proc') ||
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
 			' Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink''s owner or a member of that role.');
 	END LOOP;
 END
@@ -110,7 +111,7 @@ CREATE FUNCTION paimon_sink.commit_progress(
 	OUT rows_total bigint, OUT started_at timestamptz, OUT gid text)
 	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_commit_progress' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.commit_progress() IS
-$$The checkpoint this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED), staged files and rows read so far and in all, start time, and the gid it prepares under. Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$The checkpoint this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED), staged files and rows read so far and in all, start time, and the gid it prepares under (NULL until the rows are loaded, and for a caller that is not a member of the sink's owner: a role that knew it before the PREPARE could take it). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 CREATE VIEW paimon_sink.commit_progress AS
 	SELECT p.pid, s.sink_name, p.commit_user, p.checkpoint_id, p.phase, p.files_done,
 		p.files_total, p.rows_done, p.rows_total, p.started_at, p.gid

@@ -424,8 +424,8 @@ load_row_sequence(void)
 
 /* Progress of the checkpoint being committed (the view commit_progress). */
 static void
-progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, const char *gid,
-			   int files, int64 rows)
+progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int files,
+			   int64 rows)
 {
 	CommitProgress *progress = &MyDatabaseEntry->progress;
 
@@ -434,7 +434,7 @@ progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, cons
 	progress->sink_id = sink_id;
 	progress->checkpoint_id = checkpoint_id;
 	strlcpy(progress->commit_user, commit_user, sizeof(progress->commit_user));
-	strlcpy(progress->gid, gid, sizeof(progress->gid));
+	progress->gid[0] = '\0';
 	progress->files_total = files;
 	progress->files_done = 0;
 	progress->rows_total = rows;
@@ -1054,7 +1054,6 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	ErrorContextCallback callback;
 	UpsertCounts changes = {0};
 
-	gid_build(gid, MyDatabaseId, sink_id, checkpoint_id, commit_user);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	BeginTransactionBlock();
@@ -1132,7 +1131,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 		AfterTriggerSetState(immediate);
 	}
 	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and call commit() or checkpoint() again.";
-	progress_start(sink_id, commit_user, checkpoint_id, gid, list_length(files), rows);
+	progress_start(sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	if (SINK_IS_UPSERT(sink))
 		loaded = apply_files(sink, files, &changes);
 	else
@@ -1172,6 +1171,16 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_finish();
 
 	error_context_stack = callback.previous;
+
+	/*
+	 * The gid is drawn now, not before the load, and shown only to the
+	 * sink owner's members (commit_progress): a role that learns it before
+	 * the PREPARE could take it.
+	 */
+	gid_build(gid, MyDatabaseId, sink_id, checkpoint_id, commit_user);
+	SpinLockAcquire(&MyDatabaseEntry->progress.mutex);
+	strlcpy(MyDatabaseEntry->progress.gid, gid, sizeof(MyDatabaseEntry->progress.gid));
+	SpinLockRelease(&MyDatabaseEntry->progress.mutex);
 	progress_update(COMMIT_PHASE_PREPARING, 0, 0);
 	fault_point("committer_before_prepare");
 	/* a PREPARE refused (a name taken meanwhile, a NOTIFY) names the checkpoint */

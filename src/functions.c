@@ -957,7 +957,9 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
  * committing, if any: (pid integer, sink_id integer, commit_user text,
  * checkpoint_id bigint, phase text, files_done integer, files_total integer,
  * rows_done bigint, rows_total bigint, started_at timestamptz, gid text), as
- * pg_stat_progress_copy reports a COPY.  Error: 55000 library not preloaded.
+ * pg_stat_progress_copy reports a COPY; gid, drawn once the rows are
+ * loaded, is NULL until then and for a caller that is not a member of the
+ * sink's owner.  Error: 55000 library not preloaded.
  */
 Datum
 paimon_sink_commit_progress(PG_FUNCTION_ARGS)
@@ -986,7 +988,15 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(progress.rows_done);
 	values[8] = Int64GetDatum(progress.rows_total);
 	values[9] = TimestampTzGetDatum(progress.started_at);
-	values[10] = CStringGetTextDatum(progress.gid);
+	/* a role that knows the gid before the PREPARE could take it: the owner's only */
+	{
+		SinkInfo	sink;
+
+		nulls[10] = progress.gid[0] == '\0' || !catalog_sink_by_id(progress.sink_id, &sink) ||
+			!has_privs_of_role(GetUserId(), sink.owner);
+		if (!nulls[10])
+			values[10] = CStringGetTextDatum(progress.gid);
+	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

@@ -114,6 +114,68 @@ refuse_drop_while_in_doubt(DropStmt *drop)
 }
 
 /*
+ * Refuse a schema paimon_sink holding an object a role other than a
+ * superuser owns: a function, operator, type or relation planted there
+ * before a superuser took the schema over would be found by the
+ * extension's scripts, whose search_path puts that schema first.  Raises
+ * ERRCODE_INSUFFICIENT_PRIVILEGE naming the first such object.
+ */
+static void
+refuse_foreign_objects(Oid schema, const char *statement)
+{
+	Oid			type = OIDOID;
+	Datum		value = ObjectIdGetDatum(schema);
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT o.kind, o.name, o.owner FROM ("
+							  "SELECT 'relation' AS kind, c.relname::pg_catalog.text AS name, c.relowner AS owner "
+							  "  FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'function', p.proname::pg_catalog.text, p.proowner "
+							  "  FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'type', t.typname::pg_catalog.text, t.typowner "
+							  "  FROM pg_catalog.pg_type t WHERE t.typnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'operator', o.oprname::pg_catalog.text, o.oprowner "
+							  "  FROM pg_catalog.pg_operator o WHERE o.oprnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'collation', l.collname::pg_catalog.text, l.collowner "
+							  "  FROM pg_catalog.pg_collation l WHERE l.collnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'conversion', v.conname::pg_catalog.text, v.conowner "
+							  "  FROM pg_catalog.pg_conversion v WHERE v.connamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'operator class', k.opcname::pg_catalog.text, k.opcowner "
+							  "  FROM pg_catalog.pg_opclass k WHERE k.opcnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'operator family', f.opfname::pg_catalog.text, f.opfowner "
+							  "  FROM pg_catalog.pg_opfamily f WHERE f.opfnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'text search configuration', g.cfgname::pg_catalog.text, g.cfgowner "
+							  "  FROM pg_catalog.pg_ts_config g WHERE g.cfgnamespace OPERATOR(pg_catalog.=) $1 "
+							  "UNION ALL SELECT 'text search dictionary', d.dictname::pg_catalog.text, d.dictowner "
+							  "  FROM pg_catalog.pg_ts_dict d WHERE d.dictnamespace OPERATOR(pg_catalog.=) $1) o",
+							  1, &type, &value, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the objects of schema paimon_sink");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(catalog_column(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, "owner", &isnull));
+
+		if (!superuser_arg(owner))
+		{
+			char	   *kind = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											SPI_fnumber(SPI_tuptable->tupdesc, "kind"));
+			char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											SPI_fnumber(SPI_tuptable->tupdesc, "name"));
+			char	   *owner_name = GetUserNameFromId(owner, true);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("%s refuses schema \"paimon_sink\": its %s \"%s\" is owned by role \"%s\", which is not a superuser",
+							statement, kind, name, owner_name ? owner_name : "(dropped)"),
+					 errdetail("The extension's scripts find what that schema holds first; an object of another role there could run that role's code as a superuser."),
+					 errhint("Drop that object after checking what it does, or drop the schema: CREATE EXTENSION creates its own.")));
+		}
+	}
+	SPI_finish();
+}
+
+/*
  * CREATE EXTENSION paimon_sink uses a schema paimon_sink that already
  * exists as it is, and its scripts (with that schema first on their
  * search_path) and every name the library qualifies with it resolve what
@@ -146,7 +208,7 @@ refuse_untrusted_schema(const char *statement)
 				 errmsg("%s refuses schema \"paimon_sink\": it is owned by role \"%s\", which is not a superuser",
 						statement, GetUserNameFromId(owner, false)),
 				 errdetail("The extension's scripts and its library resolve what that schema holds; its owner could have put objects there for a superuser to run."),
-				 errhint("Drop or rename that schema (CREATE EXTENSION creates its own), or make a superuser its owner after checking what it holds.")));
+				 errhint("Drop or rename that schema: CREATE EXTENSION creates its own.")));
 	}
 	datum = SysCacheGetAttr(NAMESPACEOID, tuple, Anum_pg_namespace_nspacl, &isnull);
 	if (!isnull)
@@ -176,6 +238,7 @@ refuse_untrusted_schema(const char *statement)
 		}
 	}
 	ReleaseSysCache(tuple);
+	refuse_foreign_objects(schema, statement);
 }
 
 /*
@@ -219,6 +282,10 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 									queryEnv, dest, qc);
+		/* a schema made by another role between the check and its use: undo it all */
+		if (IsA(statement, CreateExtensionStmt) &&
+			strcmp(((CreateExtensionStmt *) statement)->extname, "paimon_sink") == 0)
+			refuse_untrusted_schema("CREATE EXTENSION paimon_sink");
 	}
 	PG_CATCH();
 	{

@@ -94,6 +94,8 @@ static const struct
 	{"statement_timeout", "0"},
 	{"lock_timeout", "0"},
 	{"idle_in_transaction_session_timeout", "0"},
+	/* an error must end the request, not the committer of every sink */
+	{"exit_on_error", "off"},
 };
 
 /*

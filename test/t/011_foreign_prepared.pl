@@ -151,6 +151,8 @@ sub take_gid
 		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_before_prepare'")
 	  or die 'the commit did not pause';
 	my $gid = sql('SELECT gid FROM paimon_sink.commit_progress');
+	my (undef, $seen) = try_sql("SELECT coalesce(gid, 'hidden') FROM paimon_sink.commit_progress", 'other_role');
+	is($seen, 'hidden', 'a role that is not the sink owner\'s member does not see the gid');
 	$taker->($gid);
 	sql("SELECT paimon_sink.release_fault('committer_before_prepare'); SELECT paimon_sink.clear_faults()");
 	$run->finish;

@@ -192,7 +192,15 @@ $node->safe_psql('squat', "ALTER SCHEMA paimon_sink OWNER TO $superuser; GRANT C
 ($ret, $out, $stderr) = $node->psql('squat', 'CREATE EXTENSION paimon_sink');
 like($stderr, qr/refuses schema "paimon_sink": role "other_role" may create objects in it.*HINT:  REVOKE CREATE ON SCHEMA paimon_sink FROM other_role/s,
 	'or one a non-superuser may create objects in');
-$node->safe_psql('squat', 'DROP SCHEMA paimon_sink; CREATE EXTENSION paimon_sink');
+$node->safe_psql('squat', 'REVOKE CREATE ON SCHEMA paimon_sink FROM other_role');
+$node->safe_psql('squat', "ALTER SCHEMA paimon_sink OWNER TO other_role");
+$node->safe_psql('squat', q{CREATE FUNCTION paimon_sink.obj_description(regprocedure, name) RETURNS text
+	LANGUAGE sql AS $$ SELECT 'planted' $$}, extra_params => [ '-U', 'other_role' ]);
+$node->safe_psql('squat', "ALTER SCHEMA paimon_sink OWNER TO $superuser");
+($ret, $out, $stderr) = $node->psql('squat', 'CREATE EXTENSION paimon_sink');
+like($stderr, qr/refuses schema "paimon_sink": its function "obj_description" is owned by role "other_role", which is not a superuser/,
+	'or one holding an object of such a role, even when a superuser owns the schema');
+$node->safe_psql('squat', 'DROP SCHEMA paimon_sink CASCADE; CREATE EXTENSION paimon_sink');
 $node->safe_psql('squat', 'GRANT CREATE ON SCHEMA paimon_sink TO other_role');
 ($ret, $out, $stderr) = $node->psql('squat', 'ALTER EXTENSION paimon_sink UPDATE');
 like($stderr, qr/ALTER EXTENSION paimon_sink UPDATE refuses schema "paimon_sink": role "other_role" may create objects in it/,

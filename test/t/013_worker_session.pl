@@ -9,6 +9,7 @@
 #    crash right after it;
 #  - default_transaction_read_only, default_transaction_isolation,
 #    statement_timeout, lock_timeout: commits go on;
+#  - exit_on_error: a failed commit does not end the committer;
 #  - a session-level advisory lock taken by the target's trigger is not
 #    left held by the committer;
 #  - a writer with more streams open than its descriptor cache holds
@@ -75,6 +76,7 @@ $node->safe_psql('owned', q{
 	ALTER DATABASE owned SET default_transaction_isolation = 'serializable';
 	ALTER DATABASE owned SET statement_timeout = '1ms';
 	ALTER DATABASE owned SET lock_timeout = '1ms';
+	ALTER DATABASE owned SET exit_on_error = on;
 }, extra_params => [ '-U', 'dbo' ]);
 is($node->safe_psql('owned', 'SELECT current_user', extra_params => [ '-U', $superuser ]), 'dbo',
 	'a session of the database now runs as its owner, even a superuser\'s');
@@ -132,6 +134,18 @@ ok($node->poll_query_until('postgres',
 	'the restarted committer commits its in-doubt transaction: it was prepared as its own role');
 is(sql("SELECT count(*) FROM t WHERE note = 'in doubt'"), '1', 'once');
 sql('SELECT paimon_sink.clear_faults()');
+
+# --- exit_on_error = on does not make a failed commit end the committer
+my $committer = sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'});
+sql("INSERT INTO s VALUES (1, 'a duplicate key')");
+{
+	local $ENV{PGOPTIONS} = $own_settings;
+	($ret, $out, $err) = $node->psql('owned', "SELECT * FROM paimon_sink.checkpoint('s')");
+}
+like($err, qr/duplicate key value violates unique constraint/, 'a commit fails on a duplicate key');
+is(sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'}), $committer,
+	'and the committer of every sink of the database goes on');
+sql(q{SELECT paimon_sink.drop_sink('s', true); SELECT sink_name FROM paimon_sink.create_sink('s', 't')});
 
 # --- synchronous_commit = off does not make a prepare the job was told of lose
 sql(q{
