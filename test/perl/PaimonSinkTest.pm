@@ -13,7 +13,17 @@ use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
 
-our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names);
+our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready);
+
+# writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
+# the database's two writers serve; true when they do.  Schema-qualified,
+# so that it means the same under any search_path a test plants.
+sub writers_ready
+{
+	my ($node, $database) = @_;
+	return $node->poll_query_until($database,
+		"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 2 FROM paimon_sink.writers WHERE ready");
+}
 
 # The repository's src/ folder, found from this file's place (test/perl).
 sub source_dir

@@ -19,7 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(sql_statements sql_problems sql_names);
+use PaimonSinkTest qw(sql_statements sql_problems sql_names writers_ready);
 
 # --- every statement of the extension is schema-qualified
 my @statements = sql_statements();
@@ -74,12 +74,6 @@ sub as_role
 	my $ret = $node->psql('victim', $sql, stdout => \$out, stderr => \$err,
 		extra_params => [ '-U', $role, '-v', 'VERBOSITY=verbose' ]);
 	return ($ret, $out, $err);
-}
-
-sub writers_ready
-{
-	return $node->poll_query_until('victim',
-		"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 2 FROM paimon_sink.writers WHERE ready");
 }
 
 $node->safe_psql('postgres', q{
@@ -315,7 +309,7 @@ $node->safe_psql('victim', 'ALTER DATABASE victim SET search_path = mallory, pub
 	extra_params => [ '-U', 'mallory' ]);
 clean(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 	WHERE datname = 'victim' AND backend_type IN ('paimon_sink committer', 'paimon_sink writer')});
-ok(writers_ready(), 'the workers start again under that search_path');
+ok(writers_ready($node, 'victim'), 'the workers start again under that search_path');
 
 my $attacked = 'SET search_path = mallory, pg_temp, public, pg_catalog;';
 my $temp_plants = plant_block(sql_array('pg_temp'), 'true');
@@ -476,7 +470,7 @@ is(clean("SELECT count(*) FROM paimon_sink.in_doubt"), '0', 'nothing is left in 
 # writers restarted adopt their staged files
 $node->safe_psql('victim', q{INSERT INTO public.su_sink (id, v) VALUES (202, 'Staged')});
 clean(q{SELECT pg_terminate_backend(pid) FROM paimon_sink.writers});
-ok(writers_ready(), 'writers restart');
+ok(writers_ready($node, 'victim'), 'writers restart');
 is(clean(q{SELECT row_count FROM paimon_sink.checkpoint('su_sink')}), '1', 'and adopt what was staged');
 
 # scheduled orphan removal takes an unreferenced file

@@ -16,6 +16,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(writers_ready);
 
 my $node = PostgreSQL::Test::Cluster->new('foreign_prepared');
 $node->init;
@@ -35,12 +36,6 @@ sub try_sql
 	return ($ret, $out, $err);
 }
 
-sub writers_ready
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
-}
-
 sql(q{
 	CREATE EXTENSION paimon_sink;
 	CREATE ROLE other_role LOGIN;
@@ -51,7 +46,7 @@ sql(q{
 	CREATE DATABASE elsewhere;
 });
 $node->safe_psql('elsewhere', 'CREATE TABLE marker (what text)');
-ok(writers_ready(), 'writers serve');
+ok(writers_ready($node, 'postgres'), 'writers serve');
 my $db = sql("SELECT oid FROM pg_database WHERE datname = 'postgres'");
 my $sink = sql("SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 'f'");
 my $own = sql("SELECT default_commit_user FROM paimon_sink.sinks WHERE sink_name = 'f'");
@@ -100,7 +95,7 @@ sql(q{
 });
 my ($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-1', 1)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED of one of ours');
-ok(writers_ready(), 'back after the crash');
+ok(writers_ready($node, 'postgres'), 'back after the crash');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
 	'the committer committed ours');
 is(sql("SELECT count(*) FROM t WHERE note = 'in doubt'"), '25', 'its rows are there once');

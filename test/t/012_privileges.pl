@@ -11,7 +11,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(readme_table);
+use PaimonSinkTest qw(readme_table writers_ready);
 
 my $node = PostgreSQL::Test::Cluster->new('privileges');
 $node->init;
@@ -29,12 +29,6 @@ sub outcome
 	$node->psql('postgres', $script, stdout => \$out, stderr => \$err, on_error_stop => 1,
 		extra_params => [ '-U', $role, '-v', 'VERBOSITY=verbose' ]);
 	return (($err =~ /ERROR:  ([0-9A-Z]{5}):/) ? $1 : 'yes', $err);
-}
-
-sub writers_ready
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
 }
 
 # --- the roles of the table's columns
@@ -62,7 +56,7 @@ sql(q{
 	CREATE TABLE ct (id int, v text);
 	ALTER TABLE ct OWNER TO sink_owner;
 });
-ok(writers_ready(), 'writers serve');
+ok(writers_ready($node, 'postgres'), 'writers serve');
 
 # One sink per column, owned by the sink owner, that the writer may write to.
 for my $kind (keys %tag)
@@ -234,7 +228,7 @@ sql(qq{
 like($err, qr/ERROR:  XX001: "\.\.\/\.\.\/\.\.\/victim_file" is not the name of a staged file of sink $sink_id/,
 	'a commit refuses a catalog file name that is not a staged file\'s (XX001)');
 sql(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'});
-ok(writers_ready(), 'a new committer removes the files of committed checkpoints at start');
+ok(writers_ready($node, 'postgres'), 'a new committer removes the files of committed checkpoints at start');
 ok($node->poll_query_until('postgres',
 	q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer' AND state = 'idle'}),
 	'and goes idle');

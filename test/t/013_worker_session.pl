@@ -20,6 +20,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(writers_ready);
 
 my $node = PostgreSQL::Test::Cluster->new('worker_session');
 $node->init;
@@ -41,11 +42,10 @@ sub sql
 	return $node->safe_psql('owned', $query);
 }
 
-sub writers_ready
+sub owned_writers_ready
 {
 	local $ENV{PGOPTIONS} = $own_settings;
-	return $node->poll_query_until('owned',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
+	return writers_ready($node, 'owned');
 }
 
 $node->safe_psql('postgres', q{
@@ -65,7 +65,7 @@ sql(q{
 	CREATE TABLE many (id int);
 	SELECT sink_name FROM paimon_sink.create_sink('many_sink', 'many');
 });
-ok(writers_ready(), 'writers serve');
+ok(owned_writers_ready(), 'writers serve');
 
 # --- what the database's owner gives its database
 $node->safe_psql('owned', q{
@@ -82,7 +82,7 @@ is($node->safe_psql('owned', 'SELECT current_user', extra_params => [ '-U', $sup
 	'a session of the database now runs as its owner, even a superuser\'s');
 sql(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 	WHERE datname = 'owned' AND backend_type IN ('paimon_sink committer', 'paimon_sink writer')});
-ok(writers_ready(), 'the workers start again with those settings');
+ok(owned_writers_ready(), 'the workers start again with those settings');
 
 # the committer prepares as its own role: see the owner while it waits
 sql(q{
@@ -156,7 +156,7 @@ is(sql(q{SELECT row_count FROM paimon_sink.prepare_commit('s', 'job', 1)}), '1',
 	'the job is told checkpoint 1 holds its row');
 $node->stop('immediate');
 $node->start;
-ok(writers_ready(), 'back after an immediate stop right after');
+ok(owned_writers_ready(), 'back after an immediate stop right after');
 is(sql(q{SELECT row_count FROM paimon_sink.commit('s', 'job', 1)}), '1',
 	'checkpoint 1 still holds the row, and commits it');
 is(sql("SELECT count(*) FROM t WHERE note = 'prepared, then a crash'"), '1', 'once');
