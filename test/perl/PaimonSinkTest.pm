@@ -12,8 +12,10 @@ use warnings;
 use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
+use PostgreSQL::Test::Cluster;
 
-our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready);
+our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
+  start_node try_sql staged_files);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -23,6 +25,41 @@ sub writers_ready
 	my ($node, $database) = @_;
 	return $node->poll_query_until($database,
 		"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 2 FROM paimon_sink.writers WHERE ready");
+}
+
+# start_node(NAME, [CONF]): a new node (PostgreSQL::Test::Cluster) with CONF
+# appended to its postgresql.conf, initialised and started.
+sub start_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', $conf) if defined $conf;
+	$node->start;
+	return $node;
+}
+
+# try_sql(NODE, SQL, [ROLE], [DATABASE]): runs SQL with psql as ROLE (the
+# bootstrap superuser when undef) in DATABASE (postgres), stopping at the
+# first error, with VERBOSITY verbose so that errors show their SQLSTATE and
+# fields; returns (exit code, stdout, stderr).
+sub try_sql
+{
+	my ($node, $sql, $role, $database) = @_;
+	my ($out, $err) = ('', '');
+	my @role = $role ? ('-U', $role) : ();
+	my $ret = $node->psql($database // 'postgres', $sql,
+		stdout => \$out, stderr => \$err, on_error_stop => 1,
+		extra_params => [ @role, '-v', 'VERBOSITY=verbose' ]);
+	return ($ret, $out, $err);
+}
+
+# staged_files(NODE): how many staged files the node's data folder holds.
+sub staged_files
+{
+	my ($node) = @_;
+	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
+	return scalar(@files);
 }
 
 # The repository's src/ folder, found from this file's place (test/perl).

@@ -6,12 +6,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(staged_files start_node writers_ready);
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', 'restart_after_crash = on');
-$node->start;
+my $node = start_node('crash', 'restart_after_crash = on');
 
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION paimon_sink;
@@ -22,19 +20,7 @@ $node->safe_psql('postgres', q{
 my $staged_dir = $node->data_dir . '/pg_paimon_sink';
 my ($ret, $stdout, $stderr);
 
-sub staged_files
-{
-	my @files = glob("$staged_dir/*/*/*.stage");
-	return scalar(@files);
-}
-
-sub writers_ready
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
-}
-
-ok(writers_ready(), 'writers serve after CREATE EXTENSION');
+ok(writers_ready($node, 'postgres'), 'writers serve after CREATE EXTENSION');
 
 # committed rows, staged but not checkpointed; rolled-back rows never staged
 $node->safe_psql('postgres',
@@ -43,14 +29,14 @@ $node->safe_psql('postgres',
 	"BEGIN; INSERT INTO crash_sink VALUES (9999, 'rolled back'); ROLLBACK;");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '0',
 	'nothing visible before a checkpoint');
-ok(staged_files() >= 1, 'rows are staged in a file');
+ok(staged_files($node) >= 1, 'rows are staged in a file');
 
 # kill -9 a writer: the postmaster crash-restarts the whole cluster
 my $writer_pid = $node->safe_psql('postgres',
 	'SELECT pid FROM paimon_sink.writers WHERE pid IS NOT NULL LIMIT 1');
 kill 'KILL', $writer_pid;
 ok($node->poll_query_until('postgres', 'SELECT true', 't'), 'cluster is back after the crash');
-ok(writers_ready(), 'the launcher brought writers back');
+ok(writers_ready($node, 'postgres'), 'the launcher brought writers back');
 my $log = slurp_file($node->logfile);
 like($log, qr/terminated by signal 9/, 'the writer was killed');
 
@@ -62,14 +48,14 @@ is($snapshots, '1:600', 'one checkpoint commits the rows from before and after t
 is($node->safe_psql('postgres',
 	"SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE note = 'before crash') FROM target"),
 	'600 600 500', 'each committed row exactly once, no rolled-back row');
-is(staged_files(), 0, 'no staged file is left after the commit');
+is(staged_files($node), 0, 'no staged file is left after the commit');
 
 # the same after an immediate shutdown (no checkpoint record, like a power cut)
 $node->safe_psql('postgres',
 	"INSERT INTO crash_sink SELECT g, 'before immediate stop' FROM generate_series(601, 700) g");
 $node->stop('immediate');
 $node->start;
-ok(writers_ready(), 'writers serve after restart');
+ok(writers_ready($node, 'postgres'), 'writers serve after restart');
 is($node->safe_psql('postgres',
 	"SELECT row_count FROM paimon_sink.checkpoint('crash_sink')"), '100',
 	'staged rows survive an immediate shutdown');
@@ -105,7 +91,7 @@ $node->safe_psql('postgres', q{
 	SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic');
 });
 $node->psql('postgres', "SELECT * FROM paimon_sink.checkpoint('crash_sink')");
-ok(writers_ready(), 'back after a crash between PREPARE and COMMIT PREPARED');
+ok(writers_ready($node, 'postgres'), 'back after a crash between PREPARE and COMMIT PREPARED');
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
 	'our in-doubt transaction was committed at committer start');
@@ -180,7 +166,7 @@ my $torn = "$s2_dir/00000000-0000-4000-8000-00000000000a.stage";
 PostgreSQL::Test::Utils::append_to_file($torn, '');
 $node->safe_psql('postgres',
 	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
-ok(writers_ready(), 'writers start again despite a file with no header');
+ok(writers_ready($node, 'postgres'), 'writers start again despite a file with no header');
 like(slurp_file($node->logfile), qr/staged file ".*00000000-0000-4000-8000-00000000000a\.stage" has an invalid header/,
 	'the file is reported');
 is($node->safe_psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('s2')"), '1',
@@ -194,11 +180,11 @@ my @temporary = map { "$s2_dir/00000000-0000-4000-8000-00000000000b.stage.$_.tmp
 PostgreSQL::Test::Utils::append_to_file($_, 'half a header') for @temporary;
 $node->safe_psql('postgres',
 	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
-my $waited = 0;
+$waited = 0;
 while ((-e $temporary[0] || -e $temporary[1]) && $waited++ < 100) { usleep(100_000); }
 ok(!-e $temporary[0] && !-e $temporary[1], 'writers 0 and 1 remove the temporary files they left');
 ok(-e $temporary[2], 'a temporary file of a writer that does not run is left alone');
-ok(writers_ready(), 'writers serve');
+ok(writers_ready($node, 'postgres'), 'writers serve');
 is($node->safe_psql('postgres', "SELECT string_agg(file_name, ',') FROM paimon_sink.remove_orphan_files('s2', '0')"),
 	'00000000-0000-4000-8000-00000000000b.stage.9.tmp', 'orphan removal takes that one');
 
@@ -217,7 +203,7 @@ for my $n (1 .. $s2 + 1)
 	$reused = $node->safe_psql('postgres', "SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 's3'");
 	last if $reused == $s2;
 }
-ok(writers_ready(), 'writers serve the re-created extension');
+ok(writers_ready($node, 'postgres'), 'writers serve the re-created extension');
 is($reused, $s2, 'the new sink has the id of the dropped one');
 $node->safe_psql('postgres', "SELECT paimon_sink.prepare_commit('s3', 'old-job', 1)");
 $node->safe_psql('postgres', "SELECT paimon_sink.commit('s3', 'old-job', 1)");

@@ -7,33 +7,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(staged_files start_node try_sql writers_ready);
 
-my $node = PostgreSQL::Test::Cluster->new('failures');
-$node->init;
-$node->append_conf('postgresql.conf', "restart_after_crash = on\nlog_min_messages = log");
-$node->start;
+my $node = start_node('failures', "restart_after_crash = on\nlog_min_messages = log");
 
 sub sql { return $node->safe_psql('postgres', shift); }
-
-sub try_sql
-{
-	my ($sql) = @_;
-	my ($ret, $stdout, $stderr) =
-	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
-	return ($ret, $stdout, $stderr);
-}
-
-sub ready
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
-}
-
-sub staged_files
-{
-	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
-	return scalar(@files);
-}
 
 # after each row: nothing of ours in doubt, no file left once all is committed
 sub clean
@@ -43,7 +21,7 @@ sub clean
 		"$label: nothing in doubt");
 	is(sql("SELECT count(*) FROM paimon_sink.pending_checkpoints"), '0',
 		"$label: nothing pending");
-	is(staged_files(), 0, "$label: no staged file left");
+	is(staged_files($node), 0, "$label: no staged file left");
 	is(sql("SELECT count(*) FROM (SELECT commit_user, commit_identifier FROM paimon_sink.snapshots
 			GROUP BY 1, 2 HAVING count(*) > 1) d"), '0', "$label: one snapshot per identifier");
 }
@@ -54,7 +32,7 @@ sql(q{
 	CREATE TABLE ledger (id int PRIMARY KEY);
 	SELECT sink_name FROM paimon_sink.create_sink('f', 'target', buckets => 4, bucket_key => '{id}');
 });
-ok(ready(), 'writers serve');
+ok(writers_ready($node, 'postgres'), 'writers serve');
 
 my $next_id = 1;
 sub insert_rows
@@ -73,13 +51,13 @@ sub count_note { return sql("SELECT count(*) FROM target WHERE note = '$_[0]'");
 # --- before the barrier of N: a crash loses no committed row, shows no aborted one
 insert_rows(50, 'committed before crash');
 sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'kill')");
-my ($ret, $out, $err) = try_sql("INSERT INTO f SELECT g, 'writer died' FROM generate_series(100001, 100010) g");
+my ($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'writer died' FROM generate_series(100001, 100010) g");
 isnt($ret, 0, 'a writer killed before its fsync fails the transaction');
-ok(ready(), 'cluster and writers are back');
+ok(writers_ready($node, 'postgres'), 'cluster and writers are back');
 sql("SELECT paimon_sink.inject_fault('backend_after_handoff', 'panic')");
-($ret, $out, $err) = try_sql("INSERT INTO f SELECT g, 'no commit record' FROM generate_series(100011, 100020) g");
+($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'no commit record' FROM generate_series(100011, 100020) g");
 isnt($ret, 0, 'a crash after the hand-off, before the commit record, fails the transaction');
-ok(ready(), 'cluster and writers are back after the PANIC');
+ok(writers_ready($node, 'postgres'), 'cluster and writers are back after the PANIC');
 # burn transaction ids: a reused xid must not make the dead rows look committed
 sql("CREATE TABLE burn (x int)");
 sql("INSERT INTO burn VALUES (1)") for 1 .. 20;
@@ -94,7 +72,7 @@ clean('before the barrier');
 # --- a barrier cut after one writer sealed: nothing half-prepared
 insert_rows(40, 'barrier cut', 'job-b');
 sql("SELECT paimon_sink.inject_fault('barrier_after_first_writer', 'fatal')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.prepare_commit('f', 'job-b', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.prepare_commit('f', 'job-b', 1)");
 like($err, qr/committer stopped while serving/, 'the prepare fails when the committer dies mid-barrier');
 is(sql("SELECT count(*) FROM paimon_sink.committable WHERE commit_user = 'job-b'"), '0',
 	'no committable of the cut barrier was recorded');
@@ -110,7 +88,7 @@ insert_rows(30, 'prepared then crash', 'job-p');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-p', 1)");
 $node->stop('immediate');
 $node->start;
-ok(ready(), 'back after an immediate stop');
+ok(writers_ready($node, 'postgres'), 'back after an immediate stop');
 is(sql("SELECT checkpoint_id || ':' || row_count FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-p'"),
 	'1:30', 'checkpoint 1 is still prepared');
 is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-p', 1)"), '30 true',
@@ -124,12 +102,12 @@ clean('after prepare');
 insert_rows(20, 'before prepare', 'job-c');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-c', 1)");
 sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'error')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
 like($err, qr/fault injected at committer_before_prepare/, 'the commit fails before PREPARE');
 is(count_note('before prepare'), '0', 'nothing applied');
 is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-c')"), '0', 'the mark did not move');
 sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'fatal')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-c', 1)");
 like($err, qr/committer stopped while serving/, 'the committer dying before PREPARE fails the commit');
 is(count_note('before prepare'), '0', 'still nothing applied');
 is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-c', 1)"), '20 true',
@@ -140,9 +118,9 @@ clean('before PREPARE TRANSACTION');
 insert_rows(25, 'in doubt', 'job-d');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-d', 1)");
 sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-d', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-d', 1)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(ready(), 'back after the crash');
+ok(writers_ready($node, 'postgres'), 'back after the crash');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 	'the committer committed the in-doubt transaction at start');
@@ -189,7 +167,7 @@ clean('recover during an in-doubt commit');
 insert_rows(15, 'reply lost', 'job-e');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-e', 1)");
 sql("SELECT paimon_sink.inject_fault('committer_after_commit_prepared', 'fatal')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-e', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-e', 1)");
 like($err, qr/committer stopped while serving/, 'the reply is lost');
 is(count_note('reply lost'), '15', 'the commit happened');
 is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('f', 'job-e', 1)"), '15 false',
@@ -213,7 +191,7 @@ insert_rows(7, 'after m prepared', 'job-m');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 2)");
 insert_rows(8, 'after m staged', 'job-m');
 # every staged file but those of checkpoint 1 goes: checkpoint 2's and the open ones
-my $expect_discarded = staged_files() - sql("SELECT count(*) FROM paimon_sink.committable
+my $expect_discarded = staged_files($node) - sql("SELECT count(*) FROM paimon_sink.committable
 	WHERE commit_user = 'job-m' AND checkpoint_id = 1");
 ok($expect_discarded > sql("SELECT count(*) FROM paimon_sink.committable
 	WHERE commit_user = 'job-m' AND checkpoint_id = 2"), 'open files are staged too');
@@ -222,7 +200,7 @@ is(sql("SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints || ' 
 	"1 1 1 $expect_discarded", 'recover(1): checkpoint 1 re-committed, checkpoint 2 and the staged rows discarded, every file counted');
 is(count_note('restore m') . ' ' . count_note('after m prepared') . ' ' . count_note('after m staged'),
 	'6 0 0', 'only checkpoint 1 is in the target');
-is(staged_files(), 0, 'the discarded files are removed');
+is(staged_files($node), 0, 'the discarded files are removed');
 # the job replays its source from checkpoint 1 and commits it as checkpoint 2
 sql("DELETE FROM ledger WHERE id IN (SELECT l.id FROM ledger l LEFT JOIN target t USING (id) WHERE t.id IS NULL)");
 insert_rows(15, 'replayed', 'job-m');
@@ -231,11 +209,11 @@ is(sql("SELECT row_count FROM paimon_sink.commit('f', 'job-m', 2)"), '15', 'the 
 is(sql("SELECT count(*) FROM target t JOIN ledger l USING (id)") . '/' . sql("SELECT count(*) FROM ledger")
 	. '/' . sql("SELECT count(*) FROM target"),
 	join('/', (sql("SELECT count(*) FROM ledger")) x 3), 'target equals the ledger after the restore');
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 2, 'restore_and_fail')");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.recover('f', 'job-m', 2, 'restore_and_fail')");
 is($ret, 0, 'restore_and_fail with nothing to re-commit succeeds');
 insert_rows(2, 'and fail', 'job-m');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-m', 3)");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 3, 'restore_and_fail')");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.recover('f', 'job-m', 3, 'restore_and_fail')");
 like($err, qr/55000: recovery committed checkpoints 3 to 3 of commit user "job-m"; restart the job/,
 	'restore_and_fail raises after re-committing');
 is(count_note('and fail'), '2', 'the re-commit happened');
@@ -243,7 +221,7 @@ clean('restore below last prepared');
 
 # --- a job restores from M below its last committed checkpoint: reported, nothing doubled
 my $before = sql("SELECT count(*) FROM target");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.recover('f', 'job-m', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.recover('f', 'job-m', 1)");
 like($err, qr/22023: stale restore: checkpoint 1 is below the last committed checkpoint 3/,
 	'a stale restore is reported');
 is(sql("SELECT count(*) FROM target"), $before, 'nothing doubled or removed');
@@ -290,10 +268,10 @@ clean('a transaction of the failed attempt commits after recover()');
 insert_rows(9, 'bounded', 'job-x');
 is(sql("SELECT row_count || ' ' || (checkpoint_id = 9223372036854775807) FROM paimon_sink.end_input('f', 'job-x')"),
 	'9 true', 'end_input commits the last checkpoint');
-($ret, $out, $err) = try_sql("SET paimon_sink.commit_user = 'job-x'; INSERT INTO f VALUES (999999, 'too late')");
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'job-x'; INSERT INTO f VALUES (999999, 'too late')");
 like($err, qr/55000: commit user "job-x" of sink "f" has ended its input/,
 	'a row written after the end of input is refused');
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.prepare_commit('f', 'job-x', 5)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.prepare_commit('f', 'job-x', 5)");
 like($err, qr/55000: commit user "job-x" has ended its input/, 'a prepare after the end of input fails');
 
 # --- orphan files: only files nobody refers to, older than the cut-off
@@ -312,7 +290,7 @@ is(sql("SELECT count(*) FROM paimon_sink.remove_orphan_files('f', '3 hours')"), 
 is(sql("SELECT string_agg(file_name || ' ' || removed, ',') FROM paimon_sink.remove_orphan_files('f', '1 hour')"),
 	'00000000-0000-4000-8000-000000000001.stage true', 'the orphan is removed');
 ok(!-e $orphan && -e $some_file, 'the live file of the open stream stays');
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.remove_orphan_files('f', '-1 hour')");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.remove_orphan_files('f', '-1 hour')");
 like($err, qr/22023: older_than must not be negative/, 'a cut-off in the future is refused');
 
 # --- a writer dies after a barrier request, before it answers: the request
@@ -337,7 +315,7 @@ ok($node->poll_query_until('postgres',
 	'the checkpoint request ends once the writer is gone');
 $barrier->quit;
 $stuck->quit;
-ok(ready(), 'the writer is back');
+ok(writers_ready($node, 'postgres'), 'the writer is back');
 sql("SELECT * FROM paimon_sink.checkpoint('f')");
 is(sql("SELECT count(*) FROM target WHERE id = 900001"), '0', 'the dying hand-off left no row');
 insert_rows(5, 'after the dying writer');

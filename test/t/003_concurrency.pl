@@ -6,10 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('concurrency');
-$node->init;
-$node->start;
+my $node = start_node('concurrency');
 
 sub sql { return $node->safe_psql('postgres', shift); }
 

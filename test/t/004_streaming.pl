@@ -7,11 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('streaming');
-$node->init;
-$node->append_conf('postgresql.conf', "paimon_sink.handoff_buffer_size = '64kB'");
-$node->start;
+my $node = start_node('streaming', "paimon_sink.handoff_buffer_size = '64kB'");
 
 sub sql { return $node->safe_psql('postgres', shift); }
 

@@ -9,28 +9,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(start_node try_sql writers_ready);
 
-my $node = PostgreSQL::Test::Cluster->new('upsert');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"restart_after_crash = on\nlog_min_messages = log\npaimon_sink.handoff_buffer_size = '256kB'");
-$node->start;
+my $node = start_node('upsert', "restart_after_crash = on\nlog_min_messages = log\npaimon_sink.handoff_buffer_size = '256kB'");
 
 sub sql { return $node->safe_psql('postgres', shift); }
-
-sub try_sql
-{
-	my ($sql) = @_;
-	my ($ret, $stdout, $stderr) =
-	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
-	return ($ret, $stdout, $stderr);
-}
-
-sub ready
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready");
-}
 
 sql(q{
 	CREATE EXTENSION paimon_sink;
@@ -38,7 +21,7 @@ sql(q{
 	CREATE TABLE expected (LIKE kv INCLUDING ALL);
 	SELECT sink_name FROM paimon_sink.create_sink('u', 'kv', mode => 'upsert', buckets => 4);
 });
-ok(ready(), 'writers serve');
+ok(writers_ready($node, 'postgres'), 'writers serve');
 
 # Keys first..last each get versions 1..n, in that order, in one transaction.
 sub upsert_versions
@@ -91,7 +74,7 @@ sub max_sequence
 # after the restart must still win within one checkpoint
 upsert_versions(1, 10, 50, 'before kill');
 sql("SELECT pg_terminate_backend(pid) FROM paimon_sink.writers");
-ok(ready(), 'writers restarted');
+ok(writers_ready($node, 'postgres'), 'writers restarted');
 upsert_versions(1, 10, 1, 'after kill');
 sql("SELECT paimon_sink.checkpoint('u')");
 is(sql("SELECT string_agg(DISTINCT v, ',') FROM kv"), 'after kill-1',
@@ -104,7 +87,7 @@ cmp_ok($high, '>=', 50, 'committables record the highest sequence number');
 upsert_versions(1, 10, 30, 'before crash');
 $node->stop('immediate');
 $node->start;
-ok(ready(), 'back after an immediate stop');
+ok(writers_ready($node, 'postgres'), 'back after an immediate stop');
 upsert_versions(1, 10, 1, 'after crash');
 sql("SELECT paimon_sink.checkpoint('u')");
 is(sql("SELECT string_agg(DISTINCT v, ',') FROM kv"), 'after crash-1',
@@ -112,7 +95,7 @@ is(sql("SELECT string_agg(DISTINCT v, ',') FROM kv"), 'after crash-1',
 clean('crash restart');
 # committed files are gone: the restarted writers continue above their committables
 sql("SELECT pg_terminate_backend(pid) FROM paimon_sink.writers");
-ok(ready(), 'writers restarted again');
+ok(writers_ready($node, 'postgres'), 'writers restarted again');
 my $before = max_sequence();
 upsert_versions(1, 10, 1, 'after committed');
 sql("SELECT paimon_sink.checkpoint('u')");
@@ -123,7 +106,7 @@ clean('restart after commit');
 upsert_versions(11, 20, 3, 'before prepare');
 delete_keys(1, 5);
 sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'error')");
-my ($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.checkpoint('u')");
+my ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('u')");
 like($err, qr/fault injected at committer_before_prepare/, 'the commit fails before PREPARE');
 is(sql("SELECT count(*) FROM kv WHERE id BETWEEN 11 AND 20 OR id BETWEEN 1 AND 5"), '5',
 	'nothing of the checkpoint applied');
@@ -137,9 +120,9 @@ sql("SELECT paimon_sink.prepare_commit('u', 'job-d', 1)");
 upsert_versions(21, 25, 1, 'in doubt later', 'job-d');
 sql("SELECT paimon_sink.prepare_commit('u', 'job-d', 2)");
 sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
-($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('u', 'job-d', 2)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('u', 'job-d', 2)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(ready(), 'back after the crash');
+ok(writers_ready($node, 'postgres'), 'back after the crash');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 	'the in-doubt transaction is committed at start');
@@ -203,10 +186,10 @@ is(sql("SELECT v FROM kv WHERE id = 501"), 'sink wins-2', 'the sink\'s version o
 clean('concurrent insert of a key');
 
 # --- NULL keys and bad row kinds fail the transaction, which stages nothing
-($ret, $out, $err) = try_sql("BEGIN; INSERT INTO u VALUES (300, 'a', 1);
+($ret, $out, $err) = try_sql($node, "BEGIN; INSERT INTO u VALUES (300, 'a', 1);
 	INSERT INTO u (id, v, version, _row_kind) VALUES (301, 'b', 1, 'X'); COMMIT;");
 like($err, qr/22023/, 'an unknown row kind is 22023');
-($ret, $out, $err) = try_sql("INSERT INTO u (v, version) VALUES ('no key', 1)");
+($ret, $out, $err) = try_sql($node, "INSERT INTO u (v, version) VALUES ('no key', 1)");
 like($err, qr/23502/, 'a NULL key is 23502');
 is(sql("SELECT count(*) FROM paimon_sink.checkpoint('u')"), '0', 'nothing was staged');
 clean('bad input');

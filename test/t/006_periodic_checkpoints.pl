@@ -7,12 +7,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(start_node);
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('periodic');
-$node->init;
-$node->append_conf('postgresql.conf', "log_min_messages = log");
-$node->start;
+my $node = start_node('periodic', "log_min_messages = log");
 
 sub sql { return $node->safe_psql('postgres', shift); }
 

@@ -8,20 +8,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(staged_files start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('maintenance');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"log_min_messages = log\npaimon_sink.snapshots_retained = 20\npaimon_sink.snapshot_retention = 0");
-$node->start;
+my $node = start_node('maintenance', "log_min_messages = log\npaimon_sink.snapshots_retained = 20\npaimon_sink.snapshot_retention = 0");
 
 sub sql { return $node->safe_psql('postgres', shift); }
-
-sub staged_files
-{
-	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
-	return scalar(@files);
-}
 
 sql(q{
 	CREATE EXTENSION paimon_sink;
@@ -44,7 +35,7 @@ for my $round (0 .. 9)
 	$node->safe_psql('postgres', $script);
 	my $snapshots = sql("SELECT count(*) FROM paimon_sink.snapshot_log");
 	my $committables = sql("SELECT count(*) FROM paimon_sink.committable");
-	my $files = staged_files();
+	my $files = staged_files($node);
 	$most_snapshots = $snapshots if $snapshots > $most_snapshots;
 	$most_committables = $committables if $committables > $most_committables;
 	$most_files = $files if $files > $most_files;
@@ -144,12 +135,12 @@ my $orphan = "$dir/0a0b0c0d-0000-4000-8000-000000000001.stage";
 open(my $fh, '>', $orphan) or die "cannot create $orphan: $!";
 print $fh "left by a crash long ago";
 close $fh;
-is(staged_files(), 2, 'an orphan file next to a held one');
+is(staged_files($node), 2, 'an orphan file next to a held one');
 $node->append_conf('postgresql.conf', "paimon_sink.orphan_removal_interval = '1s'\npaimon_sink.orphan_file_age = 0");
 $node->reload;
 ok($node->poll_query_until('postgres', "SELECT NOT pg_stat_file('" . $orphan . "', true) IS NOT NULL"),
 	'the scheduled removal takes the orphan');
-is(staged_files(), 1, 'and leaves the file a writer holds');
+is(staged_files($node), 1, 'and leaves the file a writer holds');
 is(sql("SELECT row_count FROM paimon_sink.checkpoint('small_sink')"), '1', 'whose row commits');
 
 done_testing();

@@ -7,10 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init;
-$node->start;
+my $node = start_node('dump');
 
 sub sql { my ($db, $query) = @_; return $node->safe_psql($db, $query); }
 

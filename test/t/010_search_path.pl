@@ -19,7 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(sql_statements sql_problems sql_names writers_ready);
+use PaimonSinkTest qw(sql_statements sql_problems sql_names writers_ready start_node);
 
 # --- every statement of the extension is schema-qualified
 my @statements = sql_statements();
@@ -46,16 +46,13 @@ cmp_ok(scalar(@{ $names{types} }), '>=', 3, 'types too');
 cmp_ok(scalar(@{ $names{relations} }), '>=', 8, 'relations too');
 
 # --- the cluster
-my $node = PostgreSQL::Test::Cluster->new('search_path');
-$node->init;
-$node->append_conf('postgresql.conf', q{
+my $node = start_node('search_path', q{
 log_min_messages = warning
 paimon_sink.snapshots_retained = 1
 paimon_sink.snapshot_retention = 0
 paimon_sink.orphan_removal_interval = '1s'
 paimon_sink.orphan_file_age = 0
 });
-$node->start;
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 
 # Statements of the test itself, with nothing planted on their path.

@@ -16,25 +16,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready);
+use PaimonSinkTest qw(writers_ready start_node try_sql);
 
-my $node = PostgreSQL::Test::Cluster->new('foreign_prepared');
-$node->init;
-$node->append_conf('postgresql.conf', "log_min_messages = log\nrestart_after_crash = on");
-$node->start;
+my $node = start_node('foreign_prepared', "log_min_messages = log\nrestart_after_crash = on");
 
 sub sql { return $node->safe_psql('postgres', shift); }
-
-# (exit code, stdout, stderr) of a statement as a role, with SQLSTATEs shown
-sub try_sql
-{
-	my ($sql, $role, $db) = @_;
-	my ($out, $err) = ('', '');
-	my @role = $role ? ('-U', $role) : ();
-	my $ret = $node->psql($db // 'postgres', $sql, stdout => \$out, stderr => \$err,
-		extra_params => [ @role, '-v', 'VERBOSITY=verbose' ]);
-	return ($ret, $out, $err);
-}
 
 sql(q{
 	CREATE EXTENSION paimon_sink;
@@ -62,7 +48,7 @@ my %foreign = (
 	elsewhere => "paimon_sink:$db:$sink:1:job-2");
 for my $key (qw(next_checkpoint another_role malformed))
 {
-	my ($ret, $out, $err) = try_sql(qq{
+	my ($ret, $out, $err) = try_sql($node, qq{
 		BEGIN;
 		INSERT INTO mine VALUES ('$key');
 		PREPARE TRANSACTION '$foreign{$key}';
@@ -93,7 +79,7 @@ sql(q{
 	SELECT count(*) FROM paimon_sink.prepare_commit('f', 'job-1', 1);
 	SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic');
 });
-my ($ret, $out, $err) = try_sql("SELECT * FROM paimon_sink.commit('f', 'job-1', 1)");
+my ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-1', 1)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED of one of ours');
 ok(writers_ready($node, 'postgres'), 'back after the crash');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
@@ -146,7 +132,7 @@ sub take_gid
 		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_before_prepare'")
 	  or die 'the commit did not pause';
 	my $gid = sql('SELECT gid FROM paimon_sink.commit_progress');
-	my (undef, $seen) = try_sql("SELECT coalesce(gid, 'hidden') FROM paimon_sink.commit_progress", 'other_role');
+	my (undef, $seen) = try_sql($node, "SELECT coalesce(gid, 'hidden') FROM paimon_sink.commit_progress", 'other_role');
 	is($seen, 'hidden', 'a role that is not the sink owner\'s member does not see the gid');
 	$taker->($gid);
 	sql("SELECT paimon_sink.release_fault('committer_before_prepare'); SELECT paimon_sink.clear_faults()");
@@ -159,7 +145,7 @@ my $checkpoint = sql("SELECT last_prepared_checkpoint + 1 FROM paimon_sink.sinks
 sql("INSERT INTO f VALUES (200, 'blocked once'), (201, 'blocked once')");
 my ($taken, $taken_err) = take_gid("SELECT row_count FROM paimon_sink.checkpoint('f')", sub {
 	my $gid = shift;
-	try_sql("BEGIN; INSERT INTO mine VALUES ('took it'); PREPARE TRANSACTION '$gid'", 'other_role');
+	try_sql($node, "BEGIN; INSERT INTO mine VALUES ('took it'); PREPARE TRANSACTION '$gid'", 'other_role');
 });
 like($taken, qr/^paimon_sink:$db:$sink:$checkpoint:\Q$own\E~[0-9a-f]{16}$/,
 	'commit_progress shows the gid the commit prepares under, with its random suffix');
@@ -213,8 +199,8 @@ for my $key (sort grep { $_ ne 'elsewhere' } keys %foreign)
 # --- drop_sink is not blocked by a foreign transaction named like its own
 sql(q{CREATE TABLE g_t (id int); SELECT sink_name FROM paimon_sink.create_sink('g', 'g_t')});
 my $g = sql("SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 'g'");
-try_sql("BEGIN; INSERT INTO mine VALUES ('g'); PREPARE TRANSACTION 'paimon_sink:$db:$g:1:x'", 'other_role');
-($ret, $out, $err) = try_sql("SELECT paimon_sink.drop_sink('g')");
+try_sql($node, "BEGIN; INSERT INTO mine VALUES ('g'); PREPARE TRANSACTION 'paimon_sink:$db:$g:1:x'", 'other_role');
+($ret, $out, $err) = try_sql($node, "SELECT paimon_sink.drop_sink('g')");
 is($ret, 0, 'drop_sink is not refused for a transaction that is not ours') or diag($err);
 
 # --- nothing of ours is left
@@ -224,7 +210,7 @@ $node->safe_psql('elsewhere', "ROLLBACK PREPARED '$taken_elsewhere'");
 $node->safe_psql('elsewhere', "ROLLBACK PREPARED '$foreign{elsewhere}'");
 
 # --- DROP EXTENSION is refused only for ours
-($ret, $out, $err) = try_sql("SET lock_timeout = '10s'; DROP EXTENSION paimon_sink CASCADE");
+($ret, $out, $err) = try_sql($node, "SET lock_timeout = '10s'; DROP EXTENSION paimon_sink CASCADE");
 is($ret, 0, 'DROP EXTENSION is not refused for transactions that are not ours') or diag($err);
 is(sql('SELECT count(*) FROM pg_prepared_xacts'), '7', 'and leaves them as they are');
 for my $gid (sql('SELECT gid FROM pg_prepared_xacts') =~ /(\S+)/g)

@@ -11,11 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(readme_table writers_ready);
+use PaimonSinkTest qw(readme_table writers_ready start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('privileges');
-$node->init;
-$node->start;
+my $node = start_node('privileges');
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 
 sub sql { return $node->safe_psql('postgres', shift); }

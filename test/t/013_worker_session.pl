@@ -20,16 +20,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready);
+use PaimonSinkTest qw(writers_ready start_node);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_session');
-$node->init;
-$node->append_conf('postgresql.conf', q{
+my $node = start_node('worker_session', q{
 restart_after_crash = on
 max_files_per_process = 64
 wal_writer_delay = '10s'
 });
-$node->start;
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 
 # The test's own sessions in the owner's database set back what it gave it.
