@@ -91,11 +91,12 @@ import threading
 import time
 import traceback
 
-import psycopg2
-import psycopg2.extras
-
+# the harness first: it installs psycopg2 when it is missing
 from harness import PGBIN, ROOT, Cluster, library_path, percentile, pg_user
 from harness import lib_identity as file_identity
+
+import psycopg2
+import psycopg2.extras
 
 CLUSTER = "bench"
 SINK = "sink"

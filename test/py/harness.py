@@ -16,7 +16,8 @@ OS user postgres can read it wherever the checkout is.  It holds:
   installed library's identity, the staged files left in a data directory.
 
 It runs under the system python3 (/usr/bin/python3, with python3-psycopg2):
-the wrappers take care of that, as a pyenv python3 first in PATH lacks it.
+the wrappers take care of that, as a pyenv python3 first in PATH lacks it;
+importing it installs the packages first when psycopg2 is missing (root).
 """
 import glob
 import math
@@ -27,12 +28,28 @@ import subprocess
 import sys
 import time
 
-import psycopg2
-
 # The repository root, when this file is the checkout's test/py/harness.py
 # (job.py and bench.py); meaningless in a copy (soak.py, demo_ckpt.py).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER_SH = os.path.join(ROOT, "test", "lib", "cluster.sh")
+
+
+def import_psycopg2():
+    """import_psycopg2 imports and returns psycopg2; when the system python3
+    lacks it, it first installs the Debian packages (as root) through
+    test/lib/cluster.sh's ps_ensure_packages, which otherwise says what to
+    install and fails: programs import this module before psycopg2."""
+    try:
+        import psycopg2
+    except ImportError:
+        rc = subprocess.run(["bash", "-c", 'source "$1" && ps_ensure_packages', "harness", CLUSTER_SH]).returncode
+        if rc != 0:
+            sys.exit(1)
+        import psycopg2
+    return psycopg2
+
+
+psycopg2 = import_psycopg2()
 # PostgreSQL's binaries: PS_PGBIN as test/lib/cluster.sh reads it.
 PGBIN = os.environ.get("PS_PGBIN") or "/usr/lib/postgresql/15/bin"
 

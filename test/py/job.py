@@ -85,10 +85,11 @@ import threading
 import time
 import traceback
 
+# the harness first: it installs psycopg2 when it is missing
+from harness import ROOT, Cluster, close_quietly, stage_files
+
 import psycopg2
 import psycopg2.extras
-
-from harness import ROOT, Cluster, close_quietly, stage_files
 
 CLUSTER = "job"
 SINK = "job_sink"
