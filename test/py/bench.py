@@ -92,7 +92,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import PGBIN, ROOT, Cluster, library_path, percentile, pg_user
+from harness import PGBIN, ROOT, Cluster, interrupt_on_signals, library_path, percentile, pg_user
 from harness import lib_identity as file_identity
 
 import psycopg2
@@ -989,12 +989,7 @@ def main():
     bench = Bench(cfg, h)
     rc = 1
     failed = None
-
-    def on_signal(signum, frame):
-        """on_signal turns SIGTERM and SIGHUP into KeyboardInterrupt, so that the cleanup runs."""
-        raise KeyboardInterrupt()
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    interrupt_on_signals()
     log("=== paimon_sink benchmark: %d rows x %d runs, %d commit rounds, memory %d/%d rows, pgbench %d s; "
         "results in %s" % (cfg.rows, cfg.repeat, cfg.commit_rounds, cfg.mem_small, cfg.mem_large,
                            cfg.pgbench_seconds, cfg.out))

@@ -24,6 +24,7 @@ import math
 import os
 import pwd
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -88,6 +89,19 @@ def close_quietly(conn):
         conn.close()
     except Exception:
         pass
+
+
+def interrupt_on_signals():
+    """interrupt_on_signals makes SIGTERM and SIGHUP raise KeyboardInterrupt
+    as Ctrl-C does, so that a program stopped by timeout(1) or a closed
+    terminal still runs its cleanup (stops the cluster, removes the temp
+    dir) and prints its last line."""
+
+    def on_signal(signum, frame):
+        """on_signal raises KeyboardInterrupt in the main thread."""
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
 
 
 def percentile(values, q):

@@ -86,7 +86,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import ROOT, Cluster, close_quietly, stage_files
+from harness import ROOT, Cluster, close_quietly, interrupt_on_signals, stage_files
 
 import psycopg2
 import psycopg2.extras
@@ -1158,12 +1158,7 @@ def main():
     rc = 1
     db = None
     job = None
-
-    def on_signal(signum, frame):
-        """on_signal turns SIGTERM and SIGHUP into KeyboardInterrupt, so that the cleanup runs."""
-        raise KeyboardInterrupt()
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    interrupt_on_signals()
     try:
         log("=== paimon_sink stream job: seed %d, %d records, %d failures, checkpoint ids %s, buckets %d%s"
             % (cfg.seed, cfg.records, cfg.failures, cfg.ckpt_ids, cfg.buckets, ", fenced restarts" if cfg.fence else ""))
