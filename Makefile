@@ -29,10 +29,12 @@ PGFILEDESC = "paimon_sink - exactly-once transactional sink"
 PG_CPPFLAGS = -I$(srcdir)/src -DPAIMON_SINK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -luuid
 
-# pg_regress inputs live in sql/, outputs in expected/ (PGXS defaults).
+# pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
+# so that sql/ holds only the scripts the extension ships.
 REGRESS = setup append errors upsert upgrade
 # UTF8, so that the encoding tests mean the same everywhere
-REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf --encoding=UTF8
+REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
+	--encoding=UTF8
 
 ISOLATION = concurrent_checkpoint drop_sink
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \

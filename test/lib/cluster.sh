@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# test/lib/cluster.sh -- shared helpers for test/check and test/demo.
+# test/lib/cluster.sh -- shared helpers for test/check, test/demo, test/soak
+# and (through bash, from test/py/harness.py) test/job and test/bench.
 #
 # Source it from a bash script (set -euo pipefail is fine):
 #
@@ -12,6 +13,7 @@
 #   ps_cluster_start demo           # initdb (once) + start, unix socket only
 #   ps_cluster_psql demo -c 'select 1'
 #   ps_cluster_stop demo            # fast stop (cleanup uses immediate)
+#   ps_copy_py                      # test/py/*.py into $PS_WORK/py
 #
 # Everything PostgreSQL-side runs as the unprivileged OS user "postgres"
 # when we are root (the server refuses to run as root), with a clean
@@ -195,6 +197,17 @@ ps_as_pg_in() {
 
 # ps_as_pg [VAR=value ...] COMMAND [ARGS...] -- same, in $PS_WORK.
 ps_as_pg() { ps_as_pg_in "${PS_WORK:-/tmp}" "$@"; }
+
+# ps_copy_py -- copy the Python test programs and their harness (test/py/*.py)
+# into $PS_WORK/py, where the postgres user can read them (a checkout under
+# /root, say, it cannot); test/demo and test/soak run them from there.
+ps_copy_py() {
+	ps_workdir_create
+	mkdir -p "$PS_WORK/py"
+	cp "$PS_REPO_ROOT"/test/py/*.py "$PS_WORK/py/"
+	chmod -R a+rX "$PS_WORK/py"
+	ps_chown_work
+}
 
 # --------------------------------------------------------------------------
 # Throwaway clusters:  $PS_WORK/clusters/NAME/{data,sock,port,server.log}

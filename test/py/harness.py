@@ -1,0 +1,304 @@
+"""harness -- what paimon_sink's Python test programs share.
+
+test/py/job.py and test/py/bench.py (run as the invoking user, root or not)
+and test/py/soak.py and test/py/demo_ckpt.py (run as the server's OS user
+inside a cluster their bash wrapper made) import it from beside them; the
+wrappers of the last two copy this folder into their temp dir, so that the
+OS user postgres can read it wherever the checkout is.  It holds:
+
+* Cluster: one throwaway cluster of test/lib/cluster.sh, driven through bash
+  (the shell functions stay the one definition of temp dir, build, initdb,
+  start and cleanup, which test/check and test/demo use too);
+* Server: connections as the cluster's OS user over its unix socket, one
+  statement on a fresh connection, the "writers ready" check;
+* the small helpers the programs wrote each for themselves: a one-line
+  error text, closing a connection quietly, nearest-rank percentiles, the
+  installed library's identity, the staged files left in a data directory.
+
+It runs under the system python3 (/usr/bin/python3, with python3-psycopg2):
+the wrappers take care of that, as a pyenv python3 first in PATH lacks it;
+importing it installs the packages first when psycopg2 is missing (root).
+"""
+import glob
+import math
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import time
+
+# The repository root, when this file is the checkout's test/py/harness.py
+# (job.py and bench.py); meaningless in a copy (soak.py, demo_ckpt.py).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER_SH = os.path.join(ROOT, "test", "lib", "cluster.sh")
+
+
+def import_psycopg2():
+    """import_psycopg2 imports and returns psycopg2; when the system python3
+    lacks it, it first installs the Debian packages (as root) through
+    test/lib/cluster.sh's ps_ensure_packages, which otherwise says what to
+    install and fails: programs import this module before psycopg2."""
+    try:
+        import psycopg2
+    except ImportError:
+        rc = subprocess.run(["bash", "-c", 'source "$1" && ps_ensure_packages', "harness", CLUSTER_SH]).returncode
+        if rc != 0:
+            sys.exit(1)
+        import psycopg2
+    return psycopg2
+
+
+psycopg2 = import_psycopg2()
+# PostgreSQL's binaries: PS_PGBIN as test/lib/cluster.sh reads it.
+PGBIN = os.environ.get("PS_PGBIN") or "/usr/lib/postgresql/15/bin"
+
+# "server accepting connections and every writer of this database ready"
+WRITERS_READY_SQL = ("SELECT count(*) FILTER (WHERE ready) = "
+                     "current_setting('paimon_sink.writers_per_database')::int "
+                     "AND count(*) FILTER (WHERE NOT ready) = 0 FROM paimon_sink.writers")
+
+
+def pg_user():
+    """pg_user returns the cluster's OS user and superuser, as
+    test/lib/cluster.sh decides it: postgres (or PS_PG_USER) for root,
+    otherwise the invoking user."""
+    if os.geteuid() == 0:
+        return os.environ.get("PS_PG_USER") or "postgres"
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def error_text(e, width):
+    """error_text gives a database error (or any exception) as one line:
+    its SQLSTATE ("-" when it has none) and its message with white space
+    folded, a failed connection's socket path left out, cut to width."""
+    msg = " ".join(str(e).split())
+    msg = re.sub(r'connection to server on socket "[^"]*" failed: ', "connect: ", msg)
+    code = getattr(e, "pgcode", None) or "-"
+    return f"{code} {msg[:width]}"
+
+
+def close_quietly(conn):
+    """close_quietly closes a connection (None is fine) whatever state it is
+    in: after a crash-restart closing may fail too, and nothing is to be
+    learnt from that."""
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except Exception:
+        pass
+
+
+def interrupt_on_signals():
+    """interrupt_on_signals makes SIGTERM and SIGHUP raise KeyboardInterrupt
+    as Ctrl-C does, so that a program stopped by timeout(1) or a closed
+    terminal still runs its cleanup (stops the cluster, removes the temp
+    dir) and prints its last line."""
+
+    def on_signal(signum, frame):
+        """on_signal raises KeyboardInterrupt in the main thread."""
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+
+def percentile(values, q):
+    """percentile returns the nearest-rank q-th percentile of a non-empty
+    list of numbers (q = 100: the largest)."""
+    v = sorted(values)
+    return v[max(1, math.ceil(q / 100.0 * len(v))) - 1]
+
+
+def library_path():
+    """library_path returns where PostgreSQL's pg_config (of PGBIN) says the
+    installed paimon_sink.so is, or None if pg_config cannot tell."""
+    try:
+        lib = subprocess.run([os.path.join(PGBIN, "pg_config"), "--pkglibdir"], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return os.path.join(lib, "paimon_sink.so")
+
+
+def lib_identity(path):
+    """lib_identity returns the identity of the installed library at path
+    (device, inode, mtime, size), or None: a make install during a run
+    replaces the file under the running server, whose new backends then
+    load the new build, which a program reports."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    except (OSError, TypeError):
+        return None
+
+
+def stage_files(datadir):
+    """stage_files lists the staged files in the sinks' folders of a data
+    directory ($PGDATA/pg_paimon_sink/DB/SINK/*.stage), sorted."""
+    return sorted(glob.glob(os.path.join(datadir, "pg_paimon_sink", "*", "*", "*.stage")))
+
+
+class Server:
+    """Server connects to one running cluster as its OS user (trust over
+    the unix socket in host), to database postgres unless told otherwise."""
+
+    def __init__(self, host, port, user=None, connect_timeout=5, app_prefix="", default_app="control",
+                 dbname="postgres"):
+        """__init__ records where the server listens and how to connect:
+        connect_timeout in seconds, app_prefix put before every
+        application_name, default_app the name of query's connections."""
+        self.dbname = dbname
+        self.host = host
+        self.port = int(port)
+        self.user = user or pg_user()
+        self.connect_timeout = connect_timeout
+        self.app_prefix = app_prefix
+        self.default_app = default_app
+
+    def connect(self, app, autocommit=True, statement_timeout_ms=None):
+        """connect opens a connection named app (after the prefix), in
+        autocommit unless told otherwise, with statement_timeout set for the
+        session when statement_timeout_ms is given (0: none)."""
+        kw = {}
+        if statement_timeout_ms is not None:
+            kw["options"] = "-c statement_timeout=%d" % int(statement_timeout_ms)
+        conn = psycopg2.connect(host=self.host, port=self.port, user=self.user, dbname=self.dbname,
+                                connect_timeout=self.connect_timeout,
+                                application_name=self.app_prefix + app, **kw)
+        conn.autocommit = autocommit
+        return conn
+
+    def query(self, sql, args=None, app=None, timeout_ms=30000):
+        """query runs one statement on a fresh autocommit connection (named
+        app, or default_app) and returns all its rows (None for a statement
+        without a result); the connection is closed whatever happens."""
+        conn = self.connect(app or self.default_app, statement_timeout_ms=timeout_ms)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return cur.fetchall() if cur.description is not None else None
+        finally:
+            conn.close()
+
+    def writers_ready(self, app="ready", timeout_ms=5000):
+        """writers_ready tells whether the server accepts connections and
+        every writer of the database serves (after a crash-restart the
+        launcher starts them anew); it raises the connection's error."""
+        rows = self.query(WRITERS_READY_SQL, app=app, timeout_ms=timeout_ms)
+        return bool(rows and rows[0][0])
+
+    def wait_writers_ready(self, seconds, app="ready"):
+        """wait_writers_ready polls writers_ready every 0.1 s for up to
+        seconds and tells whether they became ready."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                if self.writers_ready(app):
+                    return True
+            except Exception:
+                pass
+            time.sleep(0.1)
+        return False
+
+
+class Cluster:
+    """Cluster is one throwaway cluster of test/lib/cluster.sh, whose shell
+    functions it calls through bash with this program's PS_WORK: the temp
+    dir ($PS_WORK), packages, the build, initdb, start and the cleanup that
+    stops every server below the temp dir."""
+
+    def __init__(self, name, label, fail, work=""):
+        """__init__ names the cluster (its folder under $PS_WORK/clusters),
+        the program (label, for messages) and the exception class raised
+        when the harness cannot go on; work is an existing PS_WORK to adopt."""
+        self.name = name
+        self.label = label
+        self.fail = fail
+        self.work = work
+        self.cleaned = False
+
+    def sh(self, *args, capture=False, stdout=None, stderr=None, check=True):
+        """sh runs a shell function of test/lib/cluster.sh (or any command
+        after sourcing it) with this PS_WORK; capture returns its stdout,
+        otherwise its exit status (check raises on a non-zero one)."""
+        env = dict(os.environ)
+        env["PS_WORK"] = self.work
+        cmd = ["bash", "-c", 'set -euo pipefail; source "$1"; shift; "$@"', self.label + "-sh",
+               CLUSTER_SH] + list(args)
+        if capture:
+            return subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=check, text=True).stdout
+        return subprocess.run(cmd, env=env, stdout=stdout, stderr=stderr, check=check).returncode
+
+    def create_workdir(self):
+        """create_workdir makes $PS_WORK (owned by the cluster's OS user,
+        with logs/ and tmp/) and remembers it."""
+        self.work = self.sh("eval", 'ps_workdir_create; printf %s "$PS_WORK"', capture=True).strip()
+        if not self.work or not os.path.isdir(self.work):
+            raise self.fail("could not create the temp dir")
+
+    def build_install(self, log_path, stderr_too=False):
+        """build_install copies the repository into $PS_WORK/src, builds and
+        installs it there (make COPT=-Werror, make install) with its output
+        (and its errors too if stderr_too) in log_path, and returns the exit
+        status."""
+        with open(log_path, "w") as f:
+            self.sh("ps_copy_tree", ROOT, os.path.join(self.work, "src"))
+            return self.sh("ps_build_install", os.path.join(self.work, "src"), stdout=f,
+                           stderr=f if stderr_too else None, check=False)
+
+    @property
+    def cdir(self):
+        """cdir is the cluster's folder: data/, sock/, port, server.log."""
+        return os.path.join(self.work, "clusters", self.name)
+
+    @property
+    def datadir(self):
+        """datadir is the cluster's data directory."""
+        return os.path.join(self.cdir, "data")
+
+    @property
+    def sockdir(self):
+        """sockdir is the folder of the cluster's unix socket (its host)."""
+        return os.path.join(self.cdir, "sock")
+
+    @property
+    def port(self):
+        """port is the cluster's port, as ps_cluster_create chose it."""
+        with open(os.path.join(self.cdir, "port")) as f:
+            return int(f.read().strip())
+
+    @property
+    def server_log(self):
+        """server_log is the path of the cluster's server log."""
+        return os.path.join(self.cdir, "server.log")
+
+    def create(self, conf):
+        """create runs initdb (ps_cluster_create) and appends conf, this
+        program's settings, to its postgresql.conf."""
+        self.sh("ps_cluster_create", self.name)
+        with open(os.path.join(self.datadir, "postgresql.conf"), "a") as f:
+            f.write(conf)
+
+    def start(self):
+        """start starts the cluster (ps_cluster_start) and waits until it
+        accepts connections."""
+        self.sh("ps_cluster_start", self.name)
+
+    def server(self, **kw):
+        """server returns a Server for this cluster (keyword arguments as
+        Server's)."""
+        return Server(self.sockdir, self.port, pg_user(), **kw)
+
+    def cleanup(self):
+        """cleanup stops every server below $PS_WORK and removes it (unless
+        KEEP_TMP=1), once; a second Ctrl-C during it leaves the temp dir,
+        named on stderr."""
+        if self.cleaned or not self.work:
+            return
+        self.cleaned = True
+        try:
+            self.sh("ps_cleanup", check=False)
+        except BaseException as e:  # a second Ctrl-C
+            print("%s: cleanup interrupted (%s); temp dir %s" % (self.label, e, self.work), file=sys.stderr)

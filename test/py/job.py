@@ -1,0 +1,1233 @@
+#!/usr/bin/python3
+"""test/job -- a stream job with failovers against paimon_sink (exactly-once).
+
+Emulates a Flink-style job on one throwaway cluster (restart_after_crash on):
+
+* source: records i = 1..N, payload 'r<i>:<md5(i)>', partitioned over 4
+  subtasks by i mod 4; each subtask reads its records in order; its source
+  position (records consumed) is checkpoint state;
+* 4 writer subtasks (threads, one connection each, paimon_sink.commit_user =
+  the job id, paimon_sink.writer_id = subtask index) write small
+  transactions: multi-row INSERT VALUES, COPY, INSERT ... SELECT
+  generate_series, several INSERTs in BEGIN/COMMIT, a rolled-back savepoint
+  inside a committed transaction, and now and then a ROLLBACK'ed batch;
+* a checkpoint coordinator triggers checkpoint N every 200-500 ms; each
+  subtask, at its next batch boundary, calls prepare_commit(sink, job, N, s)
+  and reports its position; once all 4 did, N is complete: the checkpoint
+  store (a JSON file replaced atomically: write, fsync, rename) gets
+  {N, positions}; then the single committer calls commit(sink, job, N);
+* a chaos agent makes at least JOB_FAILURES failures at random moments: the
+  job kills itself (sockets shut down, threads stopped, in-flight batches
+  lost), kill -9 of a client backend / paimon_sink writer / committer,
+  pg_terminate_backend of a job session, an injected fault (error, fatal,
+  panic, kill) at a random point, a commit that fails, hangs (pause; the
+  commit times out) or whose reply is lost, a job kill in the middle of a
+  barrier (one subtask prepared N) or after all prepared N but before N was
+  stored.  The source is paced so that about 1/(failures+1) of it is written
+  between two failures, and each failure is reported (kind, checkpoint,
+  restored from M, what recover() did);
+* after every failure the job restarts at once (as a job does: its old
+  connections are gone, their server sessions may still be finishing a
+  statement; those still running at recover() are reported): waits for the
+  server and the sink's writers, reads the store (last COMPLETED checkpoint
+  M), calls
+  recover(sink, job, M, 'restore'), resets the source positions to M's and
+  replays.  Checkpoint ids continue from M+1 ("continue") or from a counter
+  that never goes back ("counter"), chosen per restart;
+* at the end: no more failures, the source is finished, a final checkpoint
+  is prepared and committed; then the target must hold every record exactly
+  once, no paimon_sink prepared transaction, pending checkpoint or staged
+  file may be left.
+
+The last line is always
+    job: records=N failures=N missing=N duplicated=N
+(-1: not measured).  Exit 0 only when missing = duplicated = 0, every other
+check passed and nothing is left behind.
+
+Usage: test/job [--records N] [--failures N] [--seed N] [--skip-build]
+Environment (same meaning): JOB_RECORDS (200000), JOB_FAILURES (24),
+JOB_SEED (random; printed), JOB_SKIP_BUILD=1 (use the installed extension),
+JOB_TAMPER=1 (delete one target row before verifying: must report missing=1
+and fail), JOB_CKPT_IDS=mixed|continue|counter (mixed), JOB_BUCKETS=1|4
+(chosen by the seed), JOB_TIMEOUT (480 s for the job phase), JOB_VERBOSE=1
+(a line per checkpoint into the job log), KEEP_TMP=1 (keep the temp dir),
+JOB_FENCE=1 (diagnostic, not the default: before recover(), wait until the
+server sessions of the failed attempt have ended, i.e. assume an orchestrator
+that fences them; separates that case from everything else).
+
+The choices (failure kinds, points, actions, delays, id policies, batch
+sizes and methods) come from the seed; the interleaving with the server does
+not, so a rerun with the same seed makes the same choices, not the same
+timing.  On a failed check, duplicated or missing records are listed as runs
+per subtask with the transactions that wrote and loaded them (columns
+write_xid, a default evaluated in the writing session, and load_xid, set by
+a trigger in the committer) and the failure whose in-flight batch or replay
+they match.
+
+As root it does what test/demo does: installs missing packages, builds and
+installs the extension from a copy of the repo, runs the cluster as the OS
+user postgres in a temp dir (unix socket only) and removes everything at
+exit, also on Ctrl-C.  On failure the logs are copied to a kept directory.
+"""
+import argparse
+import glob
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+# the harness first: it installs psycopg2 when it is missing
+from harness import ROOT, Cluster, close_quietly, interrupt_on_signals, stage_files
+
+import psycopg2
+import psycopg2.extras
+
+CLUSTER = "job"
+SINK = "job_sink"
+TARGET = "job_target"
+JOB_ID = "job-1"
+SUBTASKS = 4
+FAULT_POINTS = ["writer_after_receive", "writer_after_ack", "backend_after_handoff",
+                "barrier_after_first_writer", "committer_before_prepare",
+                "committer_after_prepare", "committer_after_commit_prepared"]
+COMMITTER_POINTS = ["committer_before_prepare", "committer_after_prepare",
+                    "committer_after_commit_prepared"]
+FAULT_ACTIONS = ["error", "fatal", "panic", "kill"]
+PACE = 2.0  # seconds per phase (the mean time between failures is about 2-3 s)
+
+T0 = time.monotonic()
+LOG_LOCK = threading.Lock()
+LOG_FILE = None
+
+
+def log(msg):
+    """log prints a line with the seconds since the start and appends it to the job log."""
+    line = "[%6.1fs] %s" % (time.monotonic() - T0, msg)
+    with LOG_LOCK:
+        print(line, flush=True)
+        if LOG_FILE is not None:
+            LOG_FILE.write(line + "\n")
+            LOG_FILE.flush()
+
+
+def note(msg):
+    """Only into the job log (details), on one line."""
+    msg = " ".join(str(msg).split())
+    with LOG_LOCK:
+        if LOG_FILE is not None:
+            LOG_FILE.write("[%6.1fs]   %s\n" % (time.monotonic() - T0, msg))
+            LOG_FILE.flush()
+
+
+def describe(e):
+    """SQLSTATE and first line of a database error (or the exception)."""
+    code = getattr(e, "pgcode", None)
+    msg = str(e).strip().split("\n")[0] if str(e).strip() else type(e).__name__
+    return ("%s %s" % (code, msg)) if code else msg
+
+
+class Abort(Exception):
+    """The test cannot go on (hang, stale restore, ...)."""
+
+
+# ----------------------------------------------------------------------------
+# Database helpers
+# ----------------------------------------------------------------------------
+
+def abort_conn(conn):
+    """Drop a connection abruptly, from any thread: shut its socket down."""
+    try:
+        fd = conn.fileno()
+    except Exception:
+        return
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        finally:
+            s.close()
+    except OSError:
+        pass
+
+
+# ----------------------------------------------------------------------------
+# The source
+# ----------------------------------------------------------------------------
+
+def payload(i):
+    """payload is record i's payload: 'r<i>:<md5(i)>'."""
+    return "r%d:%s" % (i, hashlib.md5(str(i).encode()).hexdigest())
+
+
+class Source:
+    """Records 1..N; subtask s reads i = first(s) + 4k in order, k = position."""
+
+    def __init__(self, n):
+        """__init__ computes each subtask's first record and how many records it reads."""
+        self.n = n
+        self.first = [4 if s == 0 else s for s in range(SUBTASKS)]
+        self.length = [((n - f) // 4 + 1) if n >= f else 0 for f in self.first]
+
+    def record(self, s, k):
+        """record is the id of subtask s's record at position k."""
+        return self.first[s] + 4 * k
+
+
+# ----------------------------------------------------------------------------
+# The checkpoint store: last COMPLETED checkpoint, replaced atomically
+# ----------------------------------------------------------------------------
+
+class CheckpointStore:
+    """The job's checkpoint store: the last COMPLETED checkpoint and the source positions it holds,
+    in a JSON file replaced atomically (write, fsync, rename, fsync of the folder)."""
+
+    def __init__(self, path):
+        """__init__ starts the store at checkpoint 0, every position 0."""
+        self.path = path
+        self.save(0, [0] * SUBTASKS)
+
+    def save(self, checkpoint_id, positions):
+        """save records checkpoint_id with its positions durably and atomically."""
+        d = os.path.dirname(self.path)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"checkpoint_id": checkpoint_id, "positions": list(positions),
+                       "completed_at": time.time()}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def load(self):
+        """load returns the stored checkpoint id and positions."""
+        with open(self.path) as f:
+            st = json.load(f)
+        return st["checkpoint_id"], st["positions"]
+
+
+# ----------------------------------------------------------------------------
+# One attempt of the job (from a restore until the next failure)
+# ----------------------------------------------------------------------------
+
+class Stopped(Exception):
+    """A thread of an attempt stops because the attempt failed or completed."""
+
+    pass
+
+
+class Attempt:
+    """One attempt of the job, from a restore until the next failure: 4 subtask threads and the
+    checkpoint coordinator, their connections, the barrier in progress and the acks."""
+
+    def __init__(self, job, aid, restored_id, positions, policy):
+        """__init__ records the attempt's number, the checkpoint it restored from with its
+        positions, and the checkpoint id policy."""
+        self.job = job
+        self.aid = aid
+        self.restored_id = restored_id
+        self.start_positions = list(positions)
+        self.positions = list(positions)  # live, for reporting
+        self.policy = policy
+        self.cond = threading.Condition()
+        self.failed = None  # (who, message)
+        self.completed = False
+        self.done = threading.Event()
+        self.conns = set()
+        self.barrier = None
+        self.acks = {}
+        self.threads = []
+        self.last_triggered = restored_id
+        self.last_completed = restored_id
+        self.last_committed = None
+        self.started = time.monotonic()
+
+    # connections -----------------------------------------------------------
+    def connect(self, who, timeout_ms):
+        """connect opens a connection named job-a<N>-<who> with a statement timeout, refused
+        (Stopped) once the attempt is over; fail() aborts the connections it keeps."""
+        conn = self.job.db.connect("job-a%d-%s" % (self.aid, who), statement_timeout_ms=timeout_ms)
+        with self.cond:
+            if self.failed is not None or self.completed:
+                close_quietly(conn)
+                raise Stopped()
+            self.conns.add(conn)
+        return conn
+
+    def stopping(self):
+        """stopping tells whether the attempt failed or completed."""
+        return self.failed is not None or self.completed
+
+    def fail(self, who, msg):
+        """fail ends the attempt as failed (once): wakes every thread and shuts down every
+        connection's socket, as a killed job would; False when it had ended already."""
+        with self.cond:
+            if self.failed is not None or self.completed:
+                return False
+            self.failed = (who, msg, time.monotonic())
+            self.cond.notify_all()
+            conns = list(self.conns)
+        for c in conns:
+            abort_conn(c)
+        self.done.set()
+        return True
+
+    def complete(self):
+        """complete ends the attempt as finished, unless it failed first."""
+        with self.cond:
+            if self.failed is not None:
+                return False
+            self.completed = True
+            self.cond.notify_all()
+        self.done.set()
+        return True
+
+    def join(self, timeout=15):
+        """join waits (timeout in seconds in all) for the attempt's threads, closes its connections
+        and returns the names of the threads still running."""
+        stuck = []
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                stuck.append(t.name)
+        for c in list(self.conns):
+            if self.failed is not None:
+                abort_conn(c)
+            close_quietly(c)
+        return stuck
+
+    def start(self):
+        """start starts the subtask threads and the coordinator."""
+        for s in range(SUBTASKS):
+            t = threading.Thread(target=self.run_thread, args=("s%d" % s, self.subtask, s),
+                                 name="a%d-s%d" % (self.aid, s), daemon=True)
+            self.threads.append(t)
+        t = threading.Thread(target=self.run_thread, args=("committer", self.coordinator, None),
+                             name="a%d-coordinator" % self.aid, daemon=True)
+        self.threads.append(t)
+        for t in self.threads:
+            t.start()
+
+    def run_thread(self, who, fn, arg):
+        """run_thread runs one of the attempt's threads; an error in it fails the attempt (noted in
+        the job log unless the attempt was stopping anyway)."""
+        try:
+            fn(arg) if arg is not None else fn()
+        except Stopped:
+            pass
+        except Exception as e:
+            if not self.stopping():
+                note("%s: %s" % (who, "".join(traceback.format_exception_only(type(e), e)).strip()))
+            self.fail(who, describe(e))
+
+    # barrier ---------------------------------------------------------------
+    def ack(self, s, n, pos):
+        """ack records that subtask s prepared checkpoint n at position pos; the chaos agent may
+        kill the job here, after the first subtask of a barrier."""
+        with self.cond:
+            if self.stopping():
+                raise Stopped()
+            if self.barrier == n:
+                self.acks[s] = pos
+                self.cond.notify_all()
+                if len(self.acks) == 1 and self.job.take_kill_at("barrier") is not None:
+                    note("checkpoint %d prepared by subtask %d only: the job is killed" % (n, s))
+                    self.fail("chaos", "job killed mid-barrier: checkpoint %d prepared by subtask %d only" % (n, s))
+                    raise Stopped()
+
+    # a subtask -------------------------------------------------------------
+    def subtask(self, s):
+        """subtask is writer subtask s: from its restored position it writes its records in paced
+        batches and, at a batch boundary after a barrier, calls prepare_commit and acknowledges
+        the checkpoint."""
+        job = self.job
+        src = job.source
+        rng = random.Random("%d-%d-s%d" % (job.seed, self.aid, s))
+        conn = self.connect("s%d" % s, 20000)
+        cur = conn.cursor()
+        cur.execute("SET paimon_sink.commit_user = %s", (JOB_ID,))
+        cur.execute("SET paimon_sink.writer_id = %s", (s,))
+        pos = self.start_positions[s]
+        end = src.length[s]
+        acked = None
+        t_start = time.monotonic()
+        while True:
+            if self.stopping():
+                raise Stopped()
+            n = self.barrier
+            if n is not None and n != acked:
+                cur.execute("SELECT count(*), coalesce(sum(row_count), 0) "
+                            "FROM paimon_sink.prepare_commit(%s, %s, %s, %s)", (SINK, JOB_ID, n, s))
+                cur.fetchall()
+                self.ack(s, n, pos)
+                acked = n
+                continue
+            if pos >= end:
+                with self.cond:
+                    self.cond.wait_for(lambda: self.stopping() or (self.barrier is not None and self.barrier != acked),
+                                       timeout=0.2)
+                continue
+            gate = job.gate(s)
+            if pos >= gate:
+                # beyond this phase's share of the source: trickle
+                wait = 0.25
+            else:
+                # paced: about one phase's share every PACE seconds
+                wait = job.pace_wait(s, pos - self.start_positions[s], time.monotonic() - t_start)
+            if wait > 0:
+                with self.cond:
+                    self.cond.wait_for(lambda: self.stopping() or (self.barrier is not None and self.barrier != acked),
+                                       timeout=wait)
+                if self.stopping() or (self.barrier is not None and self.barrier != acked):
+                    continue
+            if pos >= gate:
+                b = rng.randint(1, 10)
+            else:
+                b = min(rng.randint(50, 200), gate - pos)
+            b = min(b, end - pos)
+            advanced = self.write_batch(cur, rng, s, pos, b)
+            if advanced:
+                pos += b
+                self.positions[s] = pos
+                job.records_written += b
+
+    def write_batch(self, cur, rng, s, pos, b):
+        """Write records pos..pos+b-1 of subtask s in one transaction; False
+        when the transaction was rolled back on purpose."""
+        src = self.job.source
+        ids = [src.record(s, k) for k in range(pos, pos + b)]
+        rows = [(i, i % 4, payload(i)) for i in ids]
+        cols = "INSERT INTO %s (id, subtask, payload) " % SINK
+        method = rng.choices(["values", "copy", "series", "multi", "savepoint", "rollback"],
+                             weights=[30, 25, 20, 12, 8, 5])[0]
+        self.job.methods[method] = self.job.methods.get(method, 0) + 1
+        if method == "values":
+            psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows, page_size=len(rows) + 1)
+        elif method == "copy":
+            buf = io.StringIO("".join("%d\t%d\t%s\n" % r for r in rows))
+            cur.copy_expert("COPY %s (id, subtask, payload) FROM STDIN" % SINK, buf)
+        elif method == "series":
+            cur.execute(cols + "SELECT g, (g %% 4)::int, 'r' || g || ':' || md5(g::text) "
+                        "FROM generate_series(%s::bigint, %s::bigint, 4) g", (ids[0], ids[-1]))
+        elif method == "multi":
+            cur.execute("BEGIN")
+            cut = sorted(rng.sample(range(1, b), min(2, b - 1))) if b > 1 else []
+            parts = [rows[a:z] for a, z in zip([0] + cut, cut + [b])]
+            for part in parts:
+                psycopg2.extras.execute_values(cur, cols + "VALUES %s", part, page_size=len(part) + 1)
+            cur.execute("COMMIT")
+        elif method == "savepoint":
+            half = b // 2
+            cur.execute("BEGIN")
+            if half:
+                psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows[:half], page_size=half + 1)
+            cur.execute("SAVEPOINT sp")
+            psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows[half:], page_size=b + 1)
+            cur.execute("ROLLBACK TO SAVEPOINT sp")
+            psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows[half:], page_size=b + 1)
+            cur.execute("COMMIT")
+        else:  # rollback: the rows must never appear; the source re-reads them
+            cur.execute("BEGIN")
+            psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows, page_size=b + 1)
+            cur.execute("ROLLBACK")
+            return False
+        return True
+
+    # the checkpoint coordinator and single committer ----------------------------
+    def next_checkpoint_id(self):
+        """next_checkpoint_id is the next checkpoint to trigger: after a restore either M+1 (policy
+        continue) or beyond every id used so far (policy counter)."""
+        job = self.job
+        if self.last_triggered == self.restored_id and self.policy == "counter":
+            n = job.ckpt_counter + 1
+        else:
+            n = self.last_triggered + 1
+        job.ckpt_counter = max(job.ckpt_counter, n)
+        return n
+
+    def coordinator(self):
+        """coordinator is the checkpoint coordinator and single committer: it triggers a checkpoint
+        every 200-500 ms, waits for every subtask's ack, stores it, then calls commit(); the
+        final checkpoint completes the attempt."""
+        job = self.job
+        rng = random.Random("%d-%d-coordinator" % (job.seed, self.aid))
+        conn = self.connect("committer", 6000)
+        cur = conn.cursor()
+        while True:
+            interval = rng.uniform(0.2, 0.5)
+            with self.cond:
+                self.cond.wait_for(self.stopping, timeout=interval)
+                if self.stopping():
+                    raise Stopped()
+                n = self.next_checkpoint_id()
+                self.last_triggered = n
+                self.barrier = n
+                self.acks = {}
+                t_trigger = time.monotonic()
+                self.cond.notify_all()
+                ok = self.cond.wait_for(lambda: self.stopping() or len(self.acks) == SUBTASKS, timeout=30)
+                if self.stopping():
+                    raise Stopped()
+                if not ok:
+                    raise Exception("checkpoint %d not complete within 30 s (acks from %s)"
+                                    % (n, sorted(self.acks)))
+                positions = [self.acks[s] for s in range(SUBTASKS)]
+                if job.take_kill_at("store") is not None:
+                    self.fail("chaos", "job killed before storing checkpoint %d (all subtasks prepared)" % n)
+                    raise Stopped()
+                # complete: store it BEFORE committing (as Flink), atomically
+                job.store.save(n, positions)
+                self.barrier = None
+                self.last_completed = n
+                job.checkpoints_completed += 1
+                job.last_progress = time.monotonic()
+            t_prepared = time.monotonic()
+            lost = job.take_kill_at("commit")
+            if lost is not None:
+                note("commit(%d): the job will be killed %.0f ms after sending it" % (n, lost * 1000))
+                threading.Timer(lost, self.fail, args=("chaos", "commit reply lost: job killed during commit(%d)" % n)).start()
+            cur.execute("SELECT count(*) FILTER (WHERE newly_committed), coalesce(sum(row_count) "
+                        "FILTER (WHERE newly_committed), 0) FROM paimon_sink.commit(%s, %s, %s)",
+                        (SINK, JOB_ID, n))
+            made, rows = cur.fetchone()
+            t_done = time.monotonic()
+            self.last_committed = n
+            job.commits += 1
+            job.commit_ms.append((t_done - t_prepared) * 1000)
+            if job.verbose:
+                note("checkpoint %d: positions %s, barrier %.0f ms, commit %.0f ms, %d snapshot(s), %d rows"
+                     % (n, positions, (t_prepared - t_trigger) * 1000, (t_done - t_prepared) * 1000, made, rows))
+            if not job.chaos_on and all(positions[s] >= job.source.length[s] for s in range(SUBTASKS)):
+                job.final_checkpoint = n
+                self.complete()
+                raise Stopped()
+
+
+# ----------------------------------------------------------------------------
+# The job: attempts, failovers, the chaos agent
+# ----------------------------------------------------------------------------
+
+class Job:
+    """The job: its source, checkpoint store, attempts and failovers, the chaos agent and the
+    counters the report prints."""
+
+    def __init__(self, cfg, h, db):
+        """__init__ sets the job up from the configuration, with the checkpoint store in the temp
+        dir."""
+        self.cfg = cfg
+        self.h = h
+        self.db = db
+        self.seed = cfg.seed
+        self.verbose = cfg.verbose
+        self.source = Source(cfg.records)
+        self.store = CheckpointStore(os.path.join(h.work, "job", "checkpoint.json"))
+        self.lock = threading.Lock()
+        self.failovers = 0
+        self.failure_log = []
+        self.pending_cause = None
+        self.chaos_on = cfg.failures > 0
+        self.chaos_stop = threading.Event()
+        self.ckpt_counter = 0
+        self.kill_at = None  # (moment, arg): see take_kill_at
+        self.attempt = None
+        self.aid = 0
+        self.rng = random.Random(cfg.seed)
+        self.policy_rng = random.Random("%d-policy" % cfg.seed)
+        self.records_written = 0
+        self.checkpoints_completed = 0
+        self.commits = 0
+        self.commit_ms = []
+        self.methods = {}
+        self.final_checkpoint = None
+        self.last_progress = time.monotonic()
+        self.chaos_actions = []
+        self.no_effect = 0
+        self.recover_totals = [0, 0, 0]
+        self.replayed = 0
+        self.zombies_seen = 0
+        self.anomalies = []
+        self.last_zombies = []
+
+    def gate(self, s):
+        """gate is how far subtask s may write before the next failure: an equal share of its
+        records per phase between failures (everything when there is no chaos)."""
+        if not self.chaos_on:
+            return self.source.length[s]
+        f = self.cfg.failures
+        return self.source.length[s] * (min(self.failovers, f) + 1) // (f + 1)
+
+    def pace_wait(self, s, written, elapsed):
+        """Seconds to wait before the next batch so that a subtask writes about
+        one phase's share of its records (length / (failures + 1)) per PACE
+        seconds: writing goes on at a steady rate between failures."""
+        if not self.chaos_on:
+            return 0
+        rate = self.source.length[s] / (self.cfg.failures + 1) / PACE
+        ahead = written - 100 - rate * elapsed
+        return ahead / rate if ahead > 0 else 0
+
+    def take_kill_at(self, moment):
+        """A job-side failure the chaos agent asked for at a moment of the
+        checkpoint protocol: 'barrier' (after the first subtask prepared),
+        'store' (all prepared, before the store is written), 'commit' (the
+        value: seconds after sending commit)."""
+        with self.lock:
+            if self.kill_at is None or self.kill_at[0] != moment:
+                return None
+            k, self.kill_at = self.kill_at, None
+            return k[1]
+
+    def policy(self):
+        """policy is the checkpoint id policy of the next attempt: the one configured, or
+        continue/counter drawn from the seed (mixed)."""
+        if self.cfg.ckpt_ids in ("continue", "counter"):
+            return self.cfg.ckpt_ids
+        return self.policy_rng.choice(["continue", "counter"])
+
+    # ----- attempts -------------------------------------------------------------
+    def start_attempt(self, restored_id, positions, policy):
+        """start_attempt starts a new attempt from restored_id at positions."""
+        self.aid += 1
+        a = Attempt(self, self.aid, restored_id, positions, policy)
+        self.attempt = a
+        a.start()
+        return a
+
+    def restore(self):
+        """Wait for the server, read the store, recover(), start an attempt."""
+        t0 = time.monotonic()
+        if not self.db.wait_writers_ready(120, app="job-ready"):
+            raise Abort("the server or the sink's writers did not come back within 120 s")
+        if self.cfg.fence:
+            self.wait_old_sessions(30)
+        m, positions = self.store.load()
+        zombies = self.old_sessions()
+        if zombies:
+            self.zombies_seen += 1
+            note("sessions of earlier attempts still alive before recover(): %s" % zombies)
+        self.last_zombies = zombies
+        result = None
+        tries = 0
+        while result is None:
+            tries += 1
+            try:
+                r = self.db.query("SELECT last_committed_checkpoint, recommitted_checkpoints, "
+                                  "discarded_checkpoints, discarded_files "
+                                  "FROM paimon_sink.recover(%s, %s, %s, 'restore')",
+                                  (SINK, JOB_ID, m), app="job-a%d-recover" % (self.aid + 1), timeout_ms=60000)
+                result = r[0]
+            except Exception as e:
+                d = describe(e)
+                if getattr(e, "pgcode", None) == "22023":
+                    raise Abort("recover(%s, %s, %d) refused: %s" % (SINK, JOB_ID, m, d))
+                note("recover(%d) try %d failed: %s" % (m, tries, d))
+                if tries >= 20:
+                    raise Abort("recover(%d) failed %d times, last: %s" % (m, tries, d))
+                time.sleep(0.3)
+                if not self.db.wait_writers_ready(120, app="job-ready"):
+                    raise Abort("the server or the sink's writers did not come back within 120 s")
+        if result[0] != m:
+            self.anomalies.append("recover(%d) returned last_committed_checkpoint %s" % (m, result[0]))
+            log("ANOMALY: recover(%d) returned last_committed_checkpoint %s" % (m, result[0]))
+        for k in range(3):
+            self.recover_totals[k] += result[k + 1]
+        policy = self.policy()
+        a = self.start_attempt(m, positions, policy)
+        return m, positions, result, tries, policy, time.monotonic() - t0
+
+    def old_sessions(self):
+        """old_sessions lists the server sessions of earlier attempts still alive ([] if the query
+        fails)."""
+        try:
+            return self.db.query("SELECT pid, application_name, state, left(query, 60) FROM pg_stat_activity "
+                                 "WHERE application_name LIKE 'job-a%%' AND application_name NOT LIKE %s "
+                                 "AND pid <> pg_backend_pid()", ("job-a%d-%%" % (self.aid + 1),),
+                                 app="job-ctl", timeout_ms=5000)
+        except Exception:
+            return []
+
+    def wait_old_sessions(self, seconds):
+        """wait_old_sessions waits (up to seconds) until no session of an earlier attempt is left
+        (JOB_FENCE)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self.old_sessions():
+                return
+            time.sleep(0.05)
+
+    # ----- chaos ----------------------------------------------------------------
+    def chaos(self):
+        """chaos is the chaos agent: at random moments it makes one failure of a kind drawn by
+        weight (job kill, kill -9 of a backend, writer or committer, pg_terminate_backend, an
+        injected fault, a failed, hanging or lost commit, a kill mid-barrier or before the store)
+        until JOB_FAILURES happened."""
+        admin = None
+        rng = self.rng
+        kinds = ["job_kill", "kill_client", "kill_writer", "kill_committer", "terminate",
+                 "fault", "commit_fault", "commit_hang", "commit_lost", "barrier_kill", "store_kill"]
+        weights = [12, 9, 8, 6, 5, 28, 10, 6, 7, 5, 4]
+        tries = 0
+        while not self.chaos_stop.is_set() and self.failovers < self.cfg.failures and tries < 6 * self.cfg.failures:
+            # a random moment while the job runs
+            start_failovers = self.failovers
+            delay = rng.uniform(0.8, 3.0)
+            kind = rng.choices(kinds, weights)[0]
+            point = rng.choice(COMMITTER_POINTS if kind in ("commit_fault", "commit_hang") else FAULT_POINTS)
+            action = "pause" if kind == "commit_hang" else rng.choice(FAULT_ACTIONS)
+            pick = rng.random()
+            lost_after = rng.uniform(0.0, 0.03)
+            release_after = rng.uniform(0.3, 2.0)
+            if self.chaos_stop.wait(delay):
+                return
+            if self.failovers != start_failovers:
+                continue  # something else failed meanwhile: wait for the next run
+            a = self.attempt
+            if a.stopping():
+                continue
+            tries += 1
+            cause = None
+            try:
+                # a fresh connection each time: the last one may have died in a crash
+                close_quietly(admin)
+                admin = None
+                admin = self.db.connect("job-chaos", statement_timeout_ms=5000)
+                cur = admin.cursor()
+                if kind == "job_kill":
+                    cause = "job kill (connections dropped, threads stopped)"
+                    self.set_cause(cause, a)
+                    a.fail("chaos", cause)
+                elif kind in ("kill_client", "kill_writer", "kill_committer", "terminate"):
+                    btype = {"kill_client": "client backend", "terminate": "client backend",
+                             "kill_writer": "paimon_sink writer", "kill_committer": "paimon_sink committer"}[kind]
+                    cur.execute("SELECT pid, application_name FROM pg_stat_activity WHERE backend_type = %s "
+                                "AND pid <> pg_backend_pid() AND (%s <> 'client backend' OR "
+                                "application_name LIKE 'job-a%%') ORDER BY pid", (btype, btype))
+                    pids = cur.fetchall()
+                    if not pids:
+                        note("chaos: no %s to kill" % btype)
+                        continue
+                    pid, app = pids[int(pick * len(pids))]
+                    who = "%s pid %d%s" % (btype, pid, (" (%s)" % app) if app else "")
+                    if kind == "terminate":
+                        cause = "pg_terminate_backend of %s" % who
+                        self.set_cause(cause, a)
+                        cur.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                    else:
+                        cause = "server crash: kill -9 of %s" % who
+                        self.set_cause(cause, a)
+                        os.kill(pid, signal.SIGKILL)
+                elif kind == "commit_lost":
+                    cause = "commit reply lost (job killed %.0f ms into commit)" % (lost_after * 1000)
+                    self.set_cause(cause, a)
+                    with self.lock:
+                        self.kill_at = ("commit", lost_after)
+                elif kind == "barrier_kill":
+                    cause = "job kill mid-barrier (after the first subtask prepared)"
+                    self.set_cause(cause, a)
+                    with self.lock:
+                        self.kill_at = ("barrier", 0)
+                elif kind == "store_kill":
+                    cause = "job kill after all subtasks prepared, before the checkpoint was stored"
+                    self.set_cause(cause, a)
+                    with self.lock:
+                        self.kill_at = ("store", 0)
+                else:
+                    cause = "%s: inject_fault(%s, %s)" % ("commit hang" if kind == "commit_hang" else
+                                                          "commit fault" if kind == "commit_fault" else "fault",
+                                                          point, action)
+                    self.set_cause(cause, a)
+                    cur.execute("SELECT paimon_sink.inject_fault(%s, %s, 1)", (point, action))
+                self.chaos_actions.append(kind)
+                note("chaos: %s" % cause)
+            except Exception as e:
+                note("chaos: %s failed: %s" % (kind, describe(e)))
+                close_quietly(admin)
+                admin = None
+                if cause is not None and kind != "terminate":
+                    with self.lock:
+                        if self.pending_cause is not None and self.pending_cause[0] == cause:
+                            self.pending_cause = None
+                tries -= 1
+                continue
+            # did it make the job fail?
+            deadline = time.monotonic() + (12 if kind == "commit_hang" else 8)
+            while time.monotonic() < deadline and self.failovers == start_failovers \
+                    and not self.chaos_stop.is_set():
+                time.sleep(0.05)
+            if kind == "commit_hang" and not self.chaos_stop.is_set():
+                # the commit timed out and the job failed over; its recover()
+                # waits behind the paused committer: release it a bit later
+                time.sleep(release_after)
+                self.admin_quiet("SELECT paimon_sink.release_fault(%s)", (point,))
+            if self.failovers == start_failovers and not self.chaos_stop.is_set():
+                hits = self.admin_quiet("SELECT hits FROM paimon_sink.faults WHERE point = %s", (point,)) \
+                    if kind in ("fault", "commit_fault", "commit_hang") else None
+                self.admin_quiet("SELECT paimon_sink.clear_faults()")
+                with self.lock:
+                    still = self.pending_cause is not None and self.pending_cause[0] == cause
+                    if still:
+                        self.pending_cause = None
+                    self.kill_at = None
+                if still:
+                    self.no_effect += 1
+                    log("chaos: no failure from: %s%s" % (cause, (" (point hit %s time(s): absorbed by the sink)"
+                                                                 % hits[0][0]) if hits and hits[0][0] else ""))
+            # wait until the job runs again before the next one
+            while not self.chaos_stop.is_set() and self.attempt is a and self.failovers != start_failovers:
+                time.sleep(0.05)
+            while not self.chaos_stop.is_set() and (self.attempt is a and a.stopping()):
+                time.sleep(0.05)
+        close_quietly(admin)
+        if not self.chaos_stop.is_set() and self.failovers < self.cfg.failures:
+            # gave up: let the job finish (it reports failures < wanted)
+            log("chaos: giving up after %d actions, %d failures" % (tries, self.failovers))
+            self.admin_quiet("SELECT paimon_sink.clear_faults()")
+            self.chaos_on = False
+
+    def set_cause(self, cause, a):
+        """set_cause records what the chaos agent did, for the report of the failover it causes."""
+        with self.lock:
+            self.pending_cause = (cause, a.last_triggered, a.last_completed, time.monotonic())
+
+    def admin_quiet(self, sql, args=None):
+        """admin_quiet runs one statement of the chaos agent, tried 3 times; None if it failed."""
+        for _ in range(3):
+            try:
+                return self.db.query(sql, args, app="job-chaos", timeout_ms=5000)
+            except Exception:
+                time.sleep(0.5)
+        return None
+
+    def stop_chaos(self, chaos_thread):
+        """stop_chaos stops the chaos agent and clears every fault point once the server and the
+        writers are back."""
+        self.chaos_on = False
+        self.chaos_stop.set()
+        if chaos_thread is not None:
+            chaos_thread.join(30)
+        with self.lock:
+            self.kill_at = None
+        for _ in range(60):
+            if self.db.wait_writers_ready(60, app="job-ready"):
+                try:
+                    self.db.query("SELECT paimon_sink.clear_faults()", app="job-chaos")
+                    return
+                except Exception:
+                    pass
+            time.sleep(0.5)
+        raise Abort("could not clear the fault points")
+
+    # ----- the run --------------------------------------------------------------
+    def run(self, deadline):
+        """run runs the job until its final checkpoint is committed: it starts the first attempt and
+        the chaos agent, and after each failure reports it and restores; it aborts at the
+        deadline or when no checkpoint completed for 90 s."""
+        self.store.save(0, [0] * SUBTASKS)
+        a = self.start_attempt(0, [0] * SUBTASKS, self.policy())
+        log("job %s started: %d subtasks, %d records (%s per subtask), checkpoint ids %s"
+            % (JOB_ID, SUBTASKS, self.source.n, "/".join(map(str, self.source.length)), a.policy))
+        chaos_thread = None
+        if self.chaos_on:
+            chaos_thread = threading.Thread(target=self.chaos, name="chaos", daemon=True)
+            chaos_thread.start()
+        while True:
+            while not a.done.wait(0.5):
+                now = time.monotonic()
+                if now > deadline:
+                    raise Abort("the job did not finish within %d s (hang?)" % self.cfg.timeout)
+                if now - self.last_progress > 90 and now - a.started > 90:
+                    raise Abort("no checkpoint completed for 90 s (hang?)")
+            if a.completed:
+                a.join()
+                return
+            # ---- a failover
+            who, msg, t_fail = a.failed
+            with self.lock:
+                pc, self.pending_cause = self.pending_cause, None
+                self.kill_at = None
+            self.failovers += 1
+            k = self.failovers
+            stuck = a.join()
+            if stuck:
+                note("threads still busy after the failure: %s" % stuck)
+            lost = sum(a.positions[s] - a.start_positions[s] for s in range(SUBTASKS))
+            if pc is not None:
+                cause = pc[0]
+            else:
+                cause = "SPONTANEOUS (no failure injected)"
+                self.anomalies.append("failover %d without injected failure: %s: %s" % (k, who, msg))
+            at = "at checkpoint %d (last completed %d, last committed %s)" % (
+                a.last_triggered, a.last_completed, a.last_committed if a.last_committed is not None else "-")
+            if self.chaos_on and self.failovers >= self.cfg.failures:
+                self.stop_chaos(chaos_thread)
+                chaos_thread = None
+                note("failures done: chaos stopped, fault points cleared")
+            m, positions, r, tries, policy, dt = self.restore()
+            self.replayed += sum(a.positions[s] - positions[s] for s in range(SUBTASKS))
+            rec = {"n": k, "cause": cause, "first_error": "%s: %s" % (who, msg), "at": a.last_triggered,
+                   "completed": a.last_completed, "restored": m, "positions": list(positions),
+                   "failed_positions": list(a.positions),
+                   "recover": list(r), "policy": policy, "zombies": self.last_zombies,
+                   "downtime": time.monotonic() - t_fail}
+            self.failure_log.append(rec)
+            log("failure %d: %s" % (k, cause))
+            log("    %s; %d records written since the restore; first error: %s: %s"
+                % (at, lost, who, msg[:150]))
+            log("    restored from checkpoint %d (positions %s): recover -> committed up to %d, "
+                "re-committed %d, discarded %d checkpoint(s) / %d file(s)%s; next ids: %s; back after %.1f s"
+                % (m, "/".join(map(str, positions)), r[0], r[1], r[2], r[3],
+                   (", %d tries" % tries) if tries > 1 else "", policy, time.monotonic() - t_fail))
+            for z in self.last_zombies:
+                log("    session of a failed attempt still running when recover() was called: pid %d %s %s: %s"
+                    % (z[0], z[1], z[2], " ".join(str(z[3]).split())))
+            a = self.attempt
+
+
+# ----------------------------------------------------------------------------
+# Setup, verification, main
+# ----------------------------------------------------------------------------
+
+def parse_args():
+    """parse_args reads the options and their JOB_* defaults; the seed and, when not given, the
+    bucket count are drawn."""
+    env = os.environ
+    p = argparse.ArgumentParser(prog="job", description="paimon_sink stream job with failovers (exactly-once check)")
+    p.add_argument("--records", type=int, default=int(env.get("JOB_RECORDS", "200000")))
+    p.add_argument("--failures", type=int, default=int(env.get("JOB_FAILURES", "24")))
+    p.add_argument("--seed", type=int, default=int(env["JOB_SEED"]) if env.get("JOB_SEED") else None)
+    p.add_argument("--skip-build", action="store_true", default=env.get("JOB_SKIP_BUILD") == "1")
+    p.add_argument("--tamper", action="store_true", default=env.get("JOB_TAMPER") == "1")
+    p.add_argument("--ckpt-ids", choices=["mixed", "continue", "counter"], default=env.get("JOB_CKPT_IDS", "mixed"))
+    p.add_argument("--buckets", type=int, choices=[1, 4], default=int(env["JOB_BUCKETS"]) if env.get("JOB_BUCKETS") else None)
+    p.add_argument("--fence", action="store_true", default=env.get("JOB_FENCE") == "1")
+    p.add_argument("--timeout", type=int, default=int(env.get("JOB_TIMEOUT", "480")))
+    p.add_argument("--verbose", action="store_true", default=env.get("JOB_VERBOSE") == "1")
+    cfg = p.parse_args()
+    if cfg.seed is None:
+        cfg.seed = random.SystemRandom().randrange(1, 1 << 31)
+    if cfg.buckets is None:
+        cfg.buckets = random.Random("%d-buckets" % cfg.seed).choice([1, 4])
+    if cfg.records < SUBTASKS:
+        p.error("--records must be at least %d" % SUBTASKS)
+    return cfg
+
+
+def setup(cfg, h):
+    """setup installs what is missing, makes the temp dir and the job log,
+    builds and installs the extension (unless --skip-build), starts the
+    cluster and creates the target, its load trigger and the sink; it
+    returns the Server to talk to."""
+    h.sh("ps_ensure_packages")
+    h.create_workdir()
+    os.makedirs(os.path.join(h.work, "job"), exist_ok=True)
+    global LOG_FILE
+    LOG_FILE = open(os.path.join(h.work, "logs", "job.log"), "a")
+    if cfg.skip_build:
+        log("build: skipped (JOB_SKIP_BUILD=1), using the installed extension")
+    else:
+        log("build: make COPT=-Werror && make install (in a copy of %s)" % ROOT)
+        rc = h.build_install(os.path.join(h.work, "logs", "build.log"))
+        if rc != 0:
+            with open(os.path.join(h.work, "logs", "build.log")) as f:
+                print("".join(f.readlines()[-40:]))
+            raise Abort("build or make install failed")
+    h.create("\n# ---- test/job ----\nmax_connections = 50\nrestart_after_crash = on\n"
+             "log_min_messages = log\nlog_line_prefix = '%m [%p] %a '\n")
+    h.start()
+    db = h.server(default_app="job-ctl")
+    log("cluster: running as OS user %s, socket %s port %d, log %s" % (db.user, h.sockdir, h.port, h.server_log))
+    bucket_args = ", buckets => 4, bucket_key => '{id}'" if cfg.buckets == 4 else ""
+    conn = db.connect("job-setup")
+    with conn.cursor() as cur:
+        cur.execute("CREATE EXTENSION paimon_sink")
+        # no primary key: duplicates must be visible.  write_xid: the job
+        # session's transaction (the foreign table's default); load_xid: the
+        # committer's transaction (a trigger), for diagnosis.
+        cur.execute("""
+            CREATE TABLE %s (
+                id bigint NOT NULL,
+                subtask int NOT NULL,
+                payload text NOT NULL,
+                write_xid xid8 DEFAULT pg_current_xact_id(),
+                load_xid xid8
+            )""" % TARGET)
+        cur.execute("""
+            CREATE FUNCTION job_target_load() RETURNS trigger LANGUAGE plpgsql AS
+            $$BEGIN NEW.load_xid := pg_current_xact_id(); RETURN NEW; END$$""")
+        cur.execute("CREATE TRIGGER job_target_load BEFORE INSERT ON %s FOR EACH ROW "
+                    "EXECUTE FUNCTION job_target_load()" % TARGET)
+        cur.execute("SELECT * FROM paimon_sink.create_sink('%s', '%s'%s)" % (SINK, TARGET, bucket_args))
+    conn.close()
+    if not db.wait_writers_ready(60, app="job-ready"):
+        raise Abort("the sink's writers did not start")
+    log("sink %s on %s (no primary key), buckets %s; writers ready"
+        % (SINK, TARGET, "4 by hash of id" if cfg.buckets == 4 else "1 (one per session)"))
+    return db
+
+
+def verify(cfg, h, db, job, res):
+    """verify checks the target against the source after the job (every record once, right payloads,
+    snapshot rows, last committed checkpoint, nothing left behind), logs the figures, puts
+    missing and duplicated into res and returns the problems found."""
+    n = cfg.records
+    if cfg.tamper:
+        log("JOB_TAMPER=1: deleting one target row before verifying")
+        db.query("DELETE FROM %s WHERE ctid = (SELECT ctid FROM %s ORDER BY id LIMIT 1)" % (TARGET, TARGET))
+    q = db.query("""
+        SELECT (SELECT count(*) FROM %(t)s),
+               (SELECT count(DISTINCT id) FROM %(t)s),
+               (SELECT count(*) FROM generate_series(1, %(n)s::bigint) g
+                 WHERE NOT EXISTS (SELECT 1 FROM %(t)s t WHERE t.id = g)),
+               (SELECT count(*) FROM %(t)s WHERE id < 1 OR id > %(n)s),
+               (SELECT count(*) FROM %(t)s WHERE payload <> 'r' || id || ':' || md5(id::text)
+                   OR subtask <> id %% 4),
+               (SELECT count(*) FROM (SELECT id FROM %(t)s GROUP BY id HAVING count(*) > 1) d),
+               (SELECT coalesce(sum(row_count), 0) FROM paimon_sink.snapshots
+                 WHERE sink_name = '%(s)s' AND commit_user = '%(j)s'),
+               (SELECT count(*) FROM paimon_sink.snapshots WHERE sink_name = '%(s)s' AND commit_user = '%(j)s'),
+               (SELECT count(*) FROM (SELECT commit_identifier FROM paimon_sink.snapshots
+                 WHERE sink_name = '%(s)s' GROUP BY commit_user, commit_identifier HAVING count(*) > 1) d),
+               (SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%%'),
+               (SELECT count(*) FROM paimon_sink.pending_checkpoints),
+               paimon_sink.last_committed_checkpoint('%(s)s', '%(j)s')
+        """ % {"t": TARGET, "n": n, "s": SINK, "j": JOB_ID}, timeout_ms=300000)[0]
+    rows, distinct, missing, phantom, bad, dup_ids, snap_rows, snaps, dup_snap, prepared, pending, lcc = q
+    res.update(missing=missing, duplicated=rows - distinct)
+    files = stage_files(h.datadir)
+    for _ in range(50):
+        if not files:
+            break
+        time.sleep(0.1)
+        files = stage_files(h.datadir)
+    stored, _pos = job.store.load()
+    log("verify: target rows %d, distinct ids %d, expected %d" % (rows, distinct, n))
+    log("        missing %d, duplicated %d (%d ids more than once), outside 1..N %d, wrong payload %d"
+        % (missing, rows - distinct, dup_ids, phantom, bad))
+    log("        snapshots of %s: %d with %d rows in all (target holds %d); identifiers committed twice: %d"
+        % (JOB_ID, snaps, snap_rows, rows, dup_snap))
+    log("        last_committed_checkpoint %s, checkpoint store %d, final checkpoint %s"
+        % (lcc, stored, job.final_checkpoint))
+    log("        left behind: prepared transactions %d, pending checkpoints %d, staged files %d"
+        % (prepared, pending, len(files)))
+    problems = []
+    if missing:
+        problems.append("%d record(s) missing" % missing)
+    if rows != distinct:
+        problems.append("%d duplicate row(s)" % (rows - distinct))
+    if phantom or bad:
+        problems.append("%d row(s) outside 1..N, %d with a wrong payload" % (phantom, bad))
+    if snap_rows != rows:
+        problems.append("snapshot row counts (%d) differ from the target (%d)" % (snap_rows, rows))
+    if dup_snap:
+        problems.append("%d identifier(s) committed twice" % dup_snap)
+    if lcc != stored or lcc != job.final_checkpoint:
+        problems.append("last_committed_checkpoint %s is not the final checkpoint %s / store %s"
+                        % (lcc, job.final_checkpoint, stored))
+    if prepared or pending or files:
+        problems.append("left behind: %d prepared transaction(s), %d pending checkpoint(s), %d staged file(s)"
+                        % (prepared, pending, len(files)))
+        for f in files[:10]:
+            note("staged file left: %s (%d bytes)" % (f, os.path.getsize(f)))
+    if missing or rows != distinct:
+        details(db, job)
+    return problems
+
+
+def ranges(src, ids):
+    """Group ids into runs of consecutive records of one subtask:
+    [(subtask, first k, last k, first id, last id)]."""
+    out = []
+    for i in sorted(ids):
+        s = i % 4
+        k = (i - src.first[s]) // 4
+        for r in out:
+            if r[0] == s and r[2] + 1 == k:
+                r[2] = k
+                r[4] = i
+                break
+        else:
+            out.append([s, k, k, i, i])
+    return out
+
+
+def details(db, job):
+    """Which records are missing or doubled, by which transactions, and
+    which failure they follow."""
+    src = job.source
+    try:
+        dup = db.query("SELECT id, count(*), array_agg(DISTINCT write_xid::text), array_agg(DISTINCT load_xid::text) "
+                       "FROM %s GROUP BY id HAVING count(*) > 1 ORDER BY id" % TARGET)
+        miss = db.query("SELECT g FROM generate_series(1, %d::bigint) g WHERE NOT EXISTS "
+                        "(SELECT 1 FROM %s t WHERE t.id = g) ORDER BY g LIMIT 100000" % (src.n, TARGET))
+        for label, ids, extra in [("duplicated", [r[0] for r in dup], {r[0]: r for r in dup}),
+                                  ("missing", [r[0] for r in miss], {})]:
+            for s, k1, k2, i1, i2 in ranges(src, ids)[:20]:
+                xids = ""
+                if extra:
+                    w = sorted({x for i in range(i1, i2 + 1, 4) if i in extra for x in extra[i][2]})
+                    l = sorted({x for i in range(i1, i2 + 1, 4) if i in extra for x in extra[i][3]})
+                    xids = "; written by transactions %s, loaded by %s" % (",".join(w), ",".join(l))
+                log("        %s: subtask %d records %d..%d (ids %d..%d, %d rows)%s"
+                    % (label, s, k1, k2, i1, i2, k2 - k1 + 1, xids))
+                for f in job.failure_log:
+                    # the batch a subtask had in flight starts at its position at the failure
+                    if f["failed_positions"][s] == k1:
+                        what = "the batch subtask %d had in flight at failure %d" % (s, f["n"])
+                    elif f["positions"][s] == k1:
+                        what = "the first records subtask %d replayed after failure %d" % (s, f["n"])
+                    else:
+                        continue
+                    log("            = %s (%s; restored from %d)%s"
+                        % (what, f["cause"], f["restored"],
+                           "; sessions of the failed attempt alive at recover(): %s"
+                           % ", ".join("%d %s (%s)" % (z[0], z[1], z[2]) for z in f["zombies"]) if f["zombies"] else ""))
+    except Exception as e:
+        log("        (details failed: %s)" % describe(e))
+
+
+def diagnose(h, db):
+    """diagnose writes the sessions, writers, faults, pending and in-doubt checkpoints and last
+    snapshots into the temp dir's logs/diagnosis."""
+    path = os.path.join(h.work, "logs", "diagnosis")
+    try:
+        with open(path, "w") as f:
+            for title, sql in [
+                ("sessions", "SELECT pid, backend_type, application_name, state, wait_event_type || ':' || wait_event,"
+                             " now() - query_start, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+                             "FROM pg_stat_activity ORDER BY backend_type, pid"),
+                ("writers", "SELECT * FROM paimon_sink.writers"),
+                ("faults", "SELECT * FROM paimon_sink.faults"),
+                ("pending", "SELECT * FROM paimon_sink.pending_checkpoints"),
+                ("in doubt", "SELECT * FROM paimon_sink.in_doubt"),
+                ("commit users", "SELECT * FROM paimon_sink.commit_user_state"),
+                ("last snapshots", "SELECT * FROM paimon_sink.snapshots ORDER BY snapshot_id DESC LIMIT 10")]:
+                f.write("---- %s\n" % title)
+                try:
+                    for r in db.query(sql, app="job-diagnose", timeout_ms=10000) or []:
+                        f.write(" | ".join(str(x) for x in r) + "\n")
+                except Exception as e:
+                    f.write("(failed: %s)\n" % describe(e))
+    except Exception:
+        pass
+
+
+def keep_logs(h):
+    """keep_logs copies the job's logs, the server log and the checkpoint store to a kept directory
+    and prints the server log's tail and the diagnosis."""
+    if not h.work or not os.path.isdir(h.work):
+        return
+    keep = tempfile.mkdtemp(prefix="paimon_sink-job-logs.")
+    for f in glob.glob(os.path.join(h.work, "logs", "*")) + [h.server_log,
+                                                              os.path.join(h.work, "job", "checkpoint.json")]:
+        if os.path.isfile(f):
+            shutil.copy2(f, keep)
+    os.chmod(keep, 0o755)
+    sl = os.path.join(keep, "server.log")
+    if os.path.isfile(sl):
+        with open(sl, errors="replace") as f:
+            lines = f.readlines()
+        print("----- server.log (last 40 lines)")
+        print("".join(lines[-40:]), end="")
+    diag = os.path.join(keep, "diagnosis")
+    if os.path.isfile(diag):
+        print("----- diagnosis")
+        with open(diag) as f:
+            print(f.read(), end="")
+    print("----- logs kept in %s" % keep)
+
+
+def main():
+    """main runs the job: setup, the job, the report and the checks; it always cleans up and prints
+    the last line job: records=N failures=N missing=N duplicated=N; returns the exit status."""
+    cfg = parse_args()
+    h = Cluster(CLUSTER, "job", Abort, os.environ.get("PS_WORK") or "")
+    res = {"records": cfg.records, "failures": -1, "missing": -1, "duplicated": -1}
+    rc = 1
+    db = None
+    job = None
+    interrupt_on_signals()
+    try:
+        log("=== paimon_sink stream job: seed %d, %d records, %d failures, checkpoint ids %s, buckets %d%s"
+            % (cfg.seed, cfg.records, cfg.failures, cfg.ckpt_ids, cfg.buckets, ", fenced restarts" if cfg.fence else ""))
+        log("    rerun: JOB_SEED=%d JOB_RECORDS=%d JOB_FAILURES=%d%s%s%s test/job"
+            % (cfg.seed, cfg.records, cfg.failures, " JOB_CKPT_IDS=" + cfg.ckpt_ids if cfg.ckpt_ids != "mixed" else "",
+               " JOB_BUCKETS=%d" % cfg.buckets if os.environ.get("JOB_BUCKETS") else "",
+               " JOB_FENCE=1" if cfg.fence else ""))
+        db = setup(cfg, h)
+        job = Job(cfg, h, db)
+        t_job = time.monotonic()
+        try:
+            job.run(time.monotonic() + cfg.timeout)
+        finally:
+            res["failures"] = job.failovers
+        if job.chaos_on:
+            job.stop_chaos(None)
+        log("job finished after %.1f s: final checkpoint %d committed" % (time.monotonic() - t_job, job.final_checkpoint))
+        cm = sorted(job.commit_ms)
+        log("    %d failures (%s), %d chaos action(s) without effect; %d attempts"
+            % (job.failovers, ", ".join("%s %d" % (k, job.chaos_actions.count(k)) for k in sorted(set(job.chaos_actions))),
+               job.no_effect, job.aid))
+        log("    %d checkpoints completed, %d commits (commit p50 %.0f ms, max %.0f ms); %d records written, %d replayed"
+            % (job.checkpoints_completed, job.commits, cm[len(cm) // 2] if cm else 0, cm[-1] if cm else 0,
+               job.records_written, job.replayed))
+        log("    recover(): %d checkpoint(s) re-committed, %d discarded, %d file(s) discarded; "
+            "restarts with sessions of a failed attempt still alive: %d"
+            % (job.recover_totals[0], job.recover_totals[1], job.recover_totals[2], job.zombies_seen))
+        log("    batches: %s" % ", ".join("%s %d" % kv for kv in sorted(job.methods.items())))
+        problems = verify(cfg, h, db, job, res)
+        if job.failovers < cfg.failures:
+            problems.append("only %d of %d failures happened" % (job.failovers, cfg.failures))
+        if job.anomalies:
+            log("anomalies (reported, not failing the run):")
+            for a in job.anomalies:
+                log("    " + a)
+        if problems:
+            log("FAIL: " + "; ".join(problems))
+            diagnose(h, db)
+            keep_logs(h)
+            rc = 1
+        else:
+            log("PASS: every record exactly once, nothing left behind")
+            rc = 0
+    except KeyboardInterrupt:
+        log("interrupted")
+        rc = 130
+    except Abort as e:
+        log("FAIL: %s" % e)
+        if db is not None:
+            diagnose(h, db)
+        keep_logs(h)
+        rc = 1
+    except Exception:
+        log("FAIL: unexpected error:\n" + traceback.format_exc())
+        if db is not None:
+            diagnose(h, db)
+        keep_logs(h)
+        rc = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if job is not None and job.attempt is not None:
+            job.chaos_stop.set()
+            job.attempt.fail("exit", "exit")
+        h.cleanup()
+        print("job: records=%d failures=%d missing=%d duplicated=%d"
+              % (res["records"], res["failures"], res["missing"], res["duplicated"]), flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
