@@ -186,7 +186,72 @@ shared_find_database(Oid database_id)
 	return -1;
 }
 
-static int shared_try_want_database(Oid database_id);
+/*
+ * shared_try_want_database is shared_want_database that returns -1 rather
+ * than raise an error when every entry is taken (for a commit callback).
+ */
+static int
+shared_try_want_database(Oid database_id)
+{
+	int index;
+	bool changed = false;
+
+	/* the common case, on every commit that wrote to a sink: nothing to do */
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(database_id);
+	if (index >= 0 && shared_database(index)->state == DATABASE_WANTED)
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		return index;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	index = shared_find_database(database_id);
+	if (index < 0)
+	{
+		/* a free entry, or one of a database without sinks whose workers left */
+		for (int d = 0; d < PaimonSinkState->database_count; d++)
+		{
+			DatabaseEntry *db = shared_database(d);
+			bool reusable = db->state == DATABASE_UNUSED;
+
+			if (db->state == DATABASE_NO_EXTENSION && db->committer_pid == 0)
+			{
+				reusable = true;
+				for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
+				{
+					WriterEntry *writer = shared_writer(db, w);
+
+					SpinLockAcquire(&writer->mutex);
+					reusable = reusable && writer->pid == 0;
+					SpinLockRelease(&writer->mutex);
+				}
+				for (int r = 0; reusable && r < PAIMON_SINK_REQUESTS_PER_DATABASE; r++)
+					db->requests[r].state = REQUEST_FREE;
+			}
+			if (reusable)
+			{
+				db->database_id = database_id;
+				db->state = DATABASE_WANTED;
+				db->committer_failed_at = 0;
+				index = d;
+				changed = true;
+				break;
+			}
+		}
+	}
+	else if (shared_database(index)->state != DATABASE_WANTED)
+	{
+		shared_database(index)->state = DATABASE_WANTED;
+		changed = true;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+
+	if (changed)
+		shared_wake_launcher();
+	return index;
+}
 
 /*
  * shared_want_database marks a database as needing a committer and returns
@@ -222,67 +287,6 @@ shared_extension_committed(Oid database_id)
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	shared_database(index)->extension_commits++;
 	LWLockRelease(PaimonSinkState->lock);
-}
-
-/*
- * shared_try_want_database is shared_want_database that returns -1 rather
- * than raise an error when every entry is taken (for a commit callback).
- */
-static int
-shared_try_want_database(Oid database_id)
-{
-	int index;
-	bool changed = false;
-
-	/* the common case, on every commit that wrote to a sink: nothing to do */
-	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	index = shared_find_database(database_id);
-	if (index >= 0 && shared_database(index)->state == DATABASE_WANTED)
-	{
-		LWLockRelease(PaimonSinkState->lock);
-		return index;
-	}
-	LWLockRelease(PaimonSinkState->lock);
-
-	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	index = shared_find_database(database_id);
-	if (index < 0)
-	{
-		/* a free entry, or one of a database without sinks whose workers left */
-		for (int d = 0; d < PaimonSinkState->database_count; d++)
-		{
-			DatabaseEntry *db = shared_database(d);
-			bool reusable = db->state == DATABASE_UNUSED;
-
-			if (db->state == DATABASE_NO_EXTENSION && db->committer_pid == 0)
-			{
-				reusable = true;
-				for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
-					reusable = reusable && shared_writer(db, w)->pid == 0;
-				for (int r = 0; reusable && r < PAIMON_SINK_REQUESTS_PER_DATABASE; r++)
-					db->requests[r].state = REQUEST_FREE;
-			}
-			if (reusable)
-			{
-				db->database_id = database_id;
-				db->state = DATABASE_WANTED;
-				db->committer_failed_at = 0;
-				index = d;
-				changed = true;
-				break;
-			}
-		}
-	}
-	else if (shared_database(index)->state != DATABASE_WANTED)
-	{
-		shared_database(index)->state = DATABASE_WANTED;
-		changed = true;
-	}
-	LWLockRelease(PaimonSinkState->lock);
-
-	if (changed)
-		shared_wake_launcher();
-	return index;
 }
 
 /* shared_wake_launcher sets the launcher's latch, if it runs. */

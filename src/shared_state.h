@@ -149,8 +149,9 @@ typedef enum RequestState
 /*
  * The bytes a request's error (or warning) may take.  The committer writes
  * the whole ErrorData there in the fields of the protocol's ErrorResponse
- * (see request.c): every field a client can read, names of the schema,
- * table, column, data type and constraint included.  8 kB holds any error
+ * (see request.c): every field a client reads but the internal query,
+ * the names of the schema, table, column, data type and constraint
+ * included.  8 kB holds any error
  * of ours and a detail of several kB; a longer one has its longest fields
  * cut, with a marker saying so, rather than being lost.  With 64 requests
  * that is 512 kB of shared memory per database entry (it was 5 fields of
