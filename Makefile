@@ -5,6 +5,13 @@ OBJS = \
 	src/shared_state.o \
 	src/launcher.o \
 	src/committer.o \
+	src/request.o \
+	src/work.o \
+	src/prepare.o \
+	src/commit.o \
+	src/load.o \
+	src/barrier.o \
+	src/maintenance.o \
 	src/writer.o \
 	src/handoff.o \
 	src/fdw.o \

@@ -21,7 +21,6 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
-#include "committer.h"
 #include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -57,10 +56,11 @@ launcher_register(void)
 }
 
 /*
- * launcher_start_worker registers a dynamic worker of this library that
- * connects to a database, notifies the caller when it stops and is never
- * restarted by the postmaster (its starter does that); NULL when no worker
- * slot is free.
+ * launcher_start_worker registers a dynamic worker of this library by its
+ * entry point's name (as the logical replication launcher does): it
+ * connects to a database, the caller is notified when it starts and stops
+ * (so its handle works), and the postmaster never restarts it (its starter
+ * does that).  NULL when no worker slot is free.
  */
 BackgroundWorkerHandle *
 launcher_start_worker(const char *function, const char *type, const char *name, Datum main_arg)
@@ -83,15 +83,43 @@ launcher_start_worker(const char *function, const char *type, const char *name, 
 	return handle;
 }
 
+/*
+ * launcher_start_committer registers the committer of a database entry
+ * (paimon_sink_committer_main); the launcher calls it, and is told when
+ * the committer stops.  NULL when no worker slot is free.
+ */
+BackgroundWorkerHandle *
+launcher_start_committer(int database_index)
+{
+	return launcher_start_worker("paimon_sink_committer_main", "paimon_sink committer",
+								 "paimon_sink committer", Int32GetDatum(database_index));
+}
+
+/*
+ * launcher_start_writer registers writer writer_index of a database entry
+ * (paimon_sink_writer_main).  The committer calls it: the writer's stop is
+ * told to the committer, which restarts it and attaches barrier reply
+ * queues with the handle.  NULL when no worker slot is free.
+ */
+BackgroundWorkerHandle *
+launcher_start_writer(int database_index, int writer_index)
+{
+	char name[BGW_MAXLEN];
+
+	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
+	return launcher_start_worker("paimon_sink_writer_main", "paimon_sink writer", name,
+								 Int32GetDatum((database_index << 16) | writer_index));
+}
+
 /* Mark every connectable, non-template database as wanted. */
 static void
 want_all_databases(void)
 {
-	Relation	rel;
+	Relation rel;
 	TableScanDesc scan;
-	HeapTuple	tuple;
-	List	   *databases = NIL;
-	ListCell   *lc;
+	HeapTuple tuple;
+	List *databases = NIL;
+	ListCell *lc;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -110,7 +138,7 @@ want_all_databases(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
-	foreach(lc, databases)
+	foreach (lc, databases)
 	{
 		PG_TRY();
 		{
@@ -138,7 +166,7 @@ launcher_exit(int code, Datum arg)
 void
 paimon_sink_launcher_main(Datum main_arg)
 {
-	int			count;
+	int count;
 	BackgroundWorkerHandle **handles;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -172,8 +200,8 @@ paimon_sink_launcher_main(Datum main_arg)
 		for (int d = 0; d < count; d++)
 		{
 			DatabaseEntry *db = shared_database(d);
-			pid_t		pid;
-			bool		wanted;
+			pid_t pid;
+			bool wanted;
 			TimestampTz failed_at;
 
 			LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
@@ -194,12 +222,11 @@ paimon_sink_launcher_main(Datum main_arg)
 			if (failed_at != 0 &&
 				!TimestampDifferenceExceeds(failed_at, now, COMMITTER_RESTART_DELAY_MS))
 				continue;
-			handles[d] = committer_start(d);
+			handles[d] = launcher_start_committer(d);
 			if (handles[d] == NULL)
-				ereport(WARNING,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("could not start a paimon_sink committer"),
-						 errhint("Raise max_worker_processes.")));
+				ereport(WARNING, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+								  errmsg("could not start a paimon_sink committer"),
+								  errhint("Raise max_worker_processes.")));
 		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,

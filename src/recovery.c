@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * recovery.c
- *	  Which prepared transactions are the committer's own.
+ *	  The committer's recovery: which prepared transactions are its own,
+ *	  finishing them, the files committed or dropped checkpoints and sinks
+ *	  leave behind, and recover() with its fencing.
  *
  * A checkpoint is prepared only once it is complete, so recovery commits
  * every in-doubt transaction of ours.  But any role may PREPARE a
@@ -24,22 +26,44 @@
  * read, so that a committer waiting for ALTER EXTENSION paimon_sink UPDATE
  * can tell too.
  *
+ * At its start and after a failed request the committer finishes its
+ * in-doubt transactions, then removes the staged files of checkpoints they
+ * committed and the folders of dropped sinks (drop_sink leaves a record,
+ * the "cleanup record" of Citus and pg_lake).  recover() fences the failed
+ * attempt of a job, commits what it prepared up to the restored checkpoint
+ * and discards the rest.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/twophase.h"
 #include "access/xact.h"
+#include "barrier.h"
 #include "catalog.h"
+#include "commit.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "recovery.h"
 #include "security.h"
+#include "staged_file.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "work.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_in_doubt_status);
+
+/*
+ * An in-doubt transaction of ours can exist only after a crash between
+ * PREPARE TRANSACTION and COMMIT PREPARED (a new committer starts with this
+ * set) or after a request that failed: only then does a request look first.
+ */
+bool RecoveryInDoubtPossible = true;
 
 /* The gids of foreign transactions the committer has logged already. */
 static List *foreign_logged = NIL;
@@ -48,36 +72,37 @@ static List *foreign_logged = NIL;
 static char *
 checkpoint_problem(const GidParts *parts)
 {
-	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum		values[3] = {Int32GetDatum(parts->sink_id),
-		CStringGetTextDatum(parts->commit_user),
-	Int64GetDatum(parts->checkpoint_id)};
-	HeapTuple	tuple;
-	TupleDesc	desc;
-	bool		isnull;
-	bool		sink_exists;
-	bool		pending;
-	int64		last_committed = -1;
+	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum values[3] = {Int32GetDatum(parts->sink_id), CStringGetTextDatum(parts->commit_user),
+					   Int64GetDatum(parts->checkpoint_id)};
+	HeapTuple tuple;
+	TupleDesc desc;
+	bool isnull;
+	bool sink_exists;
+	bool pending;
+	int64 last_committed = -1;
 
-	if (SPI_execute_plan(catalog_plan("SELECT EXISTS (SELECT FROM paimon_sink.sink_definition d "
-									  "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) AS sink_exists, "
-									  "(SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
-									  "  WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-									  "  AND u.commit_user OPERATOR(pg_catalog.=) $2) AS last_committed, "
-									  "EXISTS (SELECT FROM paimon_sink.committable c "
-									  "  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-									  "  AND c.commit_user OPERATOR(pg_catalog.=) $2 "
-									  "  AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-									  "  AND c.snapshot_id IS NULL) AS pending",
-									  3, types),
-						 values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (SPI_execute_plan(
+			catalog_plan("SELECT EXISTS (SELECT FROM paimon_sink.sink_definition d "
+						 "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) AS sink_exists, "
+						 "(SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
+						 "  WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+						 "  AND u.commit_user OPERATOR(pg_catalog.=) $2) AS last_committed, "
+						 "EXISTS (SELECT FROM paimon_sink.committable c "
+						 "  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+						 "  AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+						 "  AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+						 "  AND c.snapshot_id IS NULL) AS pending",
+						 3, types),
+			values, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		elog(ERROR, "could not read the checkpoint a prepared transaction names");
 	tuple = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	sink_exists = DatumGetBool(catalog_column(tuple, desc, "sink_exists", &isnull));
 	pending = DatumGetBool(catalog_column(tuple, desc, "pending", &isnull));
 	{
-		Datum		mark = catalog_column(tuple, desc, "last_committed", &isnull);
+		Datum mark = catalog_column(tuple, desc, "last_committed", &isnull);
 
 		if (!isnull)
 			last_committed = DatumGetInt64(mark);
@@ -85,7 +110,8 @@ checkpoint_problem(const GidParts *parts)
 	if (!sink_exists)
 		return psprintf("It names sink %d, which does not exist.", parts->sink_id);
 	if (!pending && parts->checkpoint_id > last_committed)
-		return psprintf("It names checkpoint " INT64_FORMAT " of commit user \"%s\", which is neither prepared nor committed.",
+		return psprintf("It names checkpoint " INT64_FORMAT
+						" of commit user \"%s\", which is neither prepared nor committed.",
 						parts->checkpoint_id, parts->commit_user);
 	return NULL;
 }
@@ -100,10 +126,9 @@ checkpoint_problem(const GidParts *parts)
 List *
 recovery_prepared_gids(MemoryContext context)
 {
-	Oid			types[2] = {OIDOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(MyDatabaseId),
-	CStringGetTextDatum(PAIMON_SINK_GID_START)};
-	List	   *result = NIL;
+	Oid types[2] = {OIDOID, TEXTOID};
+	Datum values[2] = {ObjectIdGetDatum(MyDatabaseId), CStringGetTextDatum(PAIMON_SINK_GID_START)};
+	List *result = NIL;
 	MemoryContext old;
 
 	SPI_connect();
@@ -111,20 +136,21 @@ recovery_prepared_gids(MemoryContext context)
 									  "FROM pg_catalog.pg_prepared_xact() p "
 									  "WHERE p.dbid OPERATOR(pg_catalog.=) $1 "
 									  "AND pg_catalog.starts_with(p.gid, $2) "
-									  "ORDER BY p.prepared, p.gid", 2, types),
+									  "ORDER BY p.prepared, p.gid",
+									  2, types),
 						 values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_prepared_xact()");
 	{
 		SPITupleTable *prepared = SPI_tuptable;
-		uint64		count = SPI_processed;
+		uint64 count = SPI_processed;
 
 		for (uint64 i = 0; i < count; i++)
 		{
-			HeapTuple	tuple = prepared->vals[i];
-			TupleDesc	desc = prepared->tupdesc;
-			bool		isnull;
+			HeapTuple tuple = prepared->vals[i];
+			TupleDesc desc = prepared->tupdesc;
+			bool isnull;
 			PreparedGid *entry;
-			char	   *problem = NULL;
+			char *problem = NULL;
 
 			old = MemoryContextSwitchTo(context);
 			entry = palloc0(sizeof(PreparedGid));
@@ -135,16 +161,18 @@ recovery_prepared_gids(MemoryContext context)
 
 			entry->parsed = gid_parse(entry->gid, &entry->parts);
 			if (!entry->parsed)
-				problem = psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit user>~<random suffix>.",
+				problem = psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit "
+								   "user>~<random suffix>.",
 								   PAIMON_SINK_GID_START);
 			else if (entry->parts.database_id != MyDatabaseId)
 				problem = psprintf("It names database %u, not this one (%u).",
 								   entry->parts.database_id, MyDatabaseId);
 			else if (entry->owner != security_committer_role())
-				problem = psprintf("It was prepared by role \"%s\"; the committer prepares as role \"%s\".",
-								   GetUserNameFromId(entry->owner, true) ?
-								   GetUserNameFromId(entry->owner, true) : "(dropped)",
-								   GetUserNameFromId(security_committer_role(), false));
+				problem = psprintf(
+					"It was prepared by role \"%s\"; the committer prepares as role \"%s\".",
+					GetUserNameFromId(entry->owner, true) ? GetUserNameFromId(entry->owner, true)
+														  : "(dropped)",
+					GetUserNameFromId(security_committer_role(), false));
 			else
 				problem = checkpoint_problem(&entry->parts);
 			entry->ours = problem == NULL;
@@ -168,24 +196,26 @@ recovery_prepared_gids(MemoryContext context)
 bool
 recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id)
 {
-	Oid			type = TEXTOID;
-	Datum		value = CStringGetTextDatum(gid);
-	bool		found;
+	Oid type = TEXTOID;
+	Datum value = CStringGetTextDatum(gid);
+	bool found;
 
 	SPI_connect();
-	if (SPI_execute_plan(catalog_plan("SELECT p.ownerid, p.dbid FROM pg_catalog.pg_prepared_xact() p "
-									  "WHERE p.gid OPERATOR(pg_catalog.=) $1", 1, &type),
-						 &value, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(
+			catalog_plan("SELECT p.ownerid, p.dbid FROM pg_catalog.pg_prepared_xact() p "
+						 "WHERE p.gid OPERATOR(pg_catalog.=) $1",
+						 1, &type),
+			&value, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_prepared_xact()");
 	found = SPI_processed > 0;
 	if (found)
 	{
-		bool		isnull;
+		bool isnull;
 
-		*owner = DatumGetObjectId(catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												 "ownerid", &isnull));
-		*database_id = DatumGetObjectId(catalog_column(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc, "dbid", &isnull));
+		*owner = DatumGetObjectId(
+			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "ownerid", &isnull));
+		*database_id = DatumGetObjectId(
+			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "dbid", &isnull));
 	}
 	SPI_finish();
 	return found;
@@ -199,26 +229,27 @@ recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id)
 void
 recovery_report_foreign(List *gids)
 {
-	List	   *still = NIL;
-	ListCell   *lc;
+	List *still = NIL;
+	ListCell *lc;
 	MemoryContext old;
 
-	foreach(lc, gids)
+	foreach (lc, gids)
 	{
 		PreparedGid *entry = lfirst(lc);
-		ListCell   *seen;
-		bool		logged = false;
+		ListCell *seen;
+		bool logged = false;
 
 		if (entry->ours)
 			continue;
-		foreach(seen, foreign_logged)
+		foreach (seen, foreign_logged)
 			logged = logged || strcmp(lfirst(seen), entry->gid) == 0;
 		if (!logged)
-			ereport(LOG,
-					(errmsg("paimon_sink committer leaves prepared transaction \"%s\" alone: it is not its own",
-							entry->gid),
-					 errdetail_internal("%s", entry->foreign_reason),
-					 errhint("Its owner or a superuser ends it with COMMIT PREPARED or ROLLBACK PREPARED; paimon_sink.in_doubt lists it.")));
+			ereport(LOG, (errmsg("paimon_sink committer leaves prepared transaction \"%s\" alone: "
+								 "it is not its own",
+								 entry->gid),
+						  errdetail_internal("%s", entry->foreign_reason),
+						  errhint("Its owner or a superuser ends it with COMMIT PREPARED or "
+								  "ROLLBACK PREPARED; paimon_sink.in_doubt lists it.")));
 		old = MemoryContextSwitchTo(TopMemoryContext);
 		still = lappend(still, pstrdup(entry->gid));
 		MemoryContextSwitchTo(old);
@@ -241,25 +272,25 @@ Datum
 paimon_sink_in_doubt_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *gids;
-	ListCell   *lc;
+	List *gids;
+	ListCell *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	gids = recovery_prepared_gids(CurrentMemoryContext);
-	foreach(lc, gids)
+	foreach (lc, gids)
 	{
 		PreparedGid *entry = lfirst(lc);
-		Datum		values[8];
-		bool		nulls[8] = {0};
-		char	   *owner = GetUserNameFromId(entry->owner, true);
-		bool		names_here = entry->parsed && entry->parts.database_id == MyDatabaseId;
+		Datum values[8];
+		bool nulls[8] = {0};
+		char *owner = GetUserNameFromId(entry->owner, true);
+		bool names_here = entry->parsed && entry->parts.database_id == MyDatabaseId;
 
 		values[0] = CStringGetTextDatum(entry->gid);
 		values[1] = TimestampTzGetDatum(entry->prepared);
 		nulls[2] = owner == NULL;
 		if (owner)
 		{
-			Name		name = palloc0(NAMEDATALEN);
+			Name name = palloc0(NAMEDATALEN);
 
 			namestrcpy(name, owner);
 			values[2] = NameGetDatum(name);
@@ -278,4 +309,273 @@ paimon_sink_in_doubt_status(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * recovery_remove_committed_files removes the staged files of committed
+ * checkpoints that a crash left behind.
+ */
+void
+recovery_remove_committed_files(void)
+{
+	work_begin();
+	work_execute("SELECT c.sink_id, c.file_name FROM paimon_sink.committable c "
+				 "WHERE c.snapshot_id IS NOT NULL",
+				 0, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool isnull;
+		int32 sink_id =
+			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		char path[MAXPGPATH];
+		struct stat st;
+
+		/* a name that is not a staged file's is never a path (it is no file of ours) */
+		if (!staged_file_name_is_valid(name))
+			continue;
+		staged_file_path(path, MyDatabaseId, sink_id, name);
+		if (stat(path, &st) == 0)
+			(void) durable_unlink(path, LOG);
+	}
+	work_end();
+}
+
+/*
+ * recovery_finish_in_doubt commits every in-doubt transaction of ours in this database, then remove
+ * the files of the checkpoints it committed; returns how many.  Only
+ * transactions recovery.c proves ours are finished: a foreign one that
+ * carries our prefix is left alone and logged once.  Reads only catalog
+ * columns every version has: a library waiting for ALTER EXTENSION
+ * paimon_sink UPDATE finishes ours too, since they hold back the cluster's
+ * xmin and lock the tables an update may change (catalog_ready false: the
+ * files wait for the update).
+ */
+int
+recovery_finish_in_doubt(bool catalog_ready)
+{
+	int count = 0;
+	List *gids;
+	ListCell *lc;
+
+	work_begin();
+	gids = recovery_prepared_gids(CommitterContext);
+	work_end();
+
+	foreach (lc, gids)
+	{
+		PreparedGid *entry = lfirst(lc);
+
+		if (!entry->ours)
+			continue;
+		StartTransactionCommand();
+		FinishPreparedTransaction(entry->gid, true);
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(CommitterContext);
+		count++;
+		ereport(
+			LOG,
+			(errmsg("paimon_sink committer committed in-doubt transaction \"%s\"", entry->gid),
+			 errdetail(
+				 "A checkpoint is prepared only once it is complete, so recovery commits it.")));
+	}
+	recovery_report_foreign(gids);
+	/* the files of the checkpoints just committed are no longer needed */
+	if (count > 0 && catalog_ready)
+		recovery_remove_committed_files();
+	RecoveryInDoubtPossible = false;
+	return count;
+}
+
+/*
+ * recovery_remove_dropped_sinks removes the staged files of dropped sinks.  drop_sink records the sink in
+ * paimon_sink.dropped_sink in its own transaction, so nothing is deleted
+ * unless the drop committed (the "cleanup record" pattern of Citus and
+ * pg_lake); the record goes once the folder is gone.
+ */
+void
+recovery_remove_dropped_sinks(void)
+{
+	List *doomed = NIL;
+	ListCell *lc;
+
+	work_begin();
+	work_execute("SELECT d.sink_id FROM paimon_sink.dropped_sink d", 0, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool isnull;
+		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+
+		doomed = lappend_int(
+			doomed,
+			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
+		MemoryContextSwitchTo(old);
+	}
+	work_end();
+	if (doomed == NIL)
+		return;
+
+	foreach (lc, doomed)
+	{
+		char path[MAXPGPATH];
+		struct stat st;
+
+		staged_file_directory(path, MyDatabaseId, lfirst_int(lc));
+		if (stat(path, &st) == 0 && rmtree(path, true))
+			ereport(LOG,
+					(errmsg("paimon_sink committer removed the staged files of dropped sink %d",
+							lfirst_int(lc))));
+	}
+	work_begin();
+	foreach (lc, doomed)
+	{
+		Oid type = INT4OID;
+		Datum value = Int32GetDatum(lfirst_int(lc));
+
+		work_execute(
+			"DELETE FROM paimon_sink.dropped_sink d WHERE d.sink_id OPERATOR(pg_catalog.=) $1", 1,
+			&type, &value, SPI_OK_DELETE);
+	}
+	work_end();
+	list_free(doomed);
+}
+
+/*
+ * recovery_restore serves recover(): a job restores from checkpoint "restored".  Its in-doubt
+ * transactions are already finished (every request starts so); its prepared
+ * checkpoints up to "restored" are committed (Paimon's filter-and-commit);
+ * what it staged or prepared after "restored" is discarded, since its source
+ * replays it.  A restore below the last committed checkpoint is refused: the
+ * replay would commit rows a second time.
+ */
+void
+recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
+				 CommitterRequest *request)
+{
+	int64 last_prepared;
+	int64 last_committed;
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List *records;
+	List *paths = NIL;
+	ListCell *lc;
+	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user), Int64GetDatum(restored)};
+	SinkInfo *sink;
+
+	work_begin();
+	sink = work_require_sink(sink_id);
+	work_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
+	if (restored < last_committed)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("stale restore: checkpoint %lld is below the last committed "
+							   "checkpoint %lld of commit user \"%s\"",
+							   (long long) restored, (long long) last_committed, commit_user),
+						errdetail("Replaying from checkpoint %lld would commit the rows of "
+								  "checkpoints %lld to %lld a second time; nothing was changed.",
+								  (long long) restored, (long long) restored + 1,
+								  (long long) last_committed),
+						errhint("Restore the job from checkpoint %lld or later, or move its source "
+								"past what checkpoint %lld committed.",
+								(long long) last_committed, (long long) last_committed)));
+
+	/*
+	 * Fence the failed attempt first: batches of transactions that began
+	 * writing before this commit are left out of every later checkpoint,
+	 * even those that reach a writer after the discard below.
+	 */
+	work_execute(
+		"UPDATE paimon_sink.commit_user_state u SET fence_epoch = u.fence_epoch "
+		"OPERATOR(pg_catalog.+) 1 "
+		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
+		2, types, values, SPI_OK_UPDATE);
+	work_end();
+
+	commit_up_to(sink_id, commit_user, restored, request);
+
+	/* the writers drop what the job staged since */
+	records = barrier_run(sink, commit_user, -1, BARRIER_DISCARD, 0, seqs);
+	request->discarded_files = 0;
+	foreach (lc, records)
+	{
+		CommittableRecord *record = lfirst(lc);
+		char *path;
+
+		if (record->kind == BARRIER_RECORD_DISCARDED)
+		{
+			request->discarded_files++; /* the writer removed it */
+			continue;
+		}
+		path = palloc(MAXPGPATH);
+		staged_file_path(path, MyDatabaseId, sink_id, record->file_name);
+		paths = lappend(paths, path);
+	}
+
+	work_begin();
+	work_execute(
+		"SELECT pg_catalog.count(DISTINCT c.checkpoint_id) FROM paimon_sink.committable c "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 AND c.snapshot_id IS NULL",
+		3, types, values, SPI_OK_SELECT);
+	{
+		bool isnull;
+
+		request->discarded_checkpoints =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	work_execute(
+		"DELETE FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 "
+		"AND c.snapshot_id IS NULL RETURNING c.file_name",
+		3, types, values, SPI_OK_DELETE_RETURNING);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+		char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char *path = palloc(MAXPGPATH);
+
+		/* a name that is not a staged file's is never a path (it is no file of ours) */
+		if (staged_file_name_is_valid(name))
+		{
+			staged_file_path(path, MyDatabaseId, sink_id, name);
+			paths = lappend(paths, path);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	work_execute(
+		"UPDATE paimon_sink.commit_user_state u SET last_prepared_checkpoint = "
+		"greatest(u.last_committed_checkpoint, least(u.last_prepared_checkpoint, $3)) "
+		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
+		3, types, values, SPI_OK_UPDATE);
+	work_end();
+
+	/* files of kept checkpoints are committed and gone; the rest are orphans */
+	foreach (lc, paths)
+	{
+		if (unlink(lfirst(lc)) == 0)
+			request->discarded_files++;
+		else if (errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc)),
+					 errhint("paimon_sink.remove_orphan_files() removes it later.")));
+	}
+	ereport(LOG,
+			(errmsg("paimon_sink recovered commit user \"%s\" of sink %d at checkpoint %lld: "
+					"committed up to %lld, discarded %d checkpoints and %d files",
+					commit_user, sink_id, (long long) restored, (long long) request->last_committed,
+					request->discarded_checkpoints, request->discarded_files)));
+
+	if (mode == RECOVER_RESTORE_AND_FAIL &&
+		request->last_committed > request->previous_last_committed)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("recovery committed checkpoints %lld to %lld of commit user \"%s\"; restart "
+					"the job",
+					(long long) request->previous_last_committed + 1,
+					(long long) request->last_committed, commit_user),
+			 errdetail(
+				 "This error is intended (mode restore_and_fail): the commits are done, and the "
+				 "job restarts from them, as Paimon's committer does after a filter-and-commit."),
+			 errhint("Restart the job; the next recover() finds nothing to commit.")));
 }

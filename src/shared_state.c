@@ -43,10 +43,9 @@ snapshot_xid_capacity(void)
 static Size
 writer_entry_size(void)
 {
-	Size		size;
+	Size size;
 
-	size = MAXALIGN(offsetof(WriterEntry, slots) +
-					sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);
+	size = MAXALIGN(offsetof(WriterEntry, slots) + sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);
 	size = add_size(size, mul_size(PaimonSinkQueuesPerWriter, queue_bytes()));
 	size = add_size(size, MAXALIGN(sizeof(TransactionId) * snapshot_xid_capacity()));
 	size = add_size(size, queue_bytes());
@@ -56,7 +55,7 @@ writer_entry_size(void)
 static Size
 database_entry_size(void)
 {
-	Size		size;
+	Size size;
 
 	size = MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
 					sizeof(Size) * PaimonSinkWritersPerDatabase);
@@ -74,8 +73,7 @@ header_size(void)
 static Size
 total_size(void)
 {
-	return add_size(header_size(),
-					mul_size(PaimonSinkMaxDatabases, database_entry_size()));
+	return add_size(header_size(), mul_size(PaimonSinkMaxDatabases, database_entry_size()));
 }
 
 /* shared_state_request asks for the shared memory and the lock (shmem_request_hook). */
@@ -111,8 +109,8 @@ shared_writer(DatabaseEntry *db, int index)
 void
 shared_state_init(void)
 {
-	bool		found;
-	Size		offset;
+	bool found;
+	Size offset;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	PaimonSinkState = ShmemInitStruct("paimon_sink", total_size(), &found);
@@ -127,7 +125,7 @@ shared_state_init(void)
 		for (int d = 0; d < PaimonSinkMaxDatabases; d++)
 		{
 			DatabaseEntry *db;
-			Size		writer_offset;
+			Size writer_offset;
 
 			PaimonSinkState->database_offsets[d] = offset;
 			db = shared_database(d);
@@ -139,7 +137,7 @@ shared_state_init(void)
 			for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 			{
 				WriterEntry *writer;
-				Size		area;
+				Size area;
 
 				db->writer_offsets[w] = writer_offset;
 				writer = shared_writer(db, w);
@@ -188,45 +186,6 @@ shared_find_database(Oid database_id)
 	return -1;
 }
 
-static int	shared_try_want_database(Oid database_id);
-
-/*
- * shared_want_database marks a database as needing a committer and returns
- * its entry index; ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when every entry is
- * taken.  It wakes the launcher when the state changed.
- */
-int
-shared_want_database(Oid database_id)
-{
-	int			index = shared_try_want_database(database_id);
-
-	if (index < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many databases use paimon_sink"),
-				 errdetail("All %d database entries are in use.", PaimonSinkMaxDatabases),
-				 errhint("Raise paimon_sink.max_databases and restart the server.")));
-	return index;
-}
-
-/*
- * shared_extension_committed is called when a transaction that created or
- * updated the extension commits: it wants the database's workers again and
- * counts the commit, so that a committer that looked before it does not
- * take the extension for missing.  Raises no error (a commit callback).
- */
-void
-shared_extension_committed(Oid database_id)
-{
-	int			index = shared_try_want_database(database_id);
-
-	if (index < 0)
-		return;
-	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	shared_database(index)->extension_commits++;
-	LWLockRelease(PaimonSinkState->lock);
-}
-
 /*
  * shared_try_want_database is shared_want_database that returns -1 rather
  * than raise an error when every entry is taken (for a commit callback).
@@ -234,8 +193,8 @@ shared_extension_committed(Oid database_id)
 static int
 shared_try_want_database(Oid database_id)
 {
-	int			index;
-	bool		changed = false;
+	int index;
+	bool changed = false;
 
 	/* the common case, on every commit that wrote to a sink: nothing to do */
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
@@ -255,13 +214,19 @@ shared_try_want_database(Oid database_id)
 		for (int d = 0; d < PaimonSinkState->database_count; d++)
 		{
 			DatabaseEntry *db = shared_database(d);
-			bool		reusable = db->state == DATABASE_UNUSED;
+			bool reusable = db->state == DATABASE_UNUSED;
 
 			if (db->state == DATABASE_NO_EXTENSION && db->committer_pid == 0)
 			{
 				reusable = true;
 				for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
-					reusable = reusable && shared_writer(db, w)->pid == 0;
+				{
+					WriterEntry *writer = shared_writer(db, w);
+
+					SpinLockAcquire(&writer->mutex);
+					reusable = reusable && writer->pid == 0;
+					SpinLockRelease(&writer->mutex);
+				}
 				for (int r = 0; reusable && r < PAIMON_SINK_REQUESTS_PER_DATABASE; r++)
 					db->requests[r].state = REQUEST_FREE;
 			}
@@ -288,11 +253,47 @@ shared_try_want_database(Oid database_id)
 	return index;
 }
 
+/*
+ * shared_want_database marks a database as needing a committer and returns
+ * its entry index; ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when every entry is
+ * taken.  It wakes the launcher when the state changed.
+ */
+int
+shared_want_database(Oid database_id)
+{
+	int index = shared_try_want_database(database_id);
+
+	if (index < 0)
+		ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						errmsg("too many databases use paimon_sink"),
+						errdetail("All %d database entries are in use.", PaimonSinkMaxDatabases),
+						errhint("Raise paimon_sink.max_databases and restart the server.")));
+	return index;
+}
+
+/*
+ * shared_extension_committed is called when a transaction that created or
+ * updated the extension commits: it wants the database's workers again and
+ * counts the commit, so that a committer that looked before it does not
+ * take the extension for missing.  Raises no error (a commit callback).
+ */
+void
+shared_extension_committed(Oid database_id)
+{
+	int index = shared_try_want_database(database_id);
+
+	if (index < 0)
+		return;
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	shared_database(index)->extension_commits++;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
 /* shared_wake_launcher sets the launcher's latch, if it runs. */
 void
 shared_wake_launcher(void)
 {
-	PGPROC	   *launcher;
+	PGPROC *launcher;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	launcher = PaimonSinkState->launcher_proc;
@@ -308,8 +309,8 @@ shared_wake_launcher(void)
 bool
 shared_database_wanted(Oid database_id)
 {
-	int			index;
-	bool		wanted;
+	int index;
+	bool wanted;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	index = shared_find_database(database_id);
@@ -325,7 +326,7 @@ shared_database_wanted(Oid database_id)
 void
 shared_stop_database(Oid database_id)
 {
-	int			index;
+	int index;
 	DatabaseEntry *db;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
@@ -341,8 +342,12 @@ shared_stop_database(Oid database_id)
 
 	for (int attempt = 0; attempt < 50; attempt++)
 	{
-		bool		running = false;
-		pid_t		pid = db->committer_pid;
+		bool running = false;
+		pid_t pid;
+
+		LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+		pid = db->committer_pid;
+		LWLockRelease(PaimonSinkState->lock);
 
 		if (pid != 0)
 		{
@@ -351,7 +356,11 @@ shared_stop_database(Oid database_id)
 		}
 		for (int w = 0; w < PaimonSinkState->writers_per_database; w++)
 		{
-			pid = shared_writer(db, w)->pid;
+			WriterEntry *writer = shared_writer(db, w);
+
+			SpinLockAcquire(&writer->mutex);
+			pid = writer->pid;
+			SpinLockRelease(&writer->mutex);
 			if (pid != 0)
 			{
 				running = true;

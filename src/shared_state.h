@@ -15,8 +15,6 @@
 #ifndef PAIMON_SINK_SHARED_STATE_H
 #define PAIMON_SINK_SHARED_STATE_H
 
-#include "postgres.h"
-
 #include "access/xact.h"
 #include "fault.h"
 #include "paimon_sink.h"
@@ -33,15 +31,15 @@
 typedef enum DatabaseState
 {
 	DATABASE_UNUSED = 0,
-	DATABASE_WANTED,			/* a committer should run here */
-	DATABASE_NO_EXTENSION		/* probed: the extension is not installed */
+	DATABASE_WANTED,	  /* a committer should run here */
+	DATABASE_NO_EXTENSION /* probed: the extension is not installed */
 } DatabaseState;
 
 /* Hand-off slot states. */
 typedef enum HandoffSlotState
 {
 	HANDOFF_FREE = 0,
-	HANDOFF_ACTIVE				/* a backend is sending rows */
+	HANDOFF_ACTIVE /* a backend is sending rows */
 } HandoffSlotState;
 
 /*
@@ -53,23 +51,23 @@ typedef enum HandoffSlotState
  */
 typedef struct HandoffSlot
 {
-	int			state;			/* HandoffSlotState, under writer->mutex */
-	bool		published;		/* the queue of this use is ready to attach */
-	bool		sender_done;	/* the backend detached its end */
-	bool		receiver_done;	/* the writer detached its end */
-	uint64		incarnation;	/* of the writer this use was meant for */
-	uint64		generation;
-	uint64		done_generation;
-	PGPROC	   *requester;
-	Size		queue_offset;	/* from the start of shared state */
+	int state;			/* HandoffSlotState, under writer->mutex */
+	bool published;		/* the queue of this use is ready to attach */
+	bool sender_done;	/* the backend detached its end */
+	bool receiver_done; /* the writer detached its end */
+	uint64 incarnation; /* of the writer this use was meant for */
+	uint64 generation;
+	uint64 done_generation;
+	PGPROC *requester;
+	Size queue_offset; /* from the start of shared state */
 } HandoffSlot;
 
 /* What a barrier request asks of a writer. */
 typedef enum BarrierKind
 {
-	BARRIER_SEAL = 0,			/* seal the streams, report committables */
-	BARRIER_DISCARD,			/* drop the streams (a job restores) */
-	BARRIER_LIST				/* report every file held (orphan removal) */
+	BARRIER_SEAL = 0, /* seal the streams, report committables */
+	BARRIER_DISCARD,  /* drop the streams (a job restores) */
+	BARRIER_LIST	  /* report every file held (orphan removal) */
 } BarrierKind;
 
 /* Barrier states of a writer. */
@@ -87,39 +85,39 @@ typedef enum BarrierState
  */
 typedef struct WriterEntry
 {
-	slock_t		mutex;
-	pid_t		pid;
-	PGPROC	   *proc;
-	bool		ready;			/* adopted its files, serving */
-	uint64		incarnation;	/* bumped at each start */
+	slock_t mutex;
+	pid_t pid;
+	PGPROC *proc;
+	bool ready;			/* adopted its files, serving */
+	uint64 incarnation; /* bumped at each start */
 	ConditionVariable slot_freed;
 
 	/* barrier (committer to writer) */
-	int			barrier_state;
-	uint64		barrier_seq;
-	uint64		confirmed_barrier_seq;	/* the last barrier the committer recorded */
-	int32		barrier_sink_id;
-	pg_uuid_t	barrier_sink_uuid;
-	char		barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	int32		barrier_writer_id;	/* -1: every writer id */
-	uint64		barrier_fence_epoch;	/* seal: batches written before it drop */
-	int			barrier_kind;	/* BarrierKind */
+	int barrier_state;
+	uint64 barrier_seq;
+	uint64 confirmed_barrier_seq; /* the last barrier the committer recorded */
+	int32 barrier_sink_id;
+	pg_uuid_t barrier_sink_uuid;
+	char barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int32 barrier_writer_id;	/* -1: every writer id */
+	uint64 barrier_fence_epoch; /* seal: batches written before it drop */
+	int barrier_kind;			/* BarrierKind */
 	TransactionId barrier_xmin;
 	TransactionId barrier_xmax;
-	uint32		barrier_xcnt;
-	Size		barrier_xip_offset;
-	Size		barrier_queue_offset;
+	uint32 barrier_xcnt;
+	Size barrier_xip_offset;
+	Size barrier_queue_offset;
 
 	/* statistics, written by the writer only */
 	pg_atomic_uint64 rows_staged;
 	pg_atomic_uint64 bytes_staged;
 	pg_atomic_uint32 files_open;
 	pg_atomic_uint32 queues_in_use;
-	pg_atomic_uint32 streams;	/* (sink, commit user, writer id, bucket) held */
-	pg_atomic_uint64 fsyncs;	/* of staged files and their folders */
-	pg_atomic_uint64 handoffs;	/* transactions whose rows it acknowledged */
+	pg_atomic_uint32 streams;  /* (sink, commit user, writer id, bucket) held */
+	pg_atomic_uint64 fsyncs;   /* of staged files and their folders */
+	pg_atomic_uint64 handoffs; /* transactions whose rows it acknowledged */
 
-	int			slot_count;
+	int slot_count;
 	HandoffSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } WriterEntry;
 
@@ -140,52 +138,71 @@ typedef enum RequestState
 	REQUEST_QUEUED,
 	REQUEST_RUNNING,
 	REQUEST_DONE,
-	REQUEST_ABANDONED			/* the requester left; free when done */
+	REQUEST_ABANDONED /* the requester left; free when done */
 } RequestState;
 
 #define PAIMON_SINK_REQUESTS_PER_DATABASE 64
 
 #define RECOVER_RESTORE 0
 #define RECOVER_RESTORE_AND_FAIL 1
-#define PAIMON_SINK_ERROR_TEXT 1024
 
-/* One request from a backend to its database's committer. */
+/*
+ * The bytes a request's error (or warning) may take.  The committer writes
+ * the whole ErrorData there in the fields of the protocol's ErrorResponse
+ * (see request.c): every field a client reads but the internal query,
+ * the names of the schema, table, column, data type and constraint
+ * included.  8 kB holds any error
+ * of ours and a detail of several kB; a longer one has its longest fields
+ * cut, with a marker saying so, rather than being lost.  With 64 requests
+ * that is 512 kB of shared memory per database entry (it was 5 fields of
+ * 1 kB each, 320 kB).
+ */
+#define PAIMON_SINK_ERROR_SIZE 8192
+
+/*
+ * One request from a backend to its database's committer.  Every field is
+ * read and written under PaimonSinkState->lock; the committer works on a
+ * copy taken under it.
+ */
 typedef struct CommitterRequest
 {
-	int			state;
-	int			kind;
-	uint64		seq;
-	PGPROC	   *requester;
-	int32		sink_id;
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	int64		checkpoint_id;
-	int32		writer_id;		/* -1: every writer id */
-	int32		mode;			/* recover: RECOVER_RESTORE or _AND_FAIL */
-	int64		older_than_ms;	/* orphan removal cut-off */
-	bool		dry_run;
+	int state;
+	int kind;
+	uint64 seq; /* made from next_request_seq, never reused */
+	PGPROC *requester;
+	int32 sink_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int64 checkpoint_id;
+	int32 writer_id;	 /* -1: every writer id */
+	int32 mode;			 /* recover: RECOVER_RESTORE or _AND_FAIL */
+	int64 older_than_ms; /* orphan removal cut-off */
+	bool dry_run;
 
 	/* results */
-	int64		result_checkpoint_id;	/* prepared or committed up to */
-	int64		previous_last_committed;
-	int64		last_committed;
-	int32		committable_count;
-	int32		discarded_checkpoints;
-	int32		discarded_files;
-	int			sqlerrcode;		/* 0 when it succeeded */
-	char		message[PAIMON_SINK_ERROR_TEXT];
-	char		detail[PAIMON_SINK_ERROR_TEXT];
-	char		hint[PAIMON_SINK_ERROR_TEXT];
-	char		context[PAIMON_SINK_ERROR_TEXT];
-	char		warning[PAIMON_SINK_ERROR_TEXT];	/* a failed maintenance, reported */
+	int64 result_checkpoint_id; /* prepared or committed up to */
+	int64 previous_last_committed;
+	int64 last_committed;
+	int32 committable_count;
+	int32 discarded_checkpoints;
+	int32 discarded_files;
+	int sqlerrcode; /* 0 when it succeeded */
+
+	/*
+	 * The error of a failed request, or the warning of a successful one (a
+	 * maintenance that failed after the commit): error_length bytes of
+	 * protocol fields, 0 when there is none.
+	 */
+	uint32 error_length;
+	char error[PAIMON_SINK_ERROR_SIZE];
 } CommitterRequest;
 
 /* Phases of a commit, for the view commit_progress. */
 typedef enum CommitPhase
 {
 	COMMIT_PHASE_IDLE,
-	COMMIT_PHASE_LOADING,		/* reading staged files (append: into the target) */
-	COMMIT_PHASE_APPLYING,		/* upsert: sorted, running the MERGE */
-	COMMIT_PHASE_PREPARING		/* PREPARE TRANSACTION and COMMIT PREPARED */
+	COMMIT_PHASE_LOADING,  /* reading staged files (append: into the target) */
+	COMMIT_PHASE_APPLYING, /* upsert: sorted, running the MERGE */
+	COMMIT_PHASE_PREPARING /* PREPARE TRANSACTION and COMMIT PREPARED */
 } CommitPhase;
 
 /*
@@ -194,47 +211,55 @@ typedef enum CommitPhase
  */
 typedef struct CommitProgress
 {
-	slock_t		mutex;
-	int			phase;			/* CommitPhase */
-	int32		sink_id;
-	int64		checkpoint_id;
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	int32		files_total;
-	int32		files_done;
-	int64		rows_total;
-	int64		rows_done;
+	slock_t mutex;
+	int phase; /* CommitPhase */
+	int32 sink_id;
+	int64 checkpoint_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int32 files_total;
+	int32 files_done;
+	int64 rows_total;
+	int64 rows_done;
 	TimestampTz started_at;
-	char		gid[GIDSIZE];	/* the prepared transaction it commits in */
+	char gid[GIDSIZE]; /* the prepared transaction it commits in */
 } CommitProgress;
 
-/* One database with sinks. */
+/*
+ * One database with sinks.  Its fields are written under
+ * PaimonSinkState->lock (progress under its own mutex).  A process that
+ * reads committer_proc to set its latch may do so without the lock: a
+ * PGPROC is never freed, so a stale pointer sets the latch of a process
+ * that ignores it, and the committer looks at its requests when it
+ * starts.  committer_ready read without the lock is a hint whose staleness
+ * only delays or hurries a refusal by one loop of the committer.
+ */
 typedef struct DatabaseEntry
 {
-	Oid			database_id;
-	int			state;			/* DatabaseState */
-	pid_t		committer_pid;
-	PGPROC	   *committer_proc;
-	uint64		committer_incarnation;
-	bool		committer_ready;
-	bool		sinks_changed;	/* create_sink or drop_sink committed since */
-	uint64		extension_commits;	/* CREATE/ALTER EXTENSION commits here */
-	TimestampTz committer_failed_at;	/* last exit with an error */
-	uint64		next_request_seq;
+	Oid database_id;
+	int state; /* DatabaseState */
+	pid_t committer_pid;
+	PGPROC *committer_proc;
+	uint64 committer_incarnation;
+	bool committer_ready;
+	bool sinks_changed;				 /* create_sink or drop_sink committed since */
+	uint64 extension_commits;		 /* CREATE/ALTER EXTENSION commits here */
+	TimestampTz committer_failed_at; /* last exit with an error */
+	uint64 next_request_seq;
 	ConditionVariable request_done;
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
 	CommitProgress progress;
-	Size		writer_offsets[FLEXIBLE_ARRAY_MEMBER];	/* one per writer */
+	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */
 } DatabaseEntry;
 
 typedef struct PaimonSinkShared
 {
-	LWLock	   *lock;			/* database entries and requests */
-	pid_t		launcher_pid;
-	PGPROC	   *launcher_proc;
-	int			database_count;
-	int			writers_per_database;
-	FaultTable	faults;
-	Size		database_offsets[FLEXIBLE_ARRAY_MEMBER];
+	LWLock *lock; /* database entries and requests */
+	pid_t launcher_pid;
+	PGPROC *launcher_proc;
+	int database_count;
+	int writers_per_database;
+	FaultTable faults;
+	Size database_offsets[FLEXIBLE_ARRAY_MEMBER];
 } PaimonSinkShared;
 
 extern PaimonSinkShared *PaimonSinkState;
@@ -247,11 +272,11 @@ extern WriterEntry *shared_writer(DatabaseEntry *db, int index);
 extern void *shared_address(Size offset);
 extern Size shared_queue_size(void);
 
-extern int	shared_find_database(Oid database_id);
-extern int	shared_want_database(Oid database_id);
+extern int shared_find_database(Oid database_id);
+extern int shared_want_database(Oid database_id);
 extern void shared_extension_committed(Oid database_id);
 extern void shared_wake_launcher(void);
 extern bool shared_database_wanted(Oid database_id);
 extern void shared_stop_database(Oid database_id);
 
-#endif							/* PAIMON_SINK_SHARED_STATE_H */
+#endif /* PAIMON_SINK_SHARED_STATE_H */

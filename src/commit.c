@@ -1,0 +1,503 @@
+/*-------------------------------------------------------------------------
+ *
+ * commit.c
+ *	  Committing prepared checkpoints.
+ *
+ * A checkpoint is committed as in Paimon's CommitterOperator: in ascending
+ * order, each identifier once, skipping those the commit user's
+ * high-water mark already covers.  One checkpoint commits in five steps,
+ * one function each: read its committables (and check their files are
+ * there), load them into the target (load.c, or upsert.c's MERGE), record
+ * the snapshot and raise the mark, PREPARE TRANSACTION under a gid
+ * carrying (database, sink, checkpoint id, commit user) and COMMIT
+ * PREPARED, then log it.  A prepared transaction is only ever created for
+ * a complete checkpoint, so recovery commits every in-doubt one of ours.
+ * The worker drives its own transaction block the way exec_simple_query
+ * drives BEGIN ... PREPARE TRANSACTION.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/trigger.h"
+#include "commit.h"
+#include "fault.h"
+#include "load.h"
+#include "miscadmin.h"
+#include "names.h"
+#include "recovery.h"
+#include "security.h"
+#include "staged_file.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "work.h"
+
+CommitTally CommitTallies;
+
+/*
+ * Staged files of checkpoints committed by the request being served:
+ * removed once the requester has its answer.  A crash before leaves them
+ * to recovery_remove_committed_files at the next start.
+ */
+static List *committed_paths = NIL;
+
+/* The hint a failure gets when its own has none (a failed load says what to do). */
+static const char *failure_hint = NULL;
+
+/* What a commit's errors say about where they come from. */
+typedef struct CommitContext
+{
+	const char *sink;
+	const char *commit_user;
+	int64 checkpoint_id;
+} CommitContext;
+
+/* commit_error_context names the checkpoint being committed in an error's context. */
+static void
+commit_error_context(void *arg)
+{
+	CommitContext *context = arg;
+
+	errcontext("committing checkpoint %lld of commit user \"%s\" of sink \"%s\"",
+			   (long long) context->checkpoint_id, context->commit_user, context->sink);
+}
+
+/*
+ * commit_failure_hint returns the hint of a commit's failure that has none
+ * of its own, or NULL, and forgets it.  A name that does not resolve is
+ * most often one a trigger or default of the target leaves unqualified:
+ * the load runs with search_path pinned (see security.c).
+ */
+const char *
+commit_failure_hint(int sqlerrcode)
+{
+	const char *hint = failure_hint;
+
+	failure_hint = NULL;
+	if (hint == NULL)
+		return NULL;
+	if (sqlerrcode == ERRCODE_UNDEFINED_TABLE || sqlerrcode == ERRCODE_UNDEFINED_FUNCTION ||
+		sqlerrcode == ERRCODE_UNDEFINED_OBJECT || sqlerrcode == ERRCODE_UNDEFINED_SCHEMA)
+		return "Nothing of the checkpoint was applied and it stays prepared. The load runs the "
+			   "target's triggers, defaults and constraints with search_path pg_catalog, pg_temp: "
+			   "qualify the names they use, or give their function a search_path of its own (ALTER "
+			   "FUNCTION ... SET search_path = ...), then call commit() or checkpoint() again.";
+	return hint;
+}
+
+/*
+ * commit_remove_files removes the staged files of the checkpoints the
+ * request just served committed.  Their removal need not be durable:
+ * should one come back after a crash, recovery_remove_committed_files
+ * removes it again.
+ */
+void
+commit_remove_files(void)
+{
+	ListCell *lc;
+
+	foreach (lc, committed_paths)
+	{
+		if (unlink(lfirst(lc)) != 0 && errno != ENOENT)
+			ereport(LOG, (errcode_for_file_access(),
+						  errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc))));
+	}
+	list_free_deep(committed_paths);
+	committed_paths = NIL;
+}
+
+/*
+ * refuse_gid_in_use refuses to prepare when the checkpoint's gid is taken
+ * (gids are the cluster's), right before PREPARE.  Taken by a transaction
+ * that is not ours (another role's, or one prepared in another database),
+ * it fails the commit with ERRCODE_DUPLICATE_OBJECT naming its owner, and
+ * the checkpoint stays prepared: never finish or wait for someone else's
+ * transaction.  The next attempt draws another random suffix (gid_build),
+ * so a taken name never blocks a sink twice.  Taken by one of ours, it is
+ * in doubt: recovery commits it before the retry.
+ */
+static void
+refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
+				  int64 checkpoint_id)
+{
+	Oid owner;
+	Oid database_id;
+	char *owner_name;
+	char *database_name;
+
+	if (!recovery_gid_in_use(gid, &owner, &database_id))
+		return;
+	if (owner == security_committer_role() && database_id == MyDatabaseId)
+	{
+		RecoveryInDoubtPossible = true;
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg(
+				 "checkpoint %lld of commit user \"%s\" is in doubt as prepared transaction \"%s\"",
+				 (long long) checkpoint_id, commit_user, gid),
+			 errdetail("Nothing more of the checkpoint was applied."),
+			 errhint("Retry: the committer commits the transaction in doubt first.")));
+	}
+	owner_name = GetUserNameFromId(owner, true);
+	database_name = get_database_name(database_id);
+	ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+					errmsg("transaction identifier \"%s\" is in use by a prepared transaction that "
+						   "is not paimon_sink's",
+						   gid),
+					errdetail("Role \"%s\" prepared a transaction of that name in database \"%s\". "
+							  "Checkpoint %lld of commit user \"%s\" of sink \"%s\" commits under "
+							  "that name, so nothing of it was applied: it stays prepared.",
+							  owner_name ? owner_name : "(dropped)",
+							  database_name ? database_name : "(dropped)",
+							  (long long) checkpoint_id, commit_user, sink->name),
+					errhint("Have its owner or a superuser end it, connected to database \"%s\": "
+							"ROLLBACK PREPARED '%s'; then commit again. paimon_sink never finishes "
+							"another role's transaction.",
+							database_name ? database_name : "(dropped)", gid)));
+}
+
+/*
+ * read_checkpoint_files is the first step: the committables of the
+ * checkpoint, as LoadFiles in the request's memory, with their rows and
+ * bytes added up; an error when a file is missing (nothing is applied).
+ */
+static List *
+read_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id, int64 *rows,
+					  int64 *bytes)
+{
+	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user),
+					   Int64GetDatum(checkpoint_id)};
+	List *files = NIL;
+	StringInfoData missing;
+	MemoryContext old_context;
+
+	work_execute(
+		"SELECT c.file_name, c.row_count, c.excluded_offsets, c.byte_count "
+		"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+		"AND c.snapshot_id IS NULL ORDER BY c.prepared_at, c.file_name",
+		3, types, values, SPI_OK_SELECT);
+	old_context = MemoryContextSwitchTo(CommitterContext);
+	initStringInfo(&missing);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		LoadFile *file = palloc0(sizeof(LoadFile));
+		Datum excluded;
+		bool isnull;
+		struct stat st;
+
+		file->name = TextDatumGetCString(catalog_column(tuple, desc, "file_name", &isnull));
+		file->row_count = DatumGetInt64(catalog_column(tuple, desc, "row_count", &isnull));
+		*bytes += DatumGetInt64(catalog_column(tuple, desc, "byte_count", &isnull));
+		excluded = catalog_column(tuple, desc, "excluded_offsets", &isnull);
+		if (!isnull)
+		{
+			Datum *elements;
+
+			deconstruct_array(DatumGetArrayTypePCopy(excluded), INT8OID, 8, FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &elements, NULL, &file->excluded_count);
+			file->excluded = palloc(sizeof(int64) * Max(1, file->excluded_count));
+			for (int e = 0; e < file->excluded_count; e++)
+				file->excluded[e] = DatumGetInt64(elements[e]);
+		}
+		staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
+		if (stat(file->path, &st) != 0)
+			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", file->path);
+		*rows += file->row_count;
+		files = lappend(files, file);
+	}
+	MemoryContextSwitchTo(old_context);
+	if (missing.len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("staged files of checkpoint %lld of commit user \"%s\" are missing",
+						(long long) checkpoint_id, commit_user),
+				 errdetail("Missing: %s. Nothing of the checkpoint was applied.", missing.data),
+				 errhint("The checkpoint cannot be committed without them; restore the files, or "
+						 "restore the job from an earlier checkpoint.")));
+	return files;
+}
+
+/*
+ * load_checkpoint is the second step: the files loaded into the target
+ * (or applied, for an upsert sink); returns the rows loaded.  An error of
+ * the load keeps its own SQLSTATE and fields (a unique violation names
+ * the constraint and the table) on its way to the requester.
+ */
+static uint64
+load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files,
+				int64 rows, UpsertCounts *changes)
+{
+	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+	uint64 loaded;
+
+	/*
+	 * The load runs in a security-restricted operation, which may not leave
+	 * triggers deferred: the target's deferrable constraints are checked
+	 * when the load statement ends (all rows are in by then).
+	 */
+	immediate->deferred = false;
+	AfterTriggerSetState(immediate);
+	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and "
+				   "call commit() or checkpoint() again.";
+	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
+	if (SINK_IS_UPSERT(sink))
+		loaded = load_apply_files(sink, files, changes);
+	else
+		loaded = load_files(sink, files);
+	/* the owner's triggers ran in this session: nothing of theirs stays in it */
+	security_forget_session_state();
+	failure_hint = NULL;
+	return loaded;
+}
+
+/*
+ * record_snapshot is the third step: the snapshot's row in snapshot_log,
+ * the committables marked with it and the commit user's mark raised, in
+ * the transaction about to be prepared; returns the snapshot id.
+ */
+static int64
+record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
+				int files, int64 bytes, TimestampTz start)
+{
+	Oid types[8] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID};
+	Datum values[8];
+	bool isnull;
+	int64 snapshot_id;
+
+	values[0] = Int32GetDatum(sink_id);
+	work_execute("SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) OPERATOR(pg_catalog.+) 1 "
+				 "AS snapshot_id FROM paimon_sink.snapshot_log l "
+				 "WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, SPI_OK_SELECT);
+	snapshot_id = DatumGetInt64(
+		catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "snapshot_id", &isnull));
+	values[1] = Int64GetDatum(snapshot_id);
+	values[2] = work_text(commit_user);
+	values[3] = Int64GetDatum(checkpoint_id);
+	values[4] = Int64GetDatum((int64) loaded);
+	values[5] = Int32GetDatum(files);
+	values[6] = Int64GetDatum(bytes);
+	values[7] = Float8GetDatum((double) (GetCurrentTimestamp() - start) / 1000.0);
+	work_execute("INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
+				 "commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
+				 "VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)",
+				 8, types, values, SPI_OK_INSERT);
+	work_execute(
+		"UPDATE paimon_sink.committable c SET snapshot_id = $2 "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $3 "
+		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL",
+		4, types, values, SPI_OK_UPDATE);
+	work_execute(
+		"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
+		"last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
+		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
+		4, types, values, SPI_OK_UPDATE);
+	return snapshot_id;
+}
+
+/*
+ * prepare_and_commit_gid is the fourth step: PREPARE TRANSACTION of the
+ * open transaction block under a fresh gid, then COMMIT PREPARED.  The
+ * gid is drawn now, not before the load, and shown only to the sink
+ * owner's members (commit_progress): a role that learns it before the
+ * PREPARE could take it.  A PREPARE refused (a name taken meanwhile, a
+ * NOTIFY) names the checkpoint, through callback.
+ */
+static void
+prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+					   ErrorContextCallback *callback)
+{
+	char gid[GIDSIZE];
+
+	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
+	load_progress_gid(gid);
+	load_progress_update(COMMIT_PHASE_PREPARING, 0, 0);
+	fault_point("committer_before_prepare");
+	callback->previous = error_context_stack;
+	error_context_stack = callback;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
+	PopActiveSnapshot();
+	if (!PrepareTransactionBlock(gid))
+		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
+	CommitTransactionCommand(); /* PREPARE TRANSACTION happens here */
+	error_context_stack = callback->previous;
+	fault_point("committer_after_prepare");
+
+	StartTransactionCommand();
+	FinishPreparedTransaction(gid, true);
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(CommitterContext);
+	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
+}
+
+/*
+ * log_commit is the last step: the commit in the server log, in the
+ * request's tally, and its files kept for commit_remove_files.
+ */
+static void
+log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
+		   uint64 loaded, List *files, int64 bytes, const UpsertCounts *changes, TimestampTz start)
+{
+	double elapsed_ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
+	MemoryContext old_context;
+	ListCell *lc;
+
+	ereport(LOG,
+			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", "
+					"identifier %lld, %llu rows, %d files, %.3f ms",
+					(long long) snapshot_id, sink->name, commit_user, (long long) checkpoint_id,
+					(unsigned long long) loaded, list_length(files), elapsed_ms),
+			 SINK_IS_UPSERT(sink) ? errdetail("%llu versions of %llu keys: %llu upserted, %llu "
+											  "deleted; %llu target rows changed.",
+											  (unsigned long long) changes->versions,
+											  (unsigned long long) changes->keys,
+											  (unsigned long long) changes->upserts,
+											  (unsigned long long) changes->deletes,
+											  (unsigned long long) changes->changed)
+								  : 0));
+
+	CommitTallies.commits++;
+	CommitTallies.rows += (int64) loaded;
+	CommitTallies.bytes += bytes;
+	CommitTallies.retries += (int64) changes->retries;
+	CommitTallies.last_ms = elapsed_ms;
+
+	old_context = MemoryContextSwitchTo(TopMemoryContext);
+	foreach (lc, files)
+		committed_paths = lappend(committed_paths, pstrdup(((LoadFile *) lfirst(lc))->path));
+	MemoryContextSwitchTo(old_context);
+}
+
+/* commit_checkpoint commits one prepared checkpoint as one snapshot. */
+static void
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	SinkInfo *sink;
+	List *files;
+	int64 last_prepared;
+	int64 last_committed;
+	int64 rows = 0;
+	int64 bytes = 0;
+	int64 snapshot_id;
+	uint64 loaded;
+	CommitContext context;
+	ErrorContextCallback callback;
+	UpsertCounts changes = {0};
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	BeginTransactionBlock();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	/* SPI calls return to SPI's context; what outlives SPI_finish goes to CommitterContext */
+	sink = work_require_sink(sink_id);
+	context.sink = sink->name;
+	context.commit_user = commit_user;
+	context.checkpoint_id = checkpoint_id;
+	callback.callback = commit_error_context;
+	callback.arg = &context;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	work_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
+	if (checkpoint_id <= last_committed)
+		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+
+	files = read_checkpoint_files(sink_id, commit_user, checkpoint_id, &rows, &bytes);
+	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes);
+	snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded, list_length(files),
+								  bytes, start);
+	PopActiveSnapshot();
+	SPI_finish();
+	error_context_stack = callback.previous;
+
+	prepare_and_commit_gid(sink, commit_user, checkpoint_id, &callback);
+	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes,
+			   start);
+	fault_point("committer_after_commit_prepared");
+}
+
+/*
+ * commit_up_to commits every prepared checkpoint up to checkpoint_id, in
+ * ascending order, then raises the high-water mark over empty prepared
+ * ones; the request gets the marks before and after.
+ */
+void
+commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitterRequest *request)
+{
+	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user),
+					   Int64GetDatum(checkpoint_id)};
+	List *identifiers = NIL;
+	ListCell *lc;
+	int64 last_prepared;
+	int64 last_committed;
+	bool isnull;
+
+	work_begin();
+	(void) work_require_sink(sink_id);
+	work_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
+	request->previous_last_committed = last_committed;
+	if (checkpoint_id <= last_committed)
+		CommitTallies.skipped++;
+	work_execute(
+		"SELECT DISTINCT c.checkpoint_id FROM paimon_sink.committable c "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND c.snapshot_id IS NULL AND c.checkpoint_id OPERATOR(pg_catalog.<=) $3 "
+		"ORDER BY c.checkpoint_id",
+		3, types, values, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+		int64 *identifier = palloc(sizeof(int64));
+
+		*identifier =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		identifiers = lappend(identifiers, identifier);
+		MemoryContextSwitchTo(old);
+	}
+	work_end();
+
+	foreach (lc, identifiers)
+		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
+	list_free_deep(identifiers);
+
+	/*
+	 * Only this committer moves the marks, so a plain read will do: a locking
+	 * one would take a transaction id and a WAL flush when nothing changes.
+	 */
+	work_begin();
+	work_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
+	if (Min(checkpoint_id, last_prepared) > last_committed)
+	{
+		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
+		work_execute(
+			"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $3 "
+			"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2 "
+			"AND u.last_committed_checkpoint OPERATOR(pg_catalog.<) $3",
+			3, types, values, SPI_OK_UPDATE);
+		last_committed = Min(checkpoint_id, last_prepared);
+	}
+	work_end();
+	request->last_committed = last_committed;
+	request->result_checkpoint_id = checkpoint_id;
+}

@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * commit.h
+ *	  Committing prepared checkpoints, each as one snapshot inside PREPARE
+ *	  TRANSACTION / COMMIT PREPARED, in ascending order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_COMMIT_H
+#define PAIMON_SINK_COMMIT_H
+
+#include "shared_state.h"
+
+/* What the request being served committed, for commit_statistics. */
+typedef struct CommitTally
+{
+	int64 commits;
+	int64 skipped;
+	int64 retries;
+	int64 rows;
+	int64 bytes;
+	double last_ms;
+} CommitTally;
+
+/* in commit.c */
+extern CommitTally CommitTallies;
+
+extern void commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+						 CommitterRequest *request);
+extern const char *commit_failure_hint(int sqlerrcode);
+extern void commit_remove_files(void);
+
+#endif /* PAIMON_SINK_COMMIT_H */

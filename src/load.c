@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ *
+ * load.c
+ *	  Loading a checkpoint's staged files into the target.
+ *
+ * The staged files hold COPY's binary rows in checksummed batches; the
+ * load hands the included batches (every batch whose offset the
+ * committable does not exclude) to COPY FROM's own code through a data
+ * source callback, so the target's defaults, constraints and triggers run
+ * as for any COPY.  It runs as the sink's owner (security.c).  Upsert sinks
+ * read the same bytes through upsert.c, which also asks for each row's
+ * sequence number.  The load also keeps the progress of the commit for the
+ * view commit_progress, as pg_stat_progress_copy does for a COPY.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "commands/copy.h"
+#include "executor/executor.h"
+#include "load.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "security.h"
+#include "staged_file.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/timestamp.h"
+#include "work.h"
+
+/* COPY's data-source callback has no argument: its state is static. */
+static struct
+{
+	List *files;
+	int file_index;
+	File file;
+	off_t file_size;
+	off_t offset;
+	int next_excluded;
+	StringInfoData batch;
+	int batch_position;
+	bool header_sent;
+	/* the batch the bytes given to COPY last came from, for sequence numbers */
+	uint64 batch_first_sequence;
+	uint32 batch_rows;
+	uint32 batch_rows_read;
+	bool numbered; /* upsert: rows are counted per batch */
+} load = {.file = -1};
+
+/*
+ * Every row of the batch COPY read last was returned.  A row is numbered by
+ * the batch it came from: COPY's binary reader asks for more bytes only
+ * when it has used all it has, and load_read never gives it bytes of two
+ * batches at once, so the last batch read is the returned row's; this
+ * check makes sure that stays so.
+ */
+static void
+check_batch_read(void)
+{
+	if (load.numbered && load.batch_rows_read != load.batch_rows)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+						errmsg("a staged batch of %u rows gave %u rows", load.batch_rows,
+							   load.batch_rows_read),
+						errdetail("Nothing of this checkpoint is applied.")));
+}
+
+/* The sequence number of the row COPY returned last (upsert sinks). */
+static uint64
+load_row_sequence(void)
+{
+	if (load.batch_rows_read >= load.batch_rows)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+						errmsg("a staged batch of %u rows gave more rows", load.batch_rows),
+						errdetail("Nothing of this checkpoint is applied.")));
+	return load.batch_first_sequence + load.batch_rows_read++;
+}
+
+/*
+ * load_progress_start shows the checkpoint being committed in the view
+ * commit_progress: loading, with its files and rows to go.
+ */
+void
+load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int files,
+					int64 rows)
+{
+	CommitProgress *progress = &CommitterDatabase->progress;
+
+	SpinLockAcquire(&progress->mutex);
+	progress->phase = COMMIT_PHASE_LOADING;
+	progress->sink_id = sink_id;
+	progress->checkpoint_id = checkpoint_id;
+	strlcpy(progress->commit_user, commit_user, sizeof(progress->commit_user));
+	progress->gid[0] = '\0';
+	progress->files_total = files;
+	progress->files_done = 0;
+	progress->rows_total = rows;
+	progress->rows_done = 0;
+	progress->started_at = GetCurrentTimestamp();
+	SpinLockRelease(&progress->mutex);
+}
+
+/*
+ * load_progress_update moves the commit's progress: phase, or -1 to keep
+ * it; files and rows are added to those done.
+ */
+void
+load_progress_update(int phase, int files, int64 rows)
+{
+	CommitProgress *progress = &CommitterDatabase->progress;
+
+	SpinLockAcquire(&progress->mutex);
+	if (phase >= 0)
+		progress->phase = phase;
+	progress->files_done += files;
+	progress->rows_done += rows;
+	SpinLockRelease(&progress->mutex);
+}
+
+/*
+ * load_progress_gid shows the gid of the prepared transaction the
+ * checkpoint commits in (only to the sink owner's members: a role that
+ * learns it before the PREPARE could take it).
+ */
+void
+load_progress_gid(const char *gid)
+{
+	CommitProgress *progress = &CommitterDatabase->progress;
+
+	SpinLockAcquire(&progress->mutex);
+	strlcpy(progress->gid, gid, sizeof(progress->gid));
+	SpinLockRelease(&progress->mutex);
+}
+
+/*
+ * load_read is COPY's data source: the bytes of the included batches, file
+ * after file, after the binary format's header.
+ */
+static int
+load_read(void *outbuf, int minread, int maxread)
+{
+	int copied = 0;
+
+	/* COPY's binary format: the signature, flags and extension length */
+	if (!load.header_sent)
+	{
+		static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+		resetStringInfo(&load.batch);
+		appendBinaryStringInfo(&load.batch, header, sizeof(header));
+		load.batch_position = 0;
+		load.header_sent = true;
+	}
+	while (copied < minread)
+	{
+		LoadFile *file;
+		StagedBatchHeader header;
+		int available = load.batch.len - load.batch_position;
+
+		if (available > 0)
+		{
+			int take = Min(available, maxread - copied);
+
+			memcpy((char *) outbuf + copied, load.batch.data + load.batch_position, take);
+			load.batch_position += take;
+			copied += take;
+			continue;
+		}
+		if (load.file_index >= list_length(load.files))
+			break;
+		file = list_nth(load.files, load.file_index);
+		if (load.file < 0)
+		{
+			load.file = staged_file_open(file->path, NULL, &load.offset, ERROR);
+			if (load.file < 0)
+				ereport(ERROR, (errcode_for_file_access(),
+								errmsg("could not open staged file \"%s\": %m", file->path)));
+			load.file_size = FileSize(load.file);
+			load.next_excluded = 0;
+		}
+		if (load.offset >= load.file_size)
+		{
+			FileClose(load.file);
+			load.file = -1;
+			load.file_index++;
+			load_progress_update(-1, 1, 0);
+			continue;
+		}
+		if (!staged_file_read_batch(load.file, file->path, load.offset, load.file_size, &header,
+									&load.batch))
+			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+							errmsg("staged file \"%s\" is damaged at offset %lld", file->path,
+								   (long long) load.offset),
+							errdetail("The batch record there is torn or fails its checksum; "
+									  "nothing of this checkpoint is applied.")));
+		load.batch_position = 0;
+		if (load.next_excluded < file->excluded_count &&
+			file->excluded[load.next_excluded] == load.offset)
+		{
+			load.next_excluded++;
+			load.batch.len = 0;
+		}
+		else
+		{
+			load_progress_update(-1, 0, header.row_count);
+			check_batch_read();
+			load.batch_first_sequence = header.first_sequence;
+			load.batch_rows = header.row_count;
+			load.batch_rows_read = 0;
+		}
+		load.offset += sizeof(header) + header.payload_length;
+	}
+	return copied;
+}
+
+/* start_load sets the data source at the start of files. */
+static void
+start_load(List *files, bool numbered)
+{
+	load.numbered = numbered;
+	load.files = files;
+	load.header_sent = false;
+	load.file_index = 0;
+	load.file = -1;
+	initStringInfo(&load.batch);
+	load.batch_position = 0;
+	load.batch_rows = 0;
+	load.batch_rows_read = 0;
+}
+
+/* end_load closes the file the data source had open, if any. */
+static void
+end_load(void)
+{
+	if (load.file >= 0)
+		FileClose(load.file);
+	load.file = -1;
+}
+
+/* progress_applying tells commit_progress that upsert.c runs its MERGE. */
+static void
+progress_applying(void)
+{
+	load_progress_update(COMMIT_PHASE_APPLYING, 0, 0);
+}
+
+/*
+ * load_apply_files applies an upsert sink's staged changes (see upsert.c);
+ * returns the number of row versions read.
+ */
+uint64
+load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
+{
+	start_load(files, true);
+	upsert_apply(sink, load_read, load_row_sequence, progress_applying, counts);
+	check_batch_read();
+	end_load();
+	return counts->versions;
+}
+
+/*
+ * load_files loads staged files into the target with COPY FROM's
+ * machinery, as the sink's owner, and returns the rows loaded.  BeginCopyFrom is called directly, so DoCopy's checks are
+ * redone here: INSERT privilege on the columns and no row-level security.
+ */
+uint64
+load_files(SinkInfo *sink, List *files)
+{
+	Relation rel;
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	List *columns = NIL;
+	List *options;
+	RoleSwitch saved;
+	CopyFromState cstate;
+	uint64 rows;
+
+	rel = catalog_open_target(sink, false, RowExclusiveLock);
+	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
+	security_switch_role(sink->owner, &saved);
+
+	/* binary COPY needs the staged types: the target must still have them */
+	catalog_check_layout(sink, RelationGetRelid(rel), false);
+	pstate = make_parsestate(NULL);
+	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
+	nsitem->p_rte->requiredPerms = ACL_INSERT;
+	for (int i = 0; i < sink->column_count; i++)
+	{
+		AttrNumber attnum = get_attnum(RelationGetRelid(rel), sink->column_names[i]);
+
+		columns = lappend(columns, makeString(sink->column_names[i]));
+		nsitem->p_rte->insertedCols = bms_add_member(nsitem->p_rte->insertedCols,
+													 attnum - FirstLowInvalidHeapAttributeNumber);
+	}
+	ExecCheckRTPerms(pstate->p_rtable, true);
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security", sink->name,
+					RelationGetRelationName(rel)),
+			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
+
+	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
+	start_load(files, false);
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
+	rows = CopyFrom(cstate);
+	EndCopyFrom(cstate);
+	end_load();
+
+	security_restore_role(&saved);
+	table_close(rel, NoLock);
+	return rows;
+}
+
+/*
+ * load_abort closes what a failed load left open; the transaction's abort
+ * releases the rest.
+ */
+void
+load_abort(void)
+{
+	end_load();
+}

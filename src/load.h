@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * load.h
+ *	  Loading a checkpoint's staged files: the COPY data source that reads
+ *	  their included batches, the rows' sequence numbers, and the progress
+ *	  the view commit_progress shows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_LOAD_H
+#define PAIMON_SINK_LOAD_H
+
+#include "catalog.h"
+#include "upsert.h"
+
+/* One staged file to load, and the batch offsets it leaves out. */
+typedef struct LoadFile
+{
+	char *name;
+	char path[MAXPGPATH];
+	int64 *excluded;
+	int excluded_count;
+	int64 row_count;
+} LoadFile;
+
+/* in load.c */
+extern uint64 load_files(SinkInfo *sink, List *files);
+extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);
+extern void load_abort(void);
+
+extern void load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+								int files, int64 rows);
+extern void load_progress_update(int phase, int files, int64 rows);
+extern void load_progress_gid(const char *gid);
+
+#endif /* PAIMON_SINK_LOAD_H */

@@ -1,0 +1,291 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.c
+ *	  The committer's maintenance of a sink: orphan file removal, snapshot
+ *	  expiry after a commit and its failures carried to the next commit,
+ *	  and the commit statistics.
+ *
+ * None of it is on the commit path: a failure is logged and never fails a
+ * commit (Paimon's maintain() after a commit).  A failed expiry is
+ * reported as a warning with the sink's next successful commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "commit.h"
+#include "fault.h"
+#include "maintenance.h"
+#include "miscadmin.h"
+#include "request.h"
+#include "staged_file.h"
+#include "storage/fd.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "work.h"
+
+/* A sink's failed maintenance, waiting for its next commit to be reported. */
+typedef struct MaintenanceFailure
+{
+	int32 sink_id;
+	char *message; /* in TopMemoryContext */
+} MaintenanceFailure;
+
+static List *maintenance_failures = NIL;
+
+/*
+ * maintenance_remove_orphans serves remove_orphan_files(): staged files of the sink older than the cut-off
+ * that no writer holds (open or sealed), and that no prepared checkpoint
+ * records, are removed (or listed, in a dry run).  The committer serves one
+ * request at a time, so no commit is in flight.  The folder is listed before
+ * the writers are asked, so a file created meanwhile is never a candidate.
+ * The outcome goes to paimon_sink.maintenance_result for the requester.
+ */
+void
+maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
+{
+	char directory[MAXPGPATH];
+	DIR *dir;
+	struct dirent *entry;
+	List *candidates = NIL;
+	List *held;
+	ListCell *lc;
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	time_t cutoff = time(NULL) - (time_t) (request->older_than_ms / 1000);
+	SinkInfo *sink;
+
+	work_begin();
+	sink = work_require_sink(sink_id);
+	work_end();
+
+	staged_file_directory(directory, MyDatabaseId, sink_id);
+	dir = AllocateDir(directory);
+	while (dir != NULL && (entry = ReadDir(dir, directory)) != NULL)
+	{
+		char path[MAXPGPATH];
+		struct stat st;
+
+		/* staged files, and headers a crash left under their temporary name */
+		if (!staged_file_name_is_valid(entry->d_name) &&
+			staged_file_temporary_creator(entry->d_name) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", directory, entry->d_name);
+		if (stat(path, &st) != 0 || st.st_mtime > cutoff)
+			continue;
+		candidates = lappend(candidates, pstrdup(entry->d_name));
+		candidates = lappend(candidates, (void *) (intptr_t) st.st_size);
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+
+	held = barrier_run(sink, "", -1, BARRIER_LIST, 0, seqs);
+
+	work_begin();
+	request->discarded_files = 0;
+	for (int i = 0; i < list_length(candidates); i += 2)
+	{
+		char *name = list_nth(candidates, i);
+		int64 bytes = (int64) (intptr_t) list_nth(candidates, i + 1);
+		bool is_held = false;
+		Oid types[4] = {INT8OID, TEXTOID, INT8OID, BOOLOID};
+		Datum values[4];
+		char path[MAXPGPATH];
+
+		foreach (lc, held)
+			if (strcmp(((CommittableRecord *) lfirst(lc))->file_name, name) == 0)
+				is_held = true;
+		if (is_held)
+			continue;
+		values[0] = work_text(name);
+		work_execute(
+			"SELECT 1 FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1 "
+			"AND c.snapshot_id IS NULL",
+			1, &types[1], values, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			continue; /* a prepared checkpoint needs it */
+		/* a name the folder listing gave: a staged file's or a temporary one's */
+		snprintf(path, sizeof(path), "%s/%s", directory, name);
+		/* the column is a bigint; seqs stay far below 2^63 */
+		values[0] = Int64GetDatum((int64) request->seq);
+		values[1] = work_text(name);
+		values[2] = Int64GetDatum(bytes);
+		values[3] = BoolGetDatum(!request->dry_run);
+		if (!request->dry_run && unlink(path) != 0)
+		{
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("could not remove orphan file \"%s\": %m", path)));
+			continue;
+		}
+		/* a scheduled removal (seq 0) has no requester to read its results */
+		if (request->seq != 0)
+			work_execute("INSERT INTO paimon_sink.maintenance_result (request_id, file_name, "
+						 "byte_count, removed) "
+						 "VALUES ($1, $2, $3, $4)",
+						 4, types, values, SPI_OK_INSERT);
+		request->discarded_files++;
+	}
+	work_end();
+	if (!request->dry_run && request->discarded_files > 0)
+		ereport(LOG, (errmsg("paimon_sink removed %d orphan files of sink %d",
+							 request->discarded_files, sink_id)));
+}
+
+/* Take the oldest queued request, or NULL. */
+
+/*
+ * expire_snapshots removes the sink's snapshots past
+ * paimon_sink.snapshots_retained and paimon_sink.snapshot_retention.
+ */
+static void
+expire_snapshots(void *arg)
+{
+	int32 sink_id = *(int32 *) arg;
+	int64 expired;
+
+	fault_point("committer_maintenance");
+	work_begin();
+	/* a crash losing the expiry only leaves it for the next commit: no WAL flush */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	expired = catalog_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
+									   PaimonSinkSnapshotRetentionMs, false);
+	work_end();
+	if (expired > 0)
+		ereport(DEBUG1, (errmsg("paimon_sink expired %lld snapshots of sink %d",
+								(long long) expired, sink_id)));
+}
+
+/*
+ * maintenance_after_commit runs the maintenance after a commit of the
+ * sink, off the commit path.  A failure is logged and kept, to be reported
+ * with the sink's next commit (maintenance_report_failure).
+ */
+void
+maintenance_after_commit(int32 sink_id)
+{
+	ErrorData *error = NULL;
+	MaintenanceFailure *failure;
+
+	if (work_try(expire_snapshots, &sink_id, &error))
+		return;
+	failure = MemoryContextAllocZero(TopMemoryContext, sizeof(MaintenanceFailure));
+	failure->sink_id = sink_id;
+	failure->message = MemoryContextStrdup(
+		TopMemoryContext, psprintf("paimon_sink maintenance after a commit of sink %d failed: %s",
+								   sink_id, error->message));
+	maintenance_failures = lappend(maintenance_failures, failure);
+	ereport(LOG, (errmsg("%s", failure->message)));
+	FreeErrorData(error);
+}
+
+/*
+ * maintenance_report_failure gives the outcome of a successful commit of a
+ * sink the warning of its failed maintenance, once.
+ */
+void
+maintenance_report_failure(CommitterRequest *outcome)
+{
+	ListCell *lc;
+
+	foreach (lc, maintenance_failures)
+	{
+		MaintenanceFailure *failure = lfirst(lc);
+
+		if (failure->sink_id == outcome->sink_id)
+		{
+			ErrorData warning;
+
+			memset(&warning, 0, sizeof(warning));
+			warning.elevel = WARNING;
+			warning.sqlerrcode = ERRCODE_WARNING;
+			warning.message = failure->message;
+			warning.hint =
+				"The commit itself succeeded; maintenance is tried again after the next one.";
+			request_set_error(outcome, &warning);
+			maintenance_failures = foreach_delete_current(maintenance_failures, lc);
+			pfree(failure->message);
+			pfree(failure);
+			return;
+		}
+	}
+}
+
+/* count_commits writes a request's tally and failure (the arg) into the statistics tables. */
+static void
+count_commits(void *arg)
+{
+	const CommitterRequest *outcome = arg;
+	CommitTally *tally = &CommitTallies;
+	Oid types[8] = {INT4OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, FLOAT8OID, INT8OID};
+	Datum values[8] = {
+		Int32GetDatum(outcome->sink_id), Int64GetDatum(tally->commits),
+		Int64GetDatum(tally->skipped),	 Int64GetDatum(tally->retries),
+		Int64GetDatum(tally->rows),		 Int64GetDatum(tally->bytes),
+		Float8GetDatum(tally->last_ms),	 Int64GetDatum(outcome->sqlerrcode != 0 ? 1 : 0)};
+	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', tally->commits > 0 ? ' ' : 'n', ' '};
+
+	work_begin();
+	if (SPI_execute_plan(
+			catalog_plan(
+				"INSERT INTO paimon_sink.commit_statistics AS s "
+				"(sink_id, commits, skipped, retries, rows_committed, "
+				"bytes_committed, last_commit_ms, failures, last_committed_at) "
+				"SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
+				"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
+				"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
+				"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+				"ON CONFLICT (sink_id) DO UPDATE SET "
+				"commits = s.commits OPERATOR(pg_catalog.+) $2, "
+				"skipped = s.skipped OPERATOR(pg_catalog.+) $3, "
+				"retries = s.retries OPERATOR(pg_catalog.+) $4, "
+				"rows_committed = s.rows_committed OPERATOR(pg_catalog.+) $5, "
+				"bytes_committed = s.bytes_committed OPERATOR(pg_catalog.+) $6, "
+				"last_commit_ms = coalesce($7, s.last_commit_ms), "
+				"failures = s.failures OPERATOR(pg_catalog.+) $8, "
+				"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
+				8, types),
+			values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not count a commit");
+	if (outcome->sqlerrcode != 0)
+	{
+		Oid failure_types[3] = {INT4OID, TEXTOID, TEXTOID};
+		Datum failure_values[3] = {Int32GetDatum(outcome->sink_id),
+								   work_text(unpack_sql_state(outcome->sqlerrcode)),
+								   work_text(request_error_message(outcome))};
+
+		if (SPI_execute_plan(
+				catalog_plan("INSERT INTO paimon_sink.commit_failures AS f "
+							 "(sink_id, sqlstate, failures, last_failed_at, last_message) "
+							 "SELECT $1, $2, 1, pg_catalog.now(), $3 "
+							 "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
+							 "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+							 "ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
+							 "failures = f.failures OPERATOR(pg_catalog.+) 1, "
+							 "last_failed_at = pg_catalog.now(), "
+							 "last_message = $3",
+							 3, failure_types),
+				failure_values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not count a failure");
+	}
+	work_end();
+}
+
+/*
+ * maintenance_record_statistics counts what a request committed, or its
+ * failure, in commit_statistics and commit_failures (unlogged: no WAL
+ * flush); a failure here is only logged.
+ */
+void
+maintenance_record_statistics(const CommitterRequest *outcome)
+{
+	if (outcome->sink_id == 0 ||
+		(CommitTallies.commits == 0 && CommitTallies.skipped == 0 && outcome->sqlerrcode == 0))
+		return;
+	(void) work_try(count_commits, (void *) outcome, NULL);
+}

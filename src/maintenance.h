@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.h
+ *	  The committer's maintenance of a sink: orphan file removal, snapshot
+ *	  expiry after commits, and the commit statistics.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_MAINTENANCE_H
+#define PAIMON_SINK_MAINTENANCE_H
+
+#include "shared_state.h"
+
+/* in maintenance.c */
+extern void maintenance_remove_orphans(int32 sink_id, CommitterRequest *request);
+extern void maintenance_after_commit(int32 sink_id);
+extern void maintenance_report_failure(CommitterRequest *outcome);
+extern void maintenance_record_statistics(const CommitterRequest *outcome);
+
+#endif /* PAIMON_SINK_MAINTENANCE_H */

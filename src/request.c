@@ -1,0 +1,421 @@
+/*-------------------------------------------------------------------------
+ *
+ * request.c
+ *	  The committer's request queue, both ends, and the relay of its
+ *	  errors as whole ErrorData.
+ *
+ * A backend takes a free slot of its database's entry, fills in the
+ * request, wakes the committer and waits on the entry's condition
+ * variable.  The committer takes the oldest queued request (by its
+ * sequence number), serves it on a copy and writes the outcome back.  A
+ * requester that leaves (cancelled) abandons the slot, which the committer
+ * frees once it has finished: a request is never undone.
+ *
+ * A failure travels as parallel query's errors do (parallel.c and pqmq.c):
+ * the committer writes its whole ErrorData into the slot as the fields of
+ * the protocol's ErrorResponse, the requester reads them back with
+ * pq_parse_errornotice and raises them with ThrowErrorData, so that the
+ * client sees the committer's SQLSTATE, message, detail, hint and context
+ * and the schema, table, column, data type and constraint names a
+ * constraint violation in the load carries.  A warning of a successful
+ * request (maintenance failed after the commit) travels the same way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/dbcommands.h"
+#include "libpq/pqformat.h"
+#include "libpq/pqmq.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "request.h"
+#include "storage/latch.h"
+
+/* What a field cut to fit the slot ends with. */
+#define CUT_MARKER                                                                                 \
+	"... (cut: the paimon_sink committer's error was longer than " CppAsString2(                   \
+		PAIMON_SINK_ERROR_SIZE) " bytes)"
+
+/* One field of an ErrorResponse: its code and its text. */
+typedef struct ErrorField
+{
+	char code;
+	const char *value;
+	bool cuttable; /* free text, which may be cut to fit */
+} ErrorField;
+
+/* The non-localized name of an error level, as pq_parse_errornotice reads it. */
+static const char *
+severity_name(int elevel)
+{
+	if (elevel >= PANIC)
+		return "PANIC";
+	if (elevel >= FATAL)
+		return "FATAL";
+	if (elevel >= ERROR)
+		return "ERROR";
+	if (elevel >= WARNING)
+		return "WARNING";
+	if (elevel >= NOTICE)
+		return "NOTICE";
+	if (elevel >= INFO)
+		return "INFO";
+	if (elevel >= LOG)
+		return "LOG";
+	return "DEBUG";
+}
+
+/*
+ * encode_error writes edata into buffer (PAIMON_SINK_ERROR_SIZE bytes) as
+ * the fields of an ErrorResponse, each a code byte and a NUL-terminated
+ * string, ended by a NUL; returns the bytes written.  Strings are copied
+ * as they are: both ends use the database's encoding.  When the fields do
+ * not fit, the longest free-text field is cut (at a character boundary,
+ * ending with CUT_MARKER) until they do; the names and codes are short and
+ * always kept whole.
+ */
+static uint32
+encode_error(const ErrorData *edata, char *buffer)
+{
+	ErrorField fields[18];
+	int count = 0;
+	char cursorpos[12];
+	char lineno[12];
+	Size total = 1;
+	Size marker_length = strlen(CUT_MARKER);
+	char *out = buffer;
+
+#define ADD_FIELD(c, v, cut)                                                                       \
+	do                                                                                             \
+	{                                                                                              \
+		if ((v) != NULL)                                                                           \
+		{                                                                                          \
+			fields[count].code = (c);                                                              \
+			fields[count].value = (v);                                                             \
+			fields[count].cuttable = (cut);                                                        \
+			count++;                                                                               \
+		}                                                                                          \
+	} while (0)
+
+	ADD_FIELD(PG_DIAG_SEVERITY, severity_name(edata->elevel), false);
+	ADD_FIELD(PG_DIAG_SEVERITY_NONLOCALIZED, severity_name(edata->elevel), false);
+	ADD_FIELD(PG_DIAG_SQLSTATE, unpack_sql_state(edata->sqlerrcode), false);
+	ADD_FIELD(PG_DIAG_MESSAGE_PRIMARY, edata->message ? edata->message : "missing error text",
+			  true);
+	ADD_FIELD(PG_DIAG_MESSAGE_DETAIL, edata->detail, true);
+	ADD_FIELD(PG_DIAG_MESSAGE_HINT, edata->hint, true);
+	if (edata->cursorpos > 0)
+	{
+		snprintf(cursorpos, sizeof(cursorpos), "%d", edata->cursorpos);
+		ADD_FIELD(PG_DIAG_STATEMENT_POSITION, cursorpos, false);
+	}
+	/*
+	 * The internal query and its position (the statement of a trigger
+	 * function that failed in the load) are not relayed: psql shows them as
+	 * QUERY and LINE lines, which the regression outputs do not have yet.
+	 * Relaying them is the two fields here and those outputs.
+	 */
+	ADD_FIELD(PG_DIAG_CONTEXT, edata->context, true);
+	ADD_FIELD(PG_DIAG_SCHEMA_NAME, edata->schema_name, false);
+	ADD_FIELD(PG_DIAG_TABLE_NAME, edata->table_name, false);
+	ADD_FIELD(PG_DIAG_COLUMN_NAME, edata->column_name, false);
+	ADD_FIELD(PG_DIAG_DATATYPE_NAME, edata->datatype_name, false);
+	ADD_FIELD(PG_DIAG_CONSTRAINT_NAME, edata->constraint_name, false);
+	ADD_FIELD(PG_DIAG_SOURCE_FILE, edata->filename, false);
+	if (edata->lineno > 0)
+	{
+		snprintf(lineno, sizeof(lineno), "%d", edata->lineno);
+		ADD_FIELD(PG_DIAG_SOURCE_LINE, lineno, false);
+	}
+	ADD_FIELD(PG_DIAG_SOURCE_FUNCTION, edata->funcname, false);
+#undef ADD_FIELD
+
+	for (int i = 0; i < count; i++)
+		total += 2 + strlen(fields[i].value);
+	while (total > PAIMON_SINK_ERROR_SIZE)
+	{
+		int longest = -1;
+		Size length;
+		int keep;
+
+		for (int i = 0; i < count; i++)
+			if (fields[i].cuttable && strlen(fields[i].value) > 2 * marker_length &&
+				(longest < 0 || strlen(fields[i].value) > strlen(fields[longest].value)))
+				longest = i;
+		/* the fields that are never cut are far below the size: it cannot happen */
+		if (longest < 0)
+			elog(ERROR, "paimon_sink committer error does not fit in %d bytes",
+				 PAIMON_SINK_ERROR_SIZE);
+		length = strlen(fields[longest].value);
+		keep = (int) Max((Size) 0,
+						 length - Min(length, total - PAIMON_SINK_ERROR_SIZE + marker_length));
+		keep = pg_mbcliplen(fields[longest].value, (int) length, keep);
+		fields[longest].value = psprintf("%.*s%s", keep, fields[longest].value, CUT_MARKER);
+		total -= length - strlen(fields[longest].value);
+	}
+
+	for (int i = 0; i < count; i++)
+	{
+		Size length = strlen(fields[i].value) + 1;
+
+		*out++ = fields[i].code;
+		memcpy(out, fields[i].value, length);
+		out += length;
+	}
+	*out++ = '\0';
+	Assert(out - buffer == total);
+	return (uint32) (out - buffer);
+}
+
+/*
+ * request_set_error stores edata in the request: an error (ERROR or
+ * above) makes the request failed with edata's SQLSTATE; a warning or
+ * notice is shown to the requester of a request that succeeded.
+ */
+void
+request_set_error(CommitterRequest *request, const ErrorData *edata)
+{
+	if (edata->elevel >= ERROR)
+		request->sqlerrcode = edata->sqlerrcode ? edata->sqlerrcode : ERRCODE_INTERNAL_ERROR;
+	request->error_length = encode_error(edata, request->error);
+}
+
+/*
+ * request_error_message returns (palloc'd) the primary message of the
+ * error or warning a request carries, or an empty string.
+ */
+char *
+request_error_message(const CommitterRequest *request)
+{
+	const char *p = request->error;
+	const char *end = request->error + request->error_length;
+
+	while (p < end && *p != '\0')
+	{
+		char code = *p++;
+
+		if (code == PG_DIAG_MESSAGE_PRIMARY)
+			return pstrdup(p);
+		p += strlen(p) + 1;
+	}
+	return pstrdup("");
+}
+
+/*
+ * relay_error raises in the requester the error (or emits the warning) the
+ * committer stored in the request.  An error keeps every field the
+ * committer had, its context included (what the committer was doing:
+ * "committing checkpoint ..."); one without a context gets a line saying
+ * where it comes from.  The requester's own error context callbacks add
+ * theirs, as for any error it raises.
+ */
+static void
+relay_error(const CommitterRequest *request)
+{
+	StringInfoData fields;
+	ErrorData edata;
+
+	initStringInfo(&fields);
+	appendBinaryStringInfo(&fields, request->error, request->error_length);
+	pq_parse_errornotice(&fields, &edata);
+	/* a FATAL of the committer ends the committer, not the requester */
+	edata.elevel = Min(edata.elevel, ERROR);
+	if (edata.context == NULL)
+	{
+		char *database_name = get_database_name(MyDatabaseId);
+
+		edata.context = psprintf("relayed from the paimon_sink committer of database \"%s\"",
+								 database_name ? database_name : "?");
+	}
+	ThrowErrorData(&edata);
+	pfree(fields.data);
+}
+
+/*
+ * committer_submit queues a request for a database's committer and waits for
+ * its outcome, which it copies back into *request; an error of the committer
+ * is raised again here whole (relay_error).  A cancelled wait leaves the
+ * request to finish on its own (it is not undone).
+ */
+void
+committer_submit(int database_index, CommitterRequest *request)
+{
+	DatabaseEntry *db = shared_database(database_index);
+	CommitterRequest *slot = NULL;
+	PGPROC *committer = NULL;
+
+	for (;;)
+	{
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		{
+			if (db->requests[i].state == REQUEST_FREE)
+			{
+				slot = &db->requests[i];
+				memcpy(slot, request, offsetof(CommitterRequest, error));
+				slot->state = REQUEST_QUEUED;
+				slot->seq = ++db->next_request_seq;
+				slot->requester = MyProc;
+				slot->sqlerrcode = 0;
+				slot->error_length = 0;
+				break;
+			}
+		}
+		committer = db->committer_proc;
+		LWLockRelease(PaimonSinkState->lock);
+		if (slot != NULL)
+			break;
+		ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+	if (committer != NULL)
+		SetLatch(&committer->procLatch);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			bool done;
+
+			ConditionVariablePrepareToSleep(&db->request_done);
+			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+			done = slot->state == REQUEST_DONE;
+			if (done)
+			{
+				memcpy(request, slot, offsetof(CommitterRequest, error) + slot->error_length);
+				slot->state = REQUEST_FREE;
+			}
+			LWLockRelease(PaimonSinkState->lock);
+			if (done)
+				break;
+			ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+			CHECK_FOR_INTERRUPTS();
+		}
+		ConditionVariableCancelSleep();
+	}
+	PG_CATCH();
+	{
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		slot->state = slot->state == REQUEST_DONE ? REQUEST_FREE : REQUEST_ABANDONED;
+		LWLockRelease(PaimonSinkState->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	ConditionVariableBroadcast(&db->request_done);
+
+	if (request->error_length > 0)
+		relay_error(request);
+}
+
+/*
+ * request_next takes the oldest queued request of db: marks it running and
+ * copies it into *copy (its error area left empty); *slot gets its index,
+ * for request_finish.  Returns false when none is queued.
+ */
+bool
+request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
+{
+	CommitterRequest *oldest = NULL;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+	{
+		CommitterRequest *request = &db->requests[i];
+
+		if (request->state == REQUEST_QUEUED && (oldest == NULL || request->seq < oldest->seq))
+		{
+			oldest = request;
+			*slot = i;
+		}
+	}
+	if (oldest != NULL)
+	{
+		oldest->state = REQUEST_RUNNING;
+		memcpy(copy, oldest, offsetof(CommitterRequest, error));
+		copy->sqlerrcode = 0;
+		copy->error_length = 0;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	return oldest != NULL;
+}
+
+/*
+ * request_finish answers the request in slot with outcome (results and
+ * error) and wakes the requesters; an abandoned request is freed instead.
+ */
+void
+request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
+{
+	CommitterRequest *request = &db->requests[slot];
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (request->state == REQUEST_ABANDONED)
+		request->state = REQUEST_FREE;
+	else
+	{
+		uint64 seq = request->seq;
+		PGPROC *requester = request->requester;
+
+		memcpy(request, outcome, offsetof(CommitterRequest, error) + outcome->error_length);
+		request->seq = seq;
+		request->requester = requester;
+		request->state = REQUEST_DONE;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	ConditionVariableBroadcast(&db->request_done);
+}
+
+/* request_any_queued tells whether a request of db waits for the committer. */
+bool
+request_any_queued(DatabaseEntry *db)
+{
+	bool queued = false;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		queued = queued || db->requests[i].state == REQUEST_QUEUED;
+	LWLockRelease(PaimonSinkState->lock);
+	return queued;
+}
+
+/*
+ * request_fail_running answers the requests the exiting committer was
+ * serving with a connection failure (their outcome is not known) and
+ * frees the abandoned ones.  It raises no error (an exit callback).
+ */
+void
+request_fail_running(DatabaseEntry *db)
+{
+	static char failure[PAIMON_SINK_ERROR_SIZE];
+	uint32 failure_length;
+	ErrorData edata;
+
+	memset(&edata, 0, sizeof(edata));
+	edata.elevel = ERROR;
+	edata.sqlerrcode = ERRCODE_CONNECTION_FAILURE;
+	edata.message = "the paimon_sink committer stopped while serving this request";
+	edata.detail = "Its outcome is not known: it may or may not have completed.";
+	edata.hint = "Retry the call: prepare and commit are idempotent.";
+	failure_length = encode_error(&edata, failure);
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+	{
+		CommitterRequest *request = &db->requests[i];
+
+		if (request->state == REQUEST_RUNNING)
+		{
+			request->state = REQUEST_DONE;
+			request->sqlerrcode = edata.sqlerrcode;
+			memcpy(request->error, failure, failure_length);
+			request->error_length = failure_length;
+		}
+		else if (request->state == REQUEST_ABANDONED)
+			request->state = REQUEST_FREE;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	ConditionVariableBroadcast(&db->request_done);
+}

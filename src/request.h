@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * request.h
+ *	  The committer's request queue, both ends: a backend submits a
+ *	  request and waits; the committer takes the oldest, serves it and
+ *	  answers.  A failure comes back as the committer's whole ErrorData.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_REQUEST_H
+#define PAIMON_SINK_REQUEST_H
+
+#include "shared_state.h"
+
+/* in request.c: the requester's end */
+extern void committer_submit(int database_index, CommitterRequest *request);
+
+/* in request.c: the committer's end */
+extern bool request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot);
+extern void request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome);
+extern bool request_any_queued(DatabaseEntry *db);
+extern void request_fail_running(DatabaseEntry *db);
+
+/* in request.c: an error or warning carried in a request */
+extern void request_set_error(CommitterRequest *request, const ErrorData *edata);
+extern char *request_error_message(const CommitterRequest *request);
+
+#endif /* PAIMON_SINK_REQUEST_H */

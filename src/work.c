@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * work.c
+ *	  The committer process's state and its units of work.
+ *
+ * A committer serves one database: the state here says which, holds the
+ * memory a request uses (reset once it is answered) and the handles of the
+ * writers it started.  Every subsystem of the committer (prepare, commit,
+ * recovery, maintenance) runs its catalog statements through the same few
+ * helpers: a transaction with SPI connected and a snapshot, one planned
+ * statement whose result count is checked, and "log and carry on" for
+ * the steps whose failure must not stop the committer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "launcher.h"
+#include "miscadmin.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "work.h"
+
+int CommitterDatabaseIndex;
+DatabaseEntry *CommitterDatabase;
+MemoryContext CommitterContext;
+
+/* The writers this committer started, and when it started each last. */
+static BackgroundWorkerHandle **writer_handles;
+static TimestampTz *writer_started_at;
+
+/* work_init sets the committer's state for the database entry it serves. */
+void
+work_init(int database_index)
+{
+	CommitterDatabaseIndex = database_index;
+	CommitterDatabase = shared_database(database_index);
+	CommitterContext =
+		AllocSetContextCreate(TopMemoryContext, "paimon_sink committer", ALLOCSET_DEFAULT_SIZES);
+	writer_handles = MemoryContextAllocZero(TopMemoryContext, sizeof(BackgroundWorkerHandle *) *
+																  PaimonSinkWritersPerDatabase);
+	writer_started_at = MemoryContextAllocZero(TopMemoryContext,
+											   sizeof(TimestampTz) * PaimonSinkWritersPerDatabase);
+}
+
+/*
+ * work_start_writers starts the writers that do not run, once the previous
+ * ones have left.  The launcher registers them (launcher_start_writer);
+ * this committer is told when one stops, and keeps the handle for the
+ * barrier's reply queue.
+ */
+void
+work_start_writers(void)
+{
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+		pid_t pid;
+
+		if (writer_handles[w] != NULL &&
+			GetBackgroundWorkerPid(writer_handles[w], &pid) != BGWH_STOPPED)
+			continue;
+		SpinLockAcquire(&writer->mutex);
+		pid = writer->pid;
+		SpinLockRelease(&writer->mutex);
+		if (pid != 0)
+			continue; /* an earlier writer is still leaving */
+		/* a writer that keeps failing is started once a second, not in a loop */
+		if (writer_started_at[w] != 0 &&
+			!TimestampDifferenceExceeds(writer_started_at[w], GetCurrentTimestamp(), 1000))
+			continue;
+		writer_started_at[w] = GetCurrentTimestamp();
+		if (writer_handles[w] != NULL)
+			pfree(writer_handles[w]);
+		{
+			/* handles outlive every request */
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			writer_handles[w] = launcher_start_writer(CommitterDatabaseIndex, w);
+			MemoryContextSwitchTo(old);
+		}
+		if (writer_handles[w] == NULL)
+			ereport(WARNING, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							  errmsg("could not start paimon_sink writer %d", w),
+							  errhint("Raise max_worker_processes.")));
+	}
+}
+
+/*
+ * work_writer_handle returns the handle of writer index if this committer
+ * started the writer that runs now, else NULL (a writer of an earlier
+ * committer that has not left yet).
+ */
+BackgroundWorkerHandle *
+work_writer_handle(int index)
+{
+	return writer_handles[index];
+}
+
+/* work_writers_ready tells whether every writer has adopted its files and serves. */
+bool
+work_writers_ready(void)
+{
+	bool ready = true;
+
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+
+		SpinLockAcquire(&writer->mutex);
+		ready = ready && writer->ready;
+		SpinLockRelease(&writer->mutex);
+	}
+	return ready;
+}
+
+/* work_begin starts a transaction with SPI connected and a snapshot. */
+void
+work_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/* work_end commits what work_begin started and returns to the request's memory. */
+void
+work_end(void)
+{
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(CommitterContext);
+}
+
+/*
+ * work_execute runs a query of the catalog (within a transaction, SPI
+ * connected) and raises an error when SPI returns another result than
+ * expected.
+ */
+void
+work_execute(const char *query, int nargs, Oid *types, Datum *values, int expected)
+{
+	int result = SPI_execute_plan(catalog_plan(query, nargs, types), values, NULL, false, 0);
+
+	if (result != expected)
+		elog(ERROR, "paimon_sink committer: \"%s\" returned %d", query, result);
+}
+
+/* work_text makes a text Datum of a C string. */
+Datum
+work_text(const char *value)
+{
+	return CStringGetTextDatum(value);
+}
+
+/*
+ * work_marks reads the commit user's marks, creating its row on first use;
+ * for_update locks the row.  fence_epoch may be NULL.
+ */
+void
+work_marks(int32 sink_id, const char *commit_user, bool for_update, int64 *last_prepared,
+		   int64 *last_committed, uint64 *fence_epoch)
+{
+	Oid types[2] = {INT4OID, TEXTOID};
+	Datum values[2] = {Int32GetDatum(sink_id), work_text(commit_user)};
+	bool isnull;
+
+	work_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
+				 "VALUES ($1, $2) ON CONFLICT DO NOTHING",
+				 2, types, values, SPI_OK_INSERT);
+	work_execute(
+		for_update
+			? "SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
+			  "FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+			  "AND u.commit_user OPERATOR(pg_catalog.=) $2 FOR UPDATE"
+			: "SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
+			  "FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+			  "AND u.commit_user OPERATOR(pg_catalog.=) $2",
+		2, types, values, SPI_OK_SELECT);
+	*last_prepared = DatumGetInt64(catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												  "last_prepared_checkpoint", &isnull));
+	*last_committed = DatumGetInt64(catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												   "last_committed_checkpoint", &isnull));
+	if (fence_epoch != NULL)
+		*fence_epoch = (uint64) DatumGetInt64(
+			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "fence_epoch", &isnull));
+}
+
+/*
+ * work_require_sink reads the sink a request names (within a transaction)
+ * into the request's memory, so that it outlives SPI_finish; an error when
+ * it was dropped meanwhile.
+ */
+SinkInfo *
+work_require_sink(int32 sink_id)
+{
+	MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+	SinkInfo *sink = palloc0(sizeof(SinkInfo));
+	bool found = catalog_sink_by_id(sink_id, sink);
+
+	MemoryContextSwitchTo(old);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sink %d does not exist", sink_id),
+				 errdetail("It was dropped while the request waited.")));
+	return sink;
+}
+
+/*
+ * work_try runs step(arg), the "log and carry on" of the committer: an
+ * error aborts whatever transaction step left open and either goes to the
+ * server log or, when error is not NULL, to *error (copied into
+ * TopMemoryContext, for the caller to report and free).  The committer
+ * goes on either way; the step is tried again on its next turn.  Returns
+ * whether step succeeded.
+ */
+bool
+work_try(void (*step)(void *arg), void *arg, ErrorData **error)
+{
+	MemoryContext old = CurrentMemoryContext;
+	bool succeeded = true;
+
+	PG_TRY();
+	{
+		step(arg);
+	}
+	PG_CATCH();
+	{
+		succeeded = false;
+		if (error != NULL)
+		{
+			MemoryContextSwitchTo(TopMemoryContext);
+			*error = CopyErrorData();
+		}
+		else
+			EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	return succeeded;
+}
