@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_FAULT_H
 #define PAIMON_SINK_FAULT_H
 
-#include "postgres.h"
-
 #include "storage/spin.h"
 
 #define FAULT_POINT_NAME_LENGTH 48

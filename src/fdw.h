@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_FDW_H
 #define PAIMON_SINK_FDW_H
 
-#include "postgres.h"
-
 #include "fmgr.h"
 
 extern Datum paimon_sink_fdw_handler(PG_FUNCTION_ARGS);

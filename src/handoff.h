@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_HANDOFF_H
 #define PAIMON_SINK_HANDOFF_H
 
-#include "postgres.h"
-
 #include "staged_file.h"
 
 /* Message kinds on a hand-off queue. */

@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_H
 #define PAIMON_SINK_H
 
-#include "postgres.h"
-
 /*
  * The library's version, from the control file's default_version (see the
  * Makefile): the only catalog version this library reads and writes.

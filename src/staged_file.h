@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_STAGED_FILE_H
 #define PAIMON_SINK_STAGED_FILE_H
 
-#include "postgres.h"
-
 #include "access/transam.h"
 #include "lib/stringinfo.h"
 #include "paimon_sink.h"

@@ -10,8 +10,6 @@
 #ifndef PAIMON_SINK_UPSERT_H
 #define PAIMON_SINK_UPSERT_H
 
-#include "postgres.h"
-
 #include "catalog.h"
 #include "commands/copy.h"
 

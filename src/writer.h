@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_WRITER_H
 #define PAIMON_SINK_WRITER_H
 
-#include "postgres.h"
-
 #include "postmaster/bgworker.h"
 #include "staged_file.h"
 
