@@ -10,7 +10,10 @@ OBJS = \
 	src/fdw.o \
 	src/staged_file.o \
 	src/catalog.o \
-	src/functions.o \
+	src/sink_ddl.o \
+	src/api.o \
+	src/status.o \
+	src/sql_call.o \
 	src/upsert.o \
 	src/fault.o \
 	src/names.o \

@@ -448,3 +448,17 @@ _PG_init(void)
 	handoff_register_callbacks();
 	launcher_register();
 }
+
+PG_FUNCTION_INFO_V1(paimon_sink_library_version);
+
+/*
+ * library_version() returns the version of the loaded library (text, such
+ * as '0.2'), where \dx shows the version of the extension's catalog.  It
+ * checks nothing and raises nothing, so that it answers when the two
+ * differ; every later library keeps it, with this signature.
+ */
+Datum
+paimon_sink_library_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(PAIMON_SINK_VERSION));
+}
