@@ -2,6 +2,9 @@
 MODULE_big = paimon_sink
 OBJS = \
 	src/paimon_sink.o \
+	src/guc.o \
+	src/version.o \
+	src/shmem_hooks.o \
 	src/shared_state.o \
 	src/launcher.o \
 	src/committer.o \
