@@ -9,6 +9,8 @@ OBJS = \
 	src/launcher.o \
 	src/committer.o \
 	src/writer.o \
+	src/writer_adopt.o \
+	src/barrier_writer.o \
 	src/handoff.o \
 	src/fdw.o \
 	src/staged_file.o \

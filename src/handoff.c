@@ -388,11 +388,56 @@ rows_pending(void)
 }
 
 /*
+ * workers_ready tells whether this database's committer and all its
+ * writers serve.  A writer's readiness is read under its mutex; the
+ * committer's flag, which only the committer writes, without a lock: a
+ * stale value only moves the end of the caller's wait by one poll.
+ */
+static bool
+workers_ready(DatabaseEntry *db)
+{
+	if (!db->committer_ready)
+		return false;
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(db, w);
+		bool		ready;
+
+		SpinLockAcquire(&writer->mutex);
+		ready = writer->ready;
+		SpinLockRelease(&writer->mutex);
+		if (!ready)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * remaining_wait returns how many milliseconds of paimon_sink.handoff_timeout
+ * are left since start, at most limit (limit -1: no other bound); 0 once the
+ * timeout has passed.
+ */
+static long
+remaining_wait(TimestampTz start, long limit)
+{
+	long		left;
+
+	if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+		return 0;
+	left = PaimonSinkHandoffTimeoutMs -
+		TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+	left = Max(left, 1);
+	return limit < 0 ? left : Min(left, limit);
+}
+
+/*
  * handoff_database_index returns this database's entry and, when asked,
  * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
  * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
  * when they do not in time, and at once when this transaction created or
- * updated the extension (they start on it only after it commits).
+ * updated the extension (they start on it only after it commits).  No
+ * worker signals a session when it becomes ready, so this wait polls, every
+ * 100 ms.
  */
 int
 handoff_database_index(bool wait_for_writers)
@@ -401,14 +446,10 @@ handoff_database_index(bool wait_for_writers)
 	DatabaseEntry *db = shared_database(index);
 	TimestampTz start = GetCurrentTimestamp();
 
-	while (wait_for_writers)
+	while (wait_for_writers && !workers_ready(db))
 	{
-		bool		ready = db->committer_ready;
+		long		timeout;
 
-		for (int w = 0; ready && w < PaimonSinkWritersPerDatabase; w++)
-			ready = shared_writer(db, w)->ready;
-		if (ready)
-			break;
 		/* they wait for our commit, and we for them: say so at once */
 		if (catalog_extension_changed_here())
 			ereport(ERROR,
@@ -416,14 +457,15 @@ handoff_database_index(bool wait_for_writers)
 					 errmsg("the workers of paimon_sink cannot serve this transaction"),
 					 errdetail("This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+		timeout = remaining_wait(start, 100);
+		if (timeout == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the writers of this database are not running"),
 					 errdetail("No committer and writers served database \"%s\" within %d ms.",
 							   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
 					 errhint("Check that paimon_sink is in shared_preload_libraries and that max_worker_processes leaves room for the launcher, one committer and paimon_sink.writers_per_database writers per database.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -431,7 +473,45 @@ handoff_database_index(bool wait_for_writers)
 	return index;
 }
 
-/* Take a free hand-off slot of a writer and open its queue for sending. */
+/*
+ * take_slot takes a hand-off slot the writer has published (its queue
+ * created, the writer attached as its receiver), or returns NULL when the
+ * writer is not ready or every slot is busy.
+ */
+static HandoffSlot *
+take_slot(WriterEntry *writer, ActiveHandoff *handoff)
+{
+	HandoffSlot *slot = NULL;
+
+	SpinLockAcquire(&writer->mutex);
+	for (int s = 0; writer->ready && s < writer->slot_count; s++)
+	{
+		HandoffSlot *candidate = &writer->slots[s];
+
+		if (candidate->state == HANDOFF_FREE && candidate->published &&
+			candidate->incarnation == writer->incarnation)
+		{
+			slot = candidate;
+			slot->state = HANDOFF_ACTIVE;
+			slot->sender_done = false;
+			slot->generation++;
+			slot->requester = MyProc;
+			handoff->generation = slot->generation;
+			handoff->incarnation = writer->incarnation;
+			break;
+		}
+	}
+	SpinLockRelease(&writer->mutex);
+	return slot;
+}
+
+/*
+ * open_handoff takes a hand-off slot of a writer and attaches to its queue
+ * as the sender.  It waits on the writer's condition variable, which the
+ * writer broadcasts when it publishes slots (after each use, and when it
+ * starts), up to paimon_sink.handoff_timeout; then it raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
+ */
 static ActiveHandoff *
 open_handoff(WriterEntry *writer)
 {
@@ -441,71 +521,45 @@ open_handoff(WriterEntry *writer)
 
 	for (;;)
 	{
-		HandoffSlot *slot = NULL;
-		PGPROC	   *writer_proc = NULL;
-
-		SpinLockAcquire(&writer->mutex);
-		if (writer->ready)
-		{
-			for (int s = 0; s < writer->slot_count; s++)
-			{
-				if (writer->slots[s].state == HANDOFF_FREE)
-				{
-					slot = &writer->slots[s];
-					slot->state = HANDOFF_ACTIVE;
-					slot->published = false;
-					slot->sender_done = false;
-					slot->receiver_done = false;
-					slot->incarnation = writer->incarnation;
-					slot->generation++;
-					slot->requester = MyProc;
-					handoff->generation = slot->generation;
-					handoff->incarnation = writer->incarnation;
-					writer_proc = writer->proc;
-					break;
-				}
-			}
-		}
-		SpinLockRelease(&writer->mutex);
+		HandoffSlot *slot = take_slot(writer, handoff);
+		long		timeout;
 
 		if (slot != NULL)
 		{
-			shm_mq	   *queue = shm_mq_create(shared_address(slot->queue_offset),
-											  shared_queue_size());
+			shm_mq	   *queue = shared_address(slot->queue_offset);
 
+			ConditionVariableCancelSleep();
+			/* this wakes the writer, attached as the receiver */
 			shm_mq_set_sender(queue, MyProc);
-			shm_mq_set_receiver(queue, writer_proc);
 			handoff->queue = shm_mq_attach(queue, NULL, NULL);
 			handoff->writer = writer;
 			handoff->slot = slot;
 			active_handoffs = lappend(active_handoffs, handoff);
-			/* publish: the writer attaches only to a published queue */
-			SpinLockAcquire(&writer->mutex);
-			slot->published = true;
-			SpinLockRelease(&writer->mutex);
-			SetLatch(&writer_proc->procLatch);
-			ConditionVariableCancelSleep();
 			return handoff;
 		}
 
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+		timeout = remaining_wait(start, -1);
+		if (timeout == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("no sink writer accepted the rows of this transaction"),
 					 errdetail("Every hand-off queue of the writer was busy or the writer was not running for %d ms.",
 							   PaimonSinkHandoffTimeoutMs),
 					 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
-		ConditionVariableTimedSleep(&writer->slot_freed, 100, PG_WAIT_EXTENSION);
+		(void) ConditionVariableTimedSleep(&writer->slot_freed, timeout, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
-/* Detach our end; the slot is free once the writer detached too. */
+/*
+ * close_handoff detaches our end of a hand-off queue; the slot is free
+ * once the writer detached too, and the writer, woken, publishes it again.
+ */
 static void
 close_handoff(ActiveHandoff *handoff)
 {
 	HandoffSlot *slot = handoff->slot;
-	bool		freed = false;
+	PGPROC	   *writer_proc = NULL;
 
 	shm_mq_detach(handoff->queue);
 	handoff->queue = NULL;
@@ -514,11 +568,12 @@ close_handoff(ActiveHandoff *handoff)
 	if (slot->receiver_done)
 	{
 		slot->state = HANDOFF_FREE;
-		freed = true;
+		slot->published = false;
+		writer_proc = handoff->writer->proc;
 	}
 	SpinLockRelease(&handoff->writer->mutex);
-	if (freed)
-		ConditionVariableBroadcast(&handoff->writer->slot_freed);
+	if (writer_proc != NULL)
+		SetLatch(&writer_proc->procLatch);
 }
 
 static void
@@ -540,7 +595,12 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 				 errhint("Retry the transaction.")));
 }
 
-/* Wait until the writer made this hand-off durable. */
+/*
+ * wait_for_ack waits until the writer made this hand-off durable, or
+ * raises ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
+ * timeout: the writer sets our latch when it acknowledges, and its exit
+ * callback sets it for every hand-off it took and did not acknowledge.
+ */
 static void
 wait_for_ack(ActiveHandoff *handoff)
 {
@@ -562,8 +622,7 @@ wait_for_ack(ActiveHandoff *handoff)
 					 errmsg("the sink writer stopped before staging the rows of this transaction"),
 					 errdetail("This transaction is rolled back, so none of its rows are staged."),
 					 errhint("Retry the transaction.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-						 PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
