@@ -230,6 +230,7 @@ text_array_list(HeapTuple tuple, TupleDesc desc, int column)
 	return list;
 }
 
+/* lookup_sink reads the one sink a query with one parameter finds into info. */
 static bool
 lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 {

@@ -21,6 +21,7 @@
 #include "pgstat.h"
 #include "shared_state.h"
 #include "storage/latch.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
@@ -62,6 +63,11 @@ fault_point(const char *name)
 	if (PaimonSinkState == NULL)
 		return;
 	table = &PaimonSinkState->faults;
+	/*
+	 * Read without the mutex, the cheap test of an unarmed build: a hit that
+	 * races with inject_fault may miss the point, and tests arm a point
+	 * before they cause its hit.
+	 */
 	if (table->armed == 0)
 		return;
 
@@ -125,7 +131,8 @@ fault_point(const char *name)
 				SpinLockRelease(&table->mutex);
 				if (released)
 					break;
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+				/* release_fault() and clear_faults() set our latch; the timeout is a fallback */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
 								 PG_WAIT_EXTENSION);
 				ResetLatch(MyLatch);
 				CHECK_FOR_INTERRUPTS();
@@ -134,6 +141,26 @@ fault_point(const char *name)
 	}
 }
 
+/*
+ * wake_paused sets the latch of each process paused at a point that the
+ * caller just released, so that it goes on at once.
+ */
+static void
+wake_paused(pid_t *pids, int count)
+{
+	for (int i = 0; i < count; i++)
+	{
+		PGPROC	   *proc = pids[i] != 0 ? BackendPidGetProc(pids[i]) : NULL;
+
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
+}
+
+/*
+ * require_superuser refuses (ERRCODE_INSUFFICIENT_PRIVILEGE) a caller of
+ * the fault functions who is not a superuser.
+ */
 static void
 require_superuser(void)
 {
@@ -145,6 +172,7 @@ require_superuser(void)
 				 errdetail("Fault-injection points exist for tests.")));
 }
 
+/* known_point tells whether a name is one of the fault points. */
 static bool
 known_point(const char *name)
 {
@@ -220,14 +248,22 @@ paimon_sink_release_fault(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	FaultTable *table;
+	pid_t		paused[FAULT_POINT_COUNT];
 
 	require_superuser();
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+	{
+		paused[i] = 0;
 		if (strcmp(table->points[i].name, name) == 0)
+		{
 			table->points[i].released = true;
+			paused[i] = table->points[i].paused_pid;
+		}
+	}
 	SpinLockRelease(&table->mutex);
+	wake_paused(paused, FAULT_POINT_COUNT);
 	PG_RETURN_VOID();
 }
 
@@ -236,18 +272,21 @@ Datum
 paimon_sink_clear_faults(PG_FUNCTION_ARGS)
 {
 	FaultTable *table;
+	pid_t		paused[FAULT_POINT_COUNT];
 
 	require_superuser();
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)
 	{
+		paused[i] = table->points[i].paused_pid;
 		table->points[i].action = FAULT_NONE;
 		table->points[i].released = true;
 		table->points[i].name[0] = '\0';
 	}
 	table->armed = 0;
 	SpinLockRelease(&table->mutex);
+	wake_paused(paused, FAULT_POINT_COUNT);
 	PG_RETURN_VOID();
 }
 

@@ -114,6 +114,7 @@ typedef struct SinkCacheEntry
 
 static HTAB *sink_cache = NULL;
 
+/* sink_cache_invalidate marks stale the cached sinks of a changed foreign table or target. */
 static void
 sink_cache_invalidate(Datum arg, Oid relid)
 {
@@ -300,6 +301,7 @@ sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 	return &entry->layout;
 }
 
+/* refuse_reading refuses (ERRCODE_FEATURE_NOT_SUPPORTED) any read of a sink's foreign table. */
 static void
 refuse_reading(Oid relid)
 {
@@ -314,18 +316,21 @@ refuse_reading(Oid relid)
 					 get_rel_name(sink->target))));
 }
 
+/* sinkGetForeignRelSize refuses to plan a read. */
 static void
 sinkGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	refuse_reading(foreigntableid);
 }
 
+/* sinkGetForeignPaths refuses to plan a read. */
 static void
 sinkGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	refuse_reading(foreigntableid);
 }
 
+/* sinkGetForeignPlan refuses to plan a read. */
 static ForeignScan *
 sinkGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 				   ForeignPath *best_path, List *tlist, List *scan_clauses,
@@ -335,23 +340,27 @@ sinkGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	return NULL;
 }
 
+/* sinkBeginForeignScan refuses to start a read. */
 static void
 sinkBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	refuse_reading(RelationGetRelid(node->ss.ss_currentRelation));
 }
 
+/* sinkIterateForeignScan returns no row: a scan never starts. */
 static TupleTableSlot *
 sinkIterateForeignScan(ForeignScanState *node)
 {
 	return NULL;
 }
 
+/* sinkReScanForeignScan does nothing: a scan never starts. */
 static void
 sinkReScanForeignScan(ForeignScanState *node)
 {
 }
 
+/* sinkEndForeignScan does nothing: a scan never starts. */
 static void
 sinkEndForeignScan(ForeignScanState *node)
 {
@@ -379,6 +388,7 @@ sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 	return NIL;
 }
 
+/* sinkIsForeignRelUpdatable says that a sink takes INSERT only. */
 static int
 sinkIsForeignRelUpdatable(Relation rel)
 {
@@ -455,6 +465,10 @@ fdw_forget_fence_epochs(void)
 	session_epochs = NIL;
 }
 
+/*
+ * session_fence_epoch returns the commit user's fence epoch this session
+ * joined at its first write; refuses once a recover() raised it since.
+ */
 static uint64
 session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 {
@@ -769,6 +783,7 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	MemoryContextReset(state->row_context);
 }
 
+/* sinkBeginForeignModify starts an INSERT into a sink. */
 static void
 sinkBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
 					   int subplan_index, int eflags)
@@ -778,6 +793,7 @@ sinkBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
 }
 
+/* sinkExecForeignInsert buffers one inserted row for the hand-off. */
 static TupleTableSlot *
 sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 					  TupleTableSlot *planSlot)
@@ -786,6 +802,7 @@ sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot
 	return slot;
 }
 
+/* end_insert closes the target an INSERT or COPY kept open. */
 static void
 end_insert(SinkInsertState *state)
 {
@@ -796,18 +813,21 @@ end_insert(SinkInsertState *state)
 	state->target = NULL;
 }
 
+/* sinkEndForeignModify ends an INSERT into a sink. */
 static void
 sinkEndForeignModify(EState *estate, ResultRelInfo *rinfo)
 {
 	end_insert(rinfo->ri_FdwState);
 }
 
+/* sinkBeginForeignInsert starts a COPY FROM (or a routed insert) into a sink. */
 static void
 sinkBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
 	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
 }
 
+/* sinkEndForeignInsert ends a COPY FROM into a sink. */
 static void
 sinkEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
 {

@@ -362,6 +362,10 @@ release_level(int level)
 	}
 }
 
+/*
+ * handoff_subxact_callback takes back the rows of a subtransaction that
+ * rolls back, and gives those of one that commits to its parent.
+ */
 static void
 handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						 SubTransactionId parentSubid, void *arg)
@@ -374,6 +378,7 @@ handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		release_level(GetCurrentTransactionNestLevel());
 }
 
+/* rows_pending tells whether this transaction buffered rows for a sink. */
 static bool
 rows_pending(void)
 {
@@ -576,6 +581,10 @@ close_handoff(ActiveHandoff *handoff)
 		SetLatch(&writer_proc->procLatch);
 }
 
+/*
+ * send_message sends one message on a hand-off queue, or raises
+ * ERRCODE_CONNECTION_FAILURE when the writer detached from it.
+ */
 static void
 send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, int length)
 {
@@ -785,6 +794,7 @@ handoff_want_database_at_commit(void)
 	want_database_at_commit = true;
 }
 
+/* reset_state forgets this transaction's hand-off state at its end. */
 static void
 reset_state(void)
 {
@@ -803,6 +813,11 @@ reset_state(void)
 	xid_made_durable = false;
 }
 
+/*
+ * handoff_xact_callback hands the rows over at pre-commit, refuses
+ * PREPARE TRANSACTION of a transaction with rows, detaches the queues of
+ * one that aborts, and tells the committer at commit what it asked for.
+ */
 static void
 handoff_xact_callback(XactEvent event, void *arg)
 {

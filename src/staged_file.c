@@ -236,6 +236,7 @@ staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start, in
 	return file;
 }
 
+/* batch_checksum returns the CRC-32C of a batch header and its payload. */
 static uint32
 batch_checksum(StagedBatchHeader *header, const char *payload)
 {

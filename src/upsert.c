@@ -124,6 +124,10 @@ qualified_operator(Oid operator)
 	return result;
 }
 
+/*
+ * derive_apply_layout derives the layout of an upsert apply from the sink:
+ * the staged columns, the key, and the rows it sorts and merges.
+ */
 static void
 derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 {
@@ -227,12 +231,14 @@ begin_sort(ApplyLayout *layout)
 								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
+/* is_delete tells whether a staged version is a delete (-D). */
 static bool
 is_delete(ApplyLayout *layout, TupleTableSlot *slot)
 {
 	return !slot->tts_isnull[layout->row_kind_attnum - 1];
 }
 
+/* same_key tells whether a staged version has the key of the group. */
 static bool
 same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 {
