@@ -24,7 +24,7 @@
 #include "utils/snapshot.h"
 #include "writer_internal.h"
 
-static shm_mq_handle *barrier_queue;	/* while answering a barrier */
+static shm_mq_handle *barrier_queue; /* while answering a barrier */
 
 /*
  * stream_matches tells whether a stream is one the barrier concerns: its
@@ -38,10 +38,10 @@ static bool
 stream_matches(const Stream *stream)
 {
 	return stream->id.sink_id == MyWriter->barrier_sink_id &&
-		memcmp(&stream->id.sink_uuid, &MyWriter->barrier_sink_uuid, sizeof(pg_uuid_t)) == 0 &&
-		(MyWriter->barrier_commit_user[0] == '\0' ||
-		 strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0) &&
-		(MyWriter->barrier_writer_id < 0 || stream->id.writer_id == MyWriter->barrier_writer_id);
+		   memcmp(&stream->id.sink_uuid, &MyWriter->barrier_sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+		   (MyWriter->barrier_commit_user[0] == '\0' ||
+			strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0) &&
+		   (MyWriter->barrier_writer_id < 0 || stream->id.writer_id == MyWriter->barrier_writer_id);
 }
 
 /*
@@ -55,17 +55,16 @@ stream_matches(const Stream *stream)
 static void
 discard_stream(Stream *stream, shm_mq_handle *queue, bool *failed)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, stream->open_files)
+	foreach (lc, stream->open_files)
 	{
-		OpenFile   *file = lfirst(lc);
+		OpenFile *file = lfirst(lc);
 
 		FileClose(file->file);
 		if (unlink(file->path) != 0 && errno != ENOENT)
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("could not remove staged file \"%s\": %m", file->path)));
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("could not remove staged file \"%s\": %m", file->path)));
 		else if (!*failed)
 		{
 			CommittableRecord record;
@@ -91,8 +90,8 @@ static void
 forget_confirmed(void)
 {
 	HASH_SEQ_STATUS status;
-	Stream	   *stream;
-	uint64		confirmed;
+	Stream *stream;
+	uint64 confirmed;
 
 	SpinLockAcquire(&MyWriter->mutex);
 	confirmed = MyWriter->confirmed_barrier_seq;
@@ -101,9 +100,9 @@ forget_confirmed(void)
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
 	{
-		ListCell   *lc;
+		ListCell *lc;
 
-		foreach(lc, stream->sealed)
+		foreach (lc, stream->sealed)
 		{
 			SealedFile *sealed = lfirst(lc);
 
@@ -136,11 +135,11 @@ barrier_writer_answer(void)
 	SnapshotData snapshot;
 	shm_mq_handle *queue;
 	HASH_SEQ_STATUS status;
-	Stream	   *stream;
-	uint64		barrier_seq;
-	bool		failed = false;
+	Stream *stream;
+	uint64 barrier_seq;
+	bool failed = false;
 	CommittableRecord end;
-	int			kind;
+	int kind;
 
 	SpinLockAcquire(&MyWriter->mutex);
 	if (MyWriter->barrier_state != BARRIER_REQUESTED)
@@ -164,13 +163,13 @@ barrier_writer_answer(void)
 	snapshot.xcnt = MyWriter->barrier_xcnt;
 	snapshot.xip = shared_address(MyWriter->barrier_xip_offset);
 
-	queue = barrier_queue = shm_mq_attach(shared_address(MyWriter->barrier_queue_offset),
-										  NULL, NULL);
+	queue = barrier_queue =
+		shm_mq_attach(shared_address(MyWriter->barrier_queue_offset), NULL, NULL);
 
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
 	{
-		ListCell   *lc;
+		ListCell *lc;
 
 		if (!stream_matches(stream))
 			continue;
@@ -180,20 +179,21 @@ barrier_writer_answer(void)
 			discard_stream(stream, queue, &failed);
 		else if (kind == BARRIER_LIST)
 		{
-			foreach(lc, stream->open_files)
+			foreach (lc, stream->open_files)
 			{
-				OpenFile   *file = lfirst(lc);
+				OpenFile *file = lfirst(lc);
 				CommittableRecord record;
 
 				memset(&record, 0, sizeof(record));
 				record.kind = BARRIER_RECORD_COMMITTABLE;
 				record.stream = stream->id;
 				strlcpy(record.file_name, file->name, sizeof(record.file_name));
-				if (!failed && shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
+				if (!failed &&
+					shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
 					failed = true;
 			}
 		}
-		foreach(lc, stream->sealed)
+		foreach (lc, stream->sealed)
 		{
 			SealedFile *sealed = lfirst(lc);
 			shm_mq_iovec iov[2];

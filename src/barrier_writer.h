@@ -20,21 +20,21 @@
 /* Records on a barrier reply queue (writer to committer). */
 #define BARRIER_RECORD_COMMITTABLE 1
 #define BARRIER_RECORD_END 2
-#define BARRIER_RECORD_DISCARDED 3	/* an open file the writer removed */
+#define BARRIER_RECORD_DISCARDED 3 /* an open file the writer removed */
 
 /* A committable: one sealed file and the batch offsets it leaves out. */
 typedef struct CommittableRecord
 {
-	uint32		kind;
-	int32		excluded_count; /* int64 offsets follow the record */
+	uint32 kind;
+	int32 excluded_count; /* int64 offsets follow the record */
 	StreamIdentity stream;
-	char		file_name[STAGED_FILE_NAME_LENGTH + 1];
-	int64		row_count;
-	int64		byte_count;
-	int64		max_sequence;	/* the highest sequence number in the file */
+	char file_name[STAGED_FILE_NAME_LENGTH + 1];
+	int64 row_count;
+	int64 byte_count;
+	int64 max_sequence; /* the highest sequence number in the file */
 } CommittableRecord;
 
 extern void barrier_writer_answer(void);
 extern void barrier_writer_exit(void);
 
-#endif							/* PAIMON_SINK_BARRIER_WRITER_H */
+#endif /* PAIMON_SINK_BARRIER_WRITER_H */

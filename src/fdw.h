@@ -18,4 +18,4 @@ extern Datum paimon_sink_fdw_handler(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_fdw_validator(PG_FUNCTION_ARGS);
 extern void fdw_forget_fence_epochs(void);
 
-#endif							/* PAIMON_SINK_FDW_H */
+#endif /* PAIMON_SINK_FDW_H */

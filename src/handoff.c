@@ -54,31 +54,31 @@
 typedef struct PendingChunk
 {
 	StringInfoData data;
-	uint32		rows;
-	bool		spilled;
-	int			spill_fileno;
-	off_t		spill_offset;
-	int			spill_length;
+	uint32 rows;
+	bool spilled;
+	int spill_fileno;
+	off_t spill_offset;
+	int spill_length;
 } PendingChunk;
 
 /* State of a stream when a subtransaction first appended to it. */
 typedef struct SavepointMark
 {
-	int			level;
-	int			chunk_count;
-	int			last_length;
-	uint32		last_rows;
-	uint64		rows;
+	int level;
+	int chunk_count;
+	int last_length;
+	uint32 last_rows;
+	uint64 rows;
 } SavepointMark;
 
 struct PendingStream
 {
 	StreamIdentity id;
-	int			writer_index;
-	uint64		fence_epoch;	/* the lowest any statement of it saw */
-	List	   *chunks;			/* PendingChunk * */
-	uint64		rows;
-	List	   *marks;			/* SavepointMark *, innermost last */
+	int writer_index;
+	uint64 fence_epoch; /* the lowest any statement of it saw */
+	List *chunks;		/* PendingChunk * */
+	uint64 rows;
+	List *marks; /* SavepointMark *, innermost last */
 };
 
 /* A queue this backend is sending on, so an abort can detach it. */
@@ -86,8 +86,8 @@ typedef struct ActiveHandoff
 {
 	WriterEntry *writer;
 	HandoffSlot *slot;
-	uint64		generation;
-	uint64		incarnation;
+	uint64 generation;
+	uint64 incarnation;
 	shm_mq_handle *queue;
 } ActiveHandoff;
 
@@ -95,12 +95,12 @@ typedef struct ActiveHandoff
 static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
-static ActiveHandoff **writer_handoffs = NULL;	/* per writer, while open */
+static ActiveHandoff **writer_handoffs = NULL; /* per writer, while open */
 static bool xid_made_durable = false;
 static bool wake_committer_at_commit = false;
 static bool want_database_at_commit = false;
 static BufFile *spill_file = NULL;
-static int	spill_end_fileno = 0;
+static int spill_end_fileno = 0;
 static off_t spill_end_offset = 0;
 static Size bytes_in_memory = 0;
 
@@ -124,10 +124,9 @@ handoff_register_callbacks(void)
 int
 handoff_writer_for(int32 sink_id, int32 bucket)
 {
-	uint32		key[2] = {(uint32) sink_id, (uint32) bucket};
+	uint32 key[2] = {(uint32) sink_id, (uint32) bucket};
 
-	return hash_bytes((const unsigned char *) key, sizeof(key)) %
-		PaimonSinkWritersPerDatabase;
+	return hash_bytes((const unsigned char *) key, sizeof(key)) % PaimonSinkWritersPerDatabase;
 }
 
 /*
@@ -139,7 +138,7 @@ handoff_writer_for(int32 sink_id, int32 bucket)
 PendingStream *
 handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoch)
 {
-	ListCell   *lc;
+	ListCell *lc;
 	PendingStream *pending;
 	MemoryContext old;
 
@@ -148,7 +147,7 @@ handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoc
 	else
 	{
 		pending = NULL;
-		foreach(lc, pending_streams)
+		foreach (lc, pending_streams)
 		{
 			if (memcmp(&((PendingStream *) lfirst(lc))->id, stream, sizeof(*stream)) == 0)
 			{
@@ -194,9 +193,8 @@ spill_chunk(PendingChunk *chunk)
 	 * buffer has not written yet.
 	 */
 	if (BufFileSeek(spill_file, spill_end_fileno, spill_end_offset, SEEK_SET) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not seek in the spilled rows of this transaction: %m")));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not seek in the spilled rows of this transaction: %m")));
 	chunk->spill_fileno = spill_end_fileno;
 	chunk->spill_offset = spill_end_offset;
 	BufFileWrite(spill_file, chunk->data.data, chunk->data.len);
@@ -213,7 +211,7 @@ spill_chunk(PendingChunk *chunk)
 static char *
 chunk_rows(PendingChunk *chunk, int *length)
 {
-	char	   *buffer;
+	char *buffer;
 
 	if (!chunk->spilled)
 	{
@@ -223,9 +221,8 @@ chunk_rows(PendingChunk *chunk, int *length)
 	buffer = palloc(chunk->spill_length);
 	if (BufFileSeek(spill_file, chunk->spill_fileno, chunk->spill_offset, SEEK_SET) != 0 ||
 		BufFileRead(spill_file, buffer, chunk->spill_length) != (size_t) chunk->spill_length)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read the spilled rows of this transaction: %m")));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not read the spilled rows of this transaction: %m")));
 	*length = chunk->spill_length;
 	return buffer;
 }
@@ -235,7 +232,7 @@ void
 handoff_append_row(PendingStream *stream, const char *row, int length)
 {
 	PendingChunk *chunk;
-	int			level = GetCurrentTransactionNestLevel();
+	int level = GetCurrentTransactionNestLevel();
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
 	if (level > 1)
@@ -290,13 +287,13 @@ handoff_append_row(PendingStream *stream, const char *row, int length)
 static void
 rollback_to_level(int level)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		PendingStream *stream = lfirst(lc);
 		SavepointMark *restore = NULL;
-		int			keep = list_length(stream->marks);
+		int keep = list_length(stream->marks);
 
 		for (int i = list_length(stream->marks) - 1; i >= 0; i--)
 		{
@@ -340,9 +337,9 @@ rollback_to_level(int level)
 static void
 release_level(int level)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		PendingStream *stream = lfirst(lc);
 		SavepointMark *mark;
@@ -353,8 +350,9 @@ release_level(int level)
 		mark = llast(stream->marks);
 		if (mark->level != level)
 			continue;
-		below = list_length(stream->marks) > 1 ?
-			list_nth(stream->marks, list_length(stream->marks) - 2) : NULL;
+		below = list_length(stream->marks) > 1
+					? list_nth(stream->marks, list_length(stream->marks) - 2)
+					: NULL;
 		if (level - 1 <= 1 || (below != NULL && below->level == level - 1))
 			stream->marks = list_delete_last(stream->marks);
 		else
@@ -367,8 +365,8 @@ release_level(int level)
  * rolls back, and gives those of one that commits to its parent.
  */
 static void
-handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
+handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+						 void *arg)
 {
 	if (pending_streams == NIL)
 		return;
@@ -382,9 +380,9 @@ handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 static bool
 rows_pending(void)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		if (((PendingStream *) lfirst(lc))->rows > 0)
 			return true;
@@ -406,7 +404,7 @@ workers_ready(DatabaseEntry *db)
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(db, w);
-		bool		ready;
+		bool ready;
 
 		SpinLockAcquire(&writer->mutex);
 		ready = writer->ready;
@@ -425,12 +423,12 @@ workers_ready(DatabaseEntry *db)
 static long
 remaining_wait(TimestampTz start, long limit)
 {
-	long		left;
+	long left;
 
 	if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
 		return 0;
-	left = PaimonSinkHandoffTimeoutMs -
-		TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+	left =
+		PaimonSinkHandoffTimeoutMs - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
 	left = Max(left, 1);
 	return limit < 0 ? left : Min(left, limit);
 }
@@ -447,20 +445,21 @@ remaining_wait(TimestampTz start, long limit)
 int
 handoff_database_index(bool wait_for_writers)
 {
-	int			index = shared_want_database(MyDatabaseId);
+	int index = shared_want_database(MyDatabaseId);
 	DatabaseEntry *db = shared_database(index);
 	TimestampTz start = GetCurrentTimestamp();
 
 	while (wait_for_writers && !workers_ready(db))
 	{
-		long		timeout;
+		long timeout;
 
 		/* they wait for our commit, and we for them: say so at once */
 		if (catalog_extension_changed_here())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the workers of paimon_sink cannot serve this transaction"),
-					 errdetail("This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits."),
+					 errdetail("This transaction created or updated extension paimon_sink; its "
+							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
 		timeout = remaining_wait(start, 100);
 		if (timeout == 0)
@@ -469,7 +468,9 @@ handoff_database_index(bool wait_for_writers)
 					 errmsg("the writers of this database are not running"),
 					 errdetail("No committer and writers served database \"%s\" within %d ms.",
 							   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
-					 errhint("Check that paimon_sink is in shared_preload_libraries and that max_worker_processes leaves room for the launcher, one committer and paimon_sink.writers_per_database writers per database.")));
+					 errhint("Check that paimon_sink is in shared_preload_libraries and that "
+							 "max_worker_processes leaves room for the launcher, one committer and "
+							 "paimon_sink.writers_per_database writers per database.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -521,17 +522,16 @@ static ActiveHandoff *
 open_handoff(WriterEntry *writer)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext,
-													sizeof(ActiveHandoff));
+	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext, sizeof(ActiveHandoff));
 
 	for (;;)
 	{
 		HandoffSlot *slot = take_slot(writer, handoff);
-		long		timeout;
+		long timeout;
 
 		if (slot != NULL)
 		{
-			shm_mq	   *queue = shared_address(slot->queue_offset);
+			shm_mq *queue = shared_address(slot->queue_offset);
 
 			ConditionVariableCancelSleep();
 			/* this wakes the writer, attached as the receiver */
@@ -545,12 +545,14 @@ open_handoff(WriterEntry *writer)
 
 		timeout = remaining_wait(start, -1);
 		if (timeout == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no sink writer accepted the rows of this transaction"),
-					 errdetail("Every hand-off queue of the writer was busy or the writer was not running for %d ms.",
-							   PaimonSinkHandoffTimeoutMs),
-					 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no sink writer accepted the rows of this transaction"),
+				 errdetail("Every hand-off queue of the writer was busy or the writer was not "
+						   "running for %d ms.",
+						   PaimonSinkHandoffTimeoutMs),
+				 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
 		(void) ConditionVariableTimedSleep(&writer->slot_freed, timeout, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -564,7 +566,7 @@ static void
 close_handoff(ActiveHandoff *handoff)
 {
 	HandoffSlot *slot = handoff->slot;
-	PGPROC	   *writer_proc = NULL;
+	PGPROC *writer_proc = NULL;
 
 	shm_mq_detach(handoff->queue);
 	handoff->queue = NULL;
@@ -597,11 +599,11 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 	iov[1].len = length;
 	result = shm_mq_sendv(handoff->queue, iov, length > 0 ? 2 : 1, false, true);
 	if (result != SHM_MQ_SUCCESS)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost the sink writer while handing off rows"),
-				 errdetail("The writer detached from its queue; this transaction is rolled back, so none of its rows are staged."),
-				 errhint("Retry the transaction.")));
+		ereport(ERROR, (errcode(ERRCODE_CONNECTION_FAILURE),
+						errmsg("lost the sink writer while handing off rows"),
+						errdetail("The writer detached from its queue; this transaction is rolled "
+								  "back, so none of its rows are staged."),
+						errhint("Retry the transaction.")));
 }
 
 /*
@@ -615,13 +617,12 @@ wait_for_ack(ActiveHandoff *handoff)
 {
 	for (;;)
 	{
-		bool		done;
-		bool		lost;
+		bool done;
+		bool lost;
 
 		SpinLockAcquire(&handoff->writer->mutex);
 		done = handoff->slot->done_generation >= handoff->generation;
-		lost = handoff->writer->incarnation != handoff->incarnation ||
-			handoff->writer->pid == 0;
+		lost = handoff->writer->incarnation != handoff->incarnation || handoff->writer->pid == 0;
 		SpinLockRelease(&handoff->writer->mutex);
 		if (done)
 			return;
@@ -660,8 +661,8 @@ static ActiveHandoff *
 writer_handoff(int w)
 {
 	if (writer_handoffs == NULL)
-		writer_handoffs = MemoryContextAllocZero(TopTransactionContext,
-												 sizeof(ActiveHandoff *) * PaimonSinkWritersPerDatabase);
+		writer_handoffs = MemoryContextAllocZero(
+			TopTransactionContext, sizeof(ActiveHandoff *) * PaimonSinkWritersPerDatabase);
 	if (writer_handoffs[w] == NULL)
 	{
 		DatabaseEntry *db = shared_database(handoff_database_index(true));
@@ -677,8 +678,8 @@ send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
 		   FullTransactionId full_xid, bool streamed)
 {
 	HandoffMessage message;
-	char	   *rows;
-	int			length;
+	char *rows;
+	int length;
 
 	memset(&message, 0, sizeof(message));
 	message.kind = HANDOFF_MESSAGE_CHUNK;
@@ -704,9 +705,9 @@ stream_rows(PendingStream *stream)
 	FullTransactionId full_xid = durable_xid();
 	ActiveHandoff *handoff = writer_handoff(stream->writer_index);
 	PendingChunk *last = llast(stream->chunks);
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, stream->chunks)
+	foreach (lc, stream->chunks)
 	{
 		PendingChunk *chunk = lfirst(lc);
 
@@ -733,21 +734,21 @@ static void
 send_pending_rows(void)
 {
 	FullTransactionId full_xid = durable_xid();
-	ListCell   *lc;
+	ListCell *lc;
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		ActiveHandoff *handoff = writer_handoffs ? writer_handoffs[w] : NULL;
 		HandoffMessage message;
 
-		foreach(lc, pending_streams)
+		foreach (lc, pending_streams)
 		{
 			PendingStream *stream = lfirst(lc);
-			ListCell   *chunk_cell;
+			ListCell *chunk_cell;
 
 			if (stream->writer_index != w || stream->rows == 0)
 				continue;
-			foreach(chunk_cell, stream->chunks)
+			foreach (chunk_cell, stream->chunks)
 			{
 				PendingChunk *chunk = lfirst(chunk_cell);
 
@@ -767,7 +768,7 @@ send_pending_rows(void)
 		close_handoff(handoff);
 	}
 
-	foreach(lc, active_handoffs)
+	foreach (lc, active_handoffs)
 		wait_for_ack(lfirst(lc));
 	fault_point("backend_after_handoff");
 }
@@ -821,7 +822,7 @@ reset_state(void)
 static void
 handoff_xact_callback(XactEvent event, void *arg)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
 	switch (event)
 	{
@@ -831,16 +832,19 @@ handoff_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (rows_pending())
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that wrote to a sink"),
-						 errdetail("Rows written to a paimon_sink foreign table are staged when the transaction commits; a prepared transaction cannot stage them."),
-						 errhint("Commit the transaction instead, and use paimon_sink.prepare_commit() and paimon_sink.commit() for two-phase commits of sink data.")));
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot prepare a transaction that wrote to a sink"),
+					 errdetail("Rows written to a paimon_sink foreign table are staged when the "
+							   "transaction commits; a prepared transaction cannot stage them."),
+					 errhint("Commit the transaction instead, and use paimon_sink.prepare_commit() "
+							 "and paimon_sink.commit() for two-phase commits of sink data.")));
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			/* a queue still open tells its writer the batch is void */
-			foreach(lc, active_handoffs)
+			foreach (lc, active_handoffs)
 			{
 				ActiveHandoff *handoff = lfirst(lc);
 
@@ -854,7 +858,7 @@ handoff_xact_callback(XactEvent event, void *arg)
 				shared_extension_committed(MyDatabaseId);
 			if (wake_committer_at_commit)
 			{
-				int			index;
+				int index;
 
 				/* a flag, not only the latch: a busy committer resets its latch */
 				LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);

@@ -73,9 +73,9 @@
  */
 typedef struct BucketSequence
 {
-	int32		sink_id;		/* hash key, with bucket */
-	int32		bucket;
-	uint64		next;
+	int32 sink_id; /* hash key, with bucket */
+	int32 bucket;
+	uint64 next;
 } BucketSequence;
 
 /*
@@ -86,20 +86,20 @@ typedef struct BucketSequence
 typedef struct SlotReader
 {
 	shm_mq_handle *queue;
-	bool		in_use;			/* counted in queues_in_use */
+	bool in_use; /* counted in queues_in_use */
 } SlotReader;
 
 /* A hand-off received whole, acknowledged after the next grouped fsync. */
 typedef struct PendingAck
 {
 	HandoffSlot *slot;
-	uint64		generation;
-	PGPROC	   *requester;
+	uint64 generation;
+	PGPROC *requester;
 } PendingAck;
 
 WriterEntry *MyWriter;
-int			MyWriterIndex;
-HTAB	   *WriterStreams;
+int MyWriterIndex;
+HTAB *WriterStreams;
 MemoryContext WriterContext;
 
 static DatabaseEntry *MyDatabaseEntry;
@@ -107,14 +107,14 @@ static uint64 MyIncarnation;
 static HTAB *sequences;
 static SlotReader *readers;
 static PendingAck *pending_acks;
-static int	pending_ack_count;
-static int	pending_ack_capacity;
+static int pending_ack_count;
+static int pending_ack_capacity;
 
 /* writer_start registers a writer worker; NULL when no slot is free. */
 BackgroundWorkerHandle *
 writer_start(int database_index, int writer_index)
 {
-	char		name[BGW_MAXLEN];
+	char name[BGW_MAXLEN];
 
 	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
 	return launcher_start_worker("paimon_sink_writer_main", "paimon_sink writer", name,
@@ -129,8 +129,8 @@ Stream *
 writer_get_stream(const StreamIdentity *id)
 {
 	StreamIdentity key;
-	bool		found;
-	Stream	   *stream;
+	bool found;
+	Stream *stream;
 
 	memset(&key, 0, sizeof(key));
 	key.sink_uuid = id->sink_uuid;
@@ -154,9 +154,9 @@ writer_get_stream(const StreamIdentity *id)
  */
 void
 writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint64 full_xid,
-		  uint64 fence_epoch, bool dead)
+				 uint64 fence_epoch, bool dead)
 {
-	BatchInfo  *batch = file->batch_count > 0 ? &file->batches[file->batch_count - 1] : NULL;
+	BatchInfo *batch = file->batch_count > 0 ? &file->batches[file->batch_count - 1] : NULL;
 
 	file->record_count++;
 	if (batch != NULL && batch->full_xid == full_xid && batch->fence_epoch == fence_epoch &&
@@ -170,9 +170,10 @@ writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint6
 	if (file->batch_count == file->batch_capacity)
 	{
 		file->batch_capacity = Max(16, file->batch_capacity * 2);
-		file->batches = file->batches == NULL ?
-			MemoryContextAlloc(WriterContext, sizeof(BatchInfo) * file->batch_capacity) :
-			repalloc(file->batches, sizeof(BatchInfo) * file->batch_capacity);
+		file->batches =
+			file->batches == NULL
+				? MemoryContextAlloc(WriterContext, sizeof(BatchInfo) * file->batch_capacity)
+				: repalloc(file->batches, sizeof(BatchInfo) * file->batch_capacity);
 	}
 	batch = &file->batches[file->batch_count++];
 	batch->offset = offset;
@@ -194,11 +195,11 @@ writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows, uint6
 static OpenFile *
 current_file(Stream *stream, uint64 owner_xid)
 {
-	OpenFile   *file;
-	ListCell   *lc;
+	OpenFile *file;
+	ListCell *lc;
 	MemoryContext old;
 
-	foreach(lc, stream->open_files)
+	foreach (lc, stream->open_files)
 	{
 		file = lfirst(lc);
 		if (file->appendable && file->owner_xid == owner_xid)
@@ -207,8 +208,9 @@ current_file(Stream *stream, uint64 owner_xid)
 	old = MemoryContextSwitchTo(WriterContext);
 	file = palloc0(sizeof(OpenFile));
 	file->owner_xid = owner_xid;
-	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
-	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 2);	/* the file and its folder */
+	file->file =
+		staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
+	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 2); /* the file and its folder */
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
 	stream->open_files = lappend(stream->open_files, file);
@@ -226,7 +228,7 @@ bucket_sequence(int32 sink_id, int32 bucket)
 {
 	BucketSequence key;
 	BucketSequence *entry;
-	bool		found;
+	bool found;
 
 	key.sink_id = sink_id;
 	key.bucket = bucket;
@@ -255,13 +257,13 @@ writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last)
  * (first_sequence 0); a carried copy passes its original ones.
  */
 static void
-append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
-			 const char *payload, uint32 length, const char *origin_name, off_t origin_offset,
-			 bool streamed, uint64 first_sequence)
+append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, const char *payload,
+			 uint32 length, const char *origin_name, off_t origin_offset, bool streamed,
+			 uint64 first_sequence)
 {
-	OpenFile   *file = current_file(stream, streamed ? full_xid : 0);
+	OpenFile *file = current_file(stream, streamed ? full_xid : 0);
 	StagedBatchHeader header;
-	off_t		offset = file->size;
+	off_t offset = file->size;
 
 	if (first_sequence == 0)
 	{
@@ -306,16 +308,16 @@ static void
 sync_dirty_files(void)
 {
 	HASH_SEQ_STATUS status;
-	Stream	   *stream;
+	Stream *stream;
 
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
 	{
-		ListCell   *lc;
+		ListCell *lc;
 
-		foreach(lc, stream->open_files)
+		foreach (lc, stream->open_files)
 		{
-			OpenFile   *file = lfirst(lc);
+			OpenFile *file = lfirst(lc);
 
 			if (file->dirty)
 				writer_sync(file->file, file->path);
@@ -335,14 +337,14 @@ sync_dirty_files(void)
 static void
 arm_free_slots(void)
 {
-	bool		armed = false;
+	bool armed = false;
 
 	for (int s = 0; s < MyWriter->slot_count; s++)
 	{
 		HandoffSlot *slot = &MyWriter->slots[s];
-		shm_mq	   *queue;
+		shm_mq *queue;
 		MemoryContext old;
-		bool		free_slot;
+		bool free_slot;
 
 		if (readers[s].queue != NULL)
 			continue;
@@ -427,7 +429,7 @@ add_pending_ack(HandoffSlot *slot)
 static bool
 poll_handoffs(void)
 {
-	bool		progress = false;
+	bool progress = false;
 
 	arm_free_slots();
 	for (int s = 0; s < MyWriter->slot_count; s++)
@@ -437,8 +439,8 @@ poll_handoffs(void)
 
 		while (reader->queue != NULL)
 		{
-			Size		length;
-			void	   *data;
+			Size length;
+			void *data;
 			shm_mq_result result = shm_mq_receive(reader->queue, &length, &data, true);
 			HandoffMessage message;
 
@@ -492,7 +494,7 @@ group_fsync_wait(void)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
 	for (;;)
 	{
-		long		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		long timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
 		if (timeout <= 0)
 			break;
@@ -561,12 +563,11 @@ classify(const BatchInfo *batch, Snapshot snapshot, uint64 fence_epoch)
 		return BATCH_FENCED;
 	if (batch->full_xid > U64FromFullTransactionId(next) ||
 		U64FromFullTransactionId(next) - batch->full_xid > (uint64) 1 << 30)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("staged batch has transaction id %llu outside the range still known",
-						(unsigned long long) batch->full_xid),
-				 errdetail("The next transaction id is %llu.",
-						   (unsigned long long) U64FromFullTransactionId(next))));
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+						errmsg("staged batch has transaction id %llu outside the range still known",
+							   (unsigned long long) batch->full_xid),
+						errdetail("The next transaction id is %llu.",
+								  (unsigned long long) U64FromFullTransactionId(next))));
 	if (!XidInMVCCSnapshot(xid, snapshot))
 		return TransactionIdDidCommit(xid) ? BATCH_TAKE : BATCH_DROP;
 	/* running at the barrier: carry it unless it has aborted since */
@@ -574,7 +575,6 @@ classify(const BatchInfo *batch, Snapshot snapshot, uint64 fence_epoch)
 		return BATCH_CARRY;
 	return BATCH_DROP;
 }
-
 
 /*
  * writer_seal_stream seals every open file of a stream against the
@@ -585,24 +585,24 @@ classify(const BatchInfo *batch, Snapshot snapshot, uint64 fence_epoch)
 void
 writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64 fence_epoch)
 {
-	List	   *files = stream->open_files;
-	ListCell   *lc;
+	List *files = stream->open_files;
+	ListCell *lc;
 	StringInfoData payload;
-	bool		carried = false;
-	uint64		fenced_rows = 0;
-	List	   *kept = NIL;
+	bool carried = false;
+	uint64 fenced_rows = 0;
+	List *kept = NIL;
 	MemoryContext old_files;
 
 	if (files == NIL)
 		return;
 	stream->open_files = NIL;
 	initStringInfo(&payload);
-	foreach(lc, files)
+	foreach (lc, files)
 	{
-		OpenFile   *file = lfirst(lc);
+		OpenFile *file = lfirst(lc);
 		MemoryContext old;
 		SealedFile *sealed;
-		int			excluded = 0;
+		int excluded = 0;
 
 		/* a streaming transaction still running keeps its own file open */
 		if (file->owner_xid != 0 && file->batch_count > 0 &&
@@ -624,9 +624,9 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 		sealed->record.max_sequence = (int64) file->max_sequence;
 		for (int b = 0; b < file->batch_count; b++)
 		{
-			BatchInfo  *batch = &file->batches[b];
-			BatchClass	class = classify(batch, snapshot, fence_epoch);
-			off_t		offset = batch->offset;
+			BatchInfo *batch = &file->batches[b];
+			BatchClass class = classify(batch, snapshot, fence_epoch);
+			off_t offset = batch->offset;
 
 			if (class == BATCH_TAKE)
 			{
@@ -641,10 +641,10 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 			{
 				StagedBatchHeader header;
 
-				if (class == BATCH_CARRY ?
-					!staged_file_read_batch(file->file, file->path, offset, file->size, &header,
-											&payload) :
-					!staged_file_read_header(file->file, file->path, offset, file->size, &header))
+				if (class == BATCH_CARRY ? !staged_file_read_batch(file->file, file->path, offset,
+																   file->size, &header, &payload)
+										 : !staged_file_read_header(file->file, file->path, offset,
+																	file->size, &header))
 					ereport(ERROR,
 							(errcode(ERRCODE_DATA_CORRUPTED),
 							 errmsg("staged file \"%s\" has an unreadable batch at offset %lld",
@@ -679,16 +679,17 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 	stream->open_files = list_concat(kept, stream->open_files);
 	MemoryContextSwitchTo(old_files);
 	if (fenced_rows > 0)
-		ereport(LOG,
-				(errmsg("paimon_sink left out %llu rows of commit user \"%s\" of sink %d written before its last recover()",
-						(unsigned long long) fenced_rows, stream->id.commit_user, stream->id.sink_id),
-				 errdetail("Their transactions began writing under fence epoch %llu or lower; the job replays them from its restored checkpoint.",
-						   (unsigned long long) fence_epoch - 1)));
+		ereport(LOG, (errmsg("paimon_sink left out %llu rows of commit user \"%s\" of sink %d "
+							 "written before its last recover()",
+							 (unsigned long long) fenced_rows, stream->id.commit_user,
+							 stream->id.sink_id),
+					  errdetail("Their transactions began writing under fence epoch %llu or lower; "
+								"the job replays them from its restored checkpoint.",
+								(unsigned long long) fence_epoch - 1)));
 	/* carried copies must be durable before the committable leaving them out is */
 	if (carried)
 		sync_dirty_files();
 }
-
 
 /*
  * forget_dropped_sinks forgets the streams of dropped sinks: their folder is gone (the committer
@@ -698,21 +699,21 @@ static void
 forget_dropped_sinks(void)
 {
 	HASH_SEQ_STATUS status;
-	Stream	   *stream;
+	Stream *stream;
 
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
 	{
-		char		directory[MAXPGPATH];
+		char directory[MAXPGPATH];
 		struct stat st;
-		ListCell   *lc;
+		ListCell *lc;
 
 		staged_file_directory(directory, MyDatabaseId, stream->id.sink_id);
 		if (stat(directory, &st) == 0 || errno != ENOENT)
 			continue;
-		foreach(lc, stream->open_files)
+		foreach (lc, stream->open_files)
 		{
-			OpenFile   *file = lfirst(lc);
+			OpenFile *file = lfirst(lc);
 
 			FileClose(file->file);
 			pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
@@ -727,7 +728,6 @@ forget_dropped_sinks(void)
 	}
 }
 
-
 /*
  * writer_exit detaches this writer's end of every hand-off queue and of a
  * barrier's reply queue, so that no sender and no committer waits on a
@@ -738,7 +738,7 @@ forget_dropped_sinks(void)
 static void
 writer_exit(int code, Datum arg)
 {
-	PGPROC	   *committer;
+	PGPROC *committer;
 
 	SpinLockAcquire(&MyWriter->mutex);
 	MyWriter->pid = 0;
@@ -749,7 +749,7 @@ writer_exit(int code, Datum arg)
 	for (int s = 0; s < MyWriter->slot_count; s++)
 	{
 		HandoffSlot *slot = &MyWriter->slots[s];
-		PGPROC	   *requester = NULL;
+		PGPROC *requester = NULL;
 
 		if (readers[s].queue != NULL)
 			shm_mq_detach(readers[s].queue);
@@ -766,7 +766,7 @@ writer_exit(int code, Datum arg)
 			requester = slot->requester;
 		}
 		else if (slot->incarnation == MyIncarnation)
-			slot->published = false;	/* armed, not taken: no sender may take it now */
+			slot->published = false; /* armed, not taken: no sender may take it now */
 		SpinLockRelease(&MyWriter->mutex);
 		if (requester != NULL)
 			SetLatch(&requester->procLatch);
@@ -791,9 +791,9 @@ writer_exit(int code, Datum arg)
 void
 paimon_sink_writer_main(Datum main_arg)
 {
-	int			argument = DatumGetInt32(main_arg);
-	int			database_index = argument >> 16;
-	HASHCTL		hash;
+	int argument = DatumGetInt32(main_arg);
+	int database_index = argument >> 16;
+	HASHCTL hash;
 
 	MyWriterIndex = argument & 0xFFFF;
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -807,13 +807,14 @@ paimon_sink_writer_main(Datum main_arg)
 	/* over ALTER DATABASE/ROLE ... SET: its role, search_path, durability */
 	security_pin_worker_settings();
 
-	WriterContext = AllocSetContextCreate(TopMemoryContext, "paimon_sink writer",
-										   ALLOCSET_DEFAULT_SIZES);
+	WriterContext =
+		AllocSetContextCreate(TopMemoryContext, "paimon_sink writer", ALLOCSET_DEFAULT_SIZES);
 	memset(&hash, 0, sizeof(hash));
 	hash.keysize = sizeof(StreamIdentity);
 	hash.entrysize = sizeof(Stream);
 	hash.hcxt = WriterContext;
-	WriterStreams = hash_create("paimon_sink streams", 64, &hash, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	WriterStreams =
+		hash_create("paimon_sink streams", 64, &hash, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	hash.keysize = sizeof(int32) * 2;
 	hash.entrysize = sizeof(BucketSequence);
 	sequences = hash_create("paimon_sink bucket sequences", 64, &hash,
@@ -849,7 +850,7 @@ paimon_sink_writer_main(Datum main_arg)
 
 	for (;;)
 	{
-		bool		progress;
+		bool progress;
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -870,8 +871,8 @@ paimon_sink_writer_main(Datum main_arg)
 			proc_exit(0);
 		if (!progress)
 		{
-			int			events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-										   1000, PG_WAIT_EXTENSION);
+			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+								   PG_WAIT_EXTENSION);
 
 			if (events & WL_TIMEOUT)
 				forget_dropped_sinks();

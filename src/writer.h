@@ -23,4 +23,4 @@
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);
 extern BackgroundWorkerHandle *writer_start(int database_index, int writer_index);
 
-#endif							/* PAIMON_SINK_WRITER_H */
+#endif /* PAIMON_SINK_WRITER_H */

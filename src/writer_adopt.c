@@ -37,11 +37,12 @@
 static bool
 file_is_recorded(const char *file_name)
 {
-	Oid			type = TEXTOID;
-	Datum		value = CStringGetTextDatum(file_name);
+	Oid type = TEXTOID;
+	Datum value = CStringGetTextDatum(file_name);
 
 	if (SPI_execute_plan(catalog_plan("SELECT 1 FROM paimon_sink.committable c "
-									  "WHERE c.file_name OPERATOR(pg_catalog.=) $1", 1, &type),
+									  "WHERE c.file_name OPERATOR(pg_catalog.=) $1",
+									  1, &type),
 						 &value, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.committable");
 	return SPI_processed > 0;
@@ -58,18 +59,18 @@ static void
 adopt_file(const char *path, const char *name)
 {
 	StreamIdentity id;
-	off_t		offset;
-	off_t		size;
-	File		handle;
-	OpenFile   *file;
-	Stream	   *stream;
+	off_t offset;
+	off_t size;
+	File handle;
+	OpenFile *file;
+	Stream *stream;
 	MemoryContext old;
-	SinkInfo	sink;
+	SinkInfo sink;
 
 	memset(&id, 0, sizeof(id));
 	handle = staged_file_open(path, &id, &offset, LOG);
 	if (handle < 0)
-		return;					/* removed meanwhile, or not a staged file */
+		return; /* removed meanwhile, or not a staged file */
 	if (handoff_writer_for(id.sink_id, id.bucket) != MyWriterIndex || file_is_recorded(name))
 	{
 		FileClose(handle);
@@ -79,10 +80,10 @@ adopt_file(const char *path, const char *name)
 	if (!catalog_sink_by_id(id.sink_id, &sink) ||
 		memcmp(&sink.sink_uuid, &id.sink_uuid, sizeof(pg_uuid_t)) != 0)
 	{
-		ereport(LOG,
-				(errmsg("paimon_sink writer leaves staged file \"%s\" alone: it belongs to no existing sink",
-						path),
-				 errhint("paimon_sink.remove_orphan_files() removes it.")));
+		ereport(LOG, (errmsg("paimon_sink writer leaves staged file \"%s\" alone: it belongs to no "
+							 "existing sink",
+							 path),
+					  errhint("paimon_sink.remove_orphan_files() removes it.")));
 		FileClose(handle);
 		return;
 	}
@@ -97,14 +98,14 @@ adopt_file(const char *path, const char *name)
 	for (;;)
 	{
 		StagedBatchHeader header;
-		bool		dead = false;
+		bool dead = false;
 
 		if (!staged_file_read_batch(handle, path, offset, size, &header, NULL))
 			break;
 		if (header.origin_offset != 0)
 		{
-			char		origin_name[STAGED_FILE_NAME_LENGTH + 1];
-			char		origin_path[MAXPGPATH];
+			char origin_name[STAGED_FILE_NAME_LENGTH + 1];
+			char origin_path[MAXPGPATH];
 			struct stat st;
 
 			uuid_unparse_lower(header.origin_file, origin_name);
@@ -114,10 +115,10 @@ adopt_file(const char *path, const char *name)
 			dead = !file_is_recorded(origin_name) && stat(origin_path, &st) == 0;
 		}
 		writer_add_batch(file, offset, sizeof(header) + header.payload_length, header.row_count,
-				  header.full_xid, header.fence_epoch, dead);
+						 header.full_xid, header.fence_epoch, dead);
 		if (header.row_count > 0)
 		{
-			uint64		last = header.first_sequence + header.row_count - 1;
+			uint64 last = header.first_sequence + header.row_count - 1;
 
 			file->max_sequence = Max(file->max_sequence, last);
 			writer_raise_sequence(id.sink_id, id.bucket, last);
@@ -126,13 +127,12 @@ adopt_file(const char *path, const char *name)
 	}
 	if (offset < size)
 	{
-		ereport(LOG,
-				(errmsg("paimon_sink writer truncates the torn tail of staged file \"%s\" at %lld of %lld bytes",
-						path, (long long) offset, (long long) size)));
+		ereport(LOG, (errmsg("paimon_sink writer truncates the torn tail of staged file \"%s\" at "
+							 "%lld of %lld bytes",
+							 path, (long long) offset, (long long) size)));
 		if (FileTruncate(handle, offset, PG_WAIT_IO) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not truncate staged file \"%s\": %m", path)));
+			ereport(ERROR, (errcode_for_file_access(),
+							errmsg("could not truncate staged file \"%s\": %m", path)));
 		writer_sync(handle, path);
 	}
 	file->size = offset;
@@ -154,8 +154,8 @@ adopt_file(const char *path, const char *name)
 void
 writer_adopt_files(void)
 {
-	char		database_path[MAXPGPATH];
-	DIR		   *sinks;
+	char database_path[MAXPGPATH];
+	DIR *sinks;
 	struct dirent *sink_entry;
 
 	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY, MyDatabaseId);
@@ -168,27 +168,29 @@ writer_adopt_files(void)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* committed files are gone: their committables (or, expired, bucket_sequence) keep their numbers */
-	if (SPI_execute("SELECT s.sink_id, s.bucket, pg_catalog.max(s.max_sequence) AS max_sequence FROM ("
-					"SELECT c.sink_id, c.bucket, c.max_sequence FROM paimon_sink.committable c UNION ALL "
-					"SELECT b.sink_id, b.bucket, b.max_sequence FROM paimon_sink.bucket_sequence b) s "
-					"GROUP BY s.sink_id, s.bucket", true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(
+			"SELECT s.sink_id, s.bucket, pg_catalog.max(s.max_sequence) AS max_sequence FROM ("
+			"SELECT c.sink_id, c.bucket, c.max_sequence FROM paimon_sink.committable c UNION ALL "
+			"SELECT b.sink_id, b.bucket, b.max_sequence FROM paimon_sink.bucket_sequence b) s "
+			"GROUP BY s.sink_id, s.bucket",
+			true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.committable");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int32		sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		int32		bucket = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		HeapTuple tuple = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool isnull;
+		int32 sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+		int32 bucket = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
 
 		if (handoff_writer_for(sink_id, bucket) == MyWriterIndex)
 			writer_raise_sequence(sink_id, bucket,
-						   (uint64) DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull)));
+								  (uint64) DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull)));
 	}
 	while ((sink_entry = ReadDir(sinks, database_path)) != NULL)
 	{
-		char		sink_path[MAXPGPATH];
-		DIR		   *files;
+		char sink_path[MAXPGPATH];
+		DIR *files;
 		struct dirent *file_entry;
 
 		if (strspn(sink_entry->d_name, "0123456789") != strlen(sink_entry->d_name) ||
@@ -198,7 +200,7 @@ writer_adopt_files(void)
 		files = AllocateDir(sink_path);
 		while ((file_entry = ReadDir(files, sink_path)) != NULL)
 		{
-			char		path[MAXPGPATH];
+			char path[MAXPGPATH];
 
 			snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
 			/* a header this writer was making when it ended never became a file */

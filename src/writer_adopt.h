@@ -11,4 +11,4 @@
 
 extern void writer_adopt_files(void);
 
-#endif							/* PAIMON_SINK_WRITER_ADOPT_H */
+#endif /* PAIMON_SINK_WRITER_ADOPT_H */

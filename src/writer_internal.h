@@ -30,52 +30,52 @@
  */
 typedef struct BatchInfo
 {
-	off_t		offset;
-	uint64		length;			/* headers and payloads of its records */
-	uint64		rows;
-	uint32		records;
-	uint64		full_xid;
-	uint64		fence_epoch;
-	bool		dead;			/* carried copies whose originals stand */
+	off_t offset;
+	uint64 length; /* headers and payloads of its records */
+	uint64 rows;
+	uint32 records;
+	uint64 full_xid;
+	uint64 fence_epoch;
+	bool dead; /* carried copies whose originals stand */
 } BatchInfo;
 
 /* A staged file of a stream that is not sealed yet. */
 typedef struct OpenFile
 {
-	char		name[STAGED_FILE_NAME_LENGTH + 1];
-	char		path[MAXPGPATH];
-	File		file;
-	off_t		size;
-	bool		appendable;
-	bool		dirty;
-	uint64		owner_xid;		/* a streaming transaction's own file, or 0 */
-	int			batch_count;
-	int			batch_capacity;
-	uint32		record_count;	/* batch records in the file */
-	uint64		max_sequence;	/* the highest sequence number in the file */
-	BatchInfo  *batches;
+	char name[STAGED_FILE_NAME_LENGTH + 1];
+	char path[MAXPGPATH];
+	File file;
+	off_t size;
+	bool appendable;
+	bool dirty;
+	uint64 owner_xid; /* a streaming transaction's own file, or 0 */
+	int batch_count;
+	int batch_capacity;
+	uint32 record_count; /* batch records in the file */
+	uint64 max_sequence; /* the highest sequence number in the file */
+	BatchInfo *batches;
 } OpenFile;
 
 /* A sealed file, reported at a barrier and kept until it is confirmed. */
 typedef struct SealedFile
 {
 	CommittableRecord record;
-	int64	   *excluded;
-	uint64		reported_seq;
+	int64 *excluded;
+	uint64 reported_seq;
 } SealedFile;
 
 /* One stream (sink, commit user, writer id, bucket) this writer holds. */
 typedef struct Stream
 {
-	StreamIdentity id;			/* hash key */
-	List	   *open_files;		/* OpenFile *; one shared file may be appendable */
-	List	   *sealed;			/* SealedFile * */
+	StreamIdentity id; /* hash key */
+	List *open_files;  /* OpenFile *; one shared file may be appendable */
+	List *sealed;	   /* SealedFile * */
 } Stream;
 
 /* in writer.c: this process's writer */
 extern WriterEntry *MyWriter;
-extern int	MyWriterIndex;
-extern HTAB *WriterStreams;		/* Stream, by StreamIdentity */
+extern int MyWriterIndex;
+extern HTAB *WriterStreams; /* Stream, by StreamIdentity */
 extern MemoryContext WriterContext;
 
 extern Stream *writer_get_stream(const StreamIdentity *id);
@@ -88,4 +88,4 @@ extern void writer_acknowledge_handoffs(void);
 extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
 							   uint64 fence_epoch);
 
-#endif							/* PAIMON_SINK_WRITER_INTERNAL_H */
+#endif /* PAIMON_SINK_WRITER_INTERNAL_H */
