@@ -42,7 +42,6 @@
 #include "barrier_writer.h"
 #include "fault.h"
 #include "handoff.h"
-#include "launcher.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -109,17 +108,6 @@ static SlotReader *readers;
 static PendingAck *pending_acks;
 static int pending_ack_count;
 static int pending_ack_capacity;
-
-/* writer_start registers a writer worker; NULL when no slot is free. */
-BackgroundWorkerHandle *
-writer_start(int database_index, int writer_index)
-{
-	char name[BGW_MAXLEN];
-
-	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
-	return launcher_start_worker("paimon_sink_writer_main", "paimon_sink writer", name,
-								 Int32GetDatum((database_index << 16) | writer_index));
-}
 
 /*
  * writer_get_stream returns the stream of an identity, created empty on

@@ -18,9 +18,7 @@
 
 #include "barrier_writer.h"
 #include "fmgr.h"
-#include "postmaster/bgworker.h"
 
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);
-extern BackgroundWorkerHandle *writer_start(int database_index, int writer_index);
 
 #endif /* PAIMON_SINK_WRITER_H */
