@@ -2,6 +2,9 @@
 MODULE_big = paimon_sink
 OBJS = \
 	src/paimon_sink.o \
+	src/guc.o \
+	src/version.o \
+	src/shmem_hooks.o \
 	src/shared_state.o \
 	src/launcher.o \
 	src/committer.o \
@@ -13,11 +16,16 @@ OBJS = \
 	src/barrier.o \
 	src/maintenance.o \
 	src/writer.o \
+	src/writer_adopt.o \
+	src/barrier_writer.o \
 	src/handoff.o \
 	src/fdw.o \
 	src/staged_file.o \
 	src/catalog.o \
-	src/functions.o \
+	src/sink_ddl.o \
+	src/api.o \
+	src/status.o \
+	src/sql_call.o \
 	src/upsert.o \
 	src/fault.o \
 	src/names.o \

@@ -35,19 +35,19 @@
 #include "access/genam.h"
 #include "security.h"
 
-#define SINK_COLUMNS \
-	"d.sink_id, d.sink_name, d.target_table::pg_catalog.oid, d.foreign_table::pg_catalog.oid, " \
-	"d.owner_role::pg_catalog.oid, d.mode, d.buckets, d.bucket_key, d.default_commit_user, " \
-	"d.sink_uuid, d.column_names, d.column_types::pg_catalog.oid[], d.row_kind_column, " \
+#define SINK_COLUMNS                                                                               \
+	"d.sink_id, d.sink_name, d.target_table::pg_catalog.oid, d.foreign_table::pg_catalog.oid, "    \
+	"d.owner_role::pg_catalog.oid, d.mode, d.buckets, d.bucket_key, d.default_commit_user, "       \
+	"d.sink_uuid, d.column_names, d.column_types::pg_catalog.oid[], d.row_kind_column, "           \
 	"d.partial_update, d.key_columns"
 
 /* What the extension's pg_extension row says. */
 typedef struct ExtensionRow
 {
-	bool		found;
-	Oid			owner;
-	char	   *version;		/* palloc'd; NULL when not found */
-	bool		changed_here;	/* created or updated by this transaction */
+	bool found;
+	Oid owner;
+	char *version;	   /* palloc'd; NULL when not found */
+	bool changed_here; /* created or updated by this transaction */
 } ExtensionRow;
 
 /* Read paimon_sink's pg_extension row (no syscache covers it).  Needs a transaction. */
@@ -55,10 +55,10 @@ static ExtensionRow
 read_extension_row(void)
 {
 	ExtensionRow row = {0};
-	Relation	rel;
+	Relation rel;
 	ScanKeyData key;
 	SysScanDesc scan;
-	HeapTuple	tuple;
+	HeapTuple tuple;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
@@ -67,14 +67,15 @@ read_extension_row(void)
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
 	{
-		bool		isnull;
-		Datum		version = heap_getattr(tuple, Anum_pg_extension_extversion,
-										   RelationGetDescr(rel), &isnull);
+		bool isnull;
+		Datum version =
+			heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
 
 		row.found = true;
 		row.owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
 		row.version = isnull ? NULL : TextDatumGetCString(version);
-		row.changed_here = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+		row.changed_here =
+			TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -91,10 +92,9 @@ catalog_extension_owner(void)
 	ExtensionRow row = read_extension_row();
 
 	if (!row.found)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("extension \"paimon_sink\" is not installed in this database"),
-				 errhint("Run CREATE EXTENSION paimon_sink.")));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+						errmsg("extension \"paimon_sink\" is not installed in this database"),
+						errhint("Run CREATE EXTENSION paimon_sink.")));
 	return row.owner;
 }
 
@@ -123,9 +123,9 @@ catalog_extension_changed_here(void)
 /* Plans kept for the life of the process, by query text. */
 typedef struct KeptPlan
 {
-	const char *caller_query;	/* the caller's string: usually a constant */
-	const char *query;			/* a copy, for callers that build the text */
-	SPIPlanPtr	plan;
+	const char *caller_query; /* the caller's string: usually a constant */
+	const char *query;		  /* a copy, for callers that build the text */
+	SPIPlanPtr plan;
 } KeptPlan;
 
 static List *kept_plans = NIL;
@@ -141,19 +141,19 @@ static List *kept_plans = NIL;
 SPIPlanPtr
 catalog_plan(const char *query, int nargs, Oid *types)
 {
-	ListCell   *lc;
-	KeptPlan   *kept;
-	SPIPlanPtr	plan;
+	ListCell *lc;
+	KeptPlan *kept;
+	SPIPlanPtr plan;
 	MemoryContext old;
 
 	/* a constant query text is found by its address, checked once */
-	foreach(lc, kept_plans)
+	foreach (lc, kept_plans)
 	{
 		kept = lfirst(lc);
 		if (kept->caller_query == query && strcmp(kept->query, query) == 0)
 			return kept->plan;
 	}
-	foreach(lc, kept_plans)
+	foreach (lc, kept_plans)
 	{
 		kept = lfirst(lc);
 		if (strcmp(kept->query, query) == 0)
@@ -183,8 +183,8 @@ int
 catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
 				bool as_catalog_owner)
 {
-	RoleSwitch	saved;
-	int			result;
+	RoleSwitch saved;
+	int result;
 
 	if (!as_catalog_owner)
 		return SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
@@ -204,7 +204,7 @@ catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const c
 Datum
 catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
 {
-	int			column = SPI_fnumber(desc, name);
+	int column = SPI_fnumber(desc, name);
 
 	if (column <= 0)
 		elog(ERROR, "query result has no column \"%s\"", name);
@@ -215,36 +215,37 @@ catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
 static List *
 text_array_list(HeapTuple tuple, TupleDesc desc, int column)
 {
-	bool		isnull;
-	Datum		array = SPI_getbinval(tuple, desc, column, &isnull);
-	List	   *list = NIL;
-	Datum	   *elements;
-	int			count;
+	bool isnull;
+	Datum array = SPI_getbinval(tuple, desc, column, &isnull);
+	List *list = NIL;
+	Datum *elements;
+	int count;
 
 	if (isnull)
 		return NIL;
-	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
-					  &elements, NULL, &count);
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elements, NULL,
+					  &count);
 	for (int i = 0; i < count; i++)
 		list = lappend(list, TextDatumGetCString(elements[i]));
 	return list;
 }
 
+/* lookup_sink reads the one sink a query with one parameter finds into info. */
 static bool
 lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	bool		found = false;
+	bool found = false;
 
 	SPI_connect();
 	if (SPI_execute_plan(catalog_plan(query, 1, &type), &value, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.sink_definition");
 	if (SPI_processed == 1)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		key;
+		HeapTuple tuple = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		bool isnull;
+		Datum key;
 		MemoryContext old = MemoryContextSwitchTo(caller);
 
 		found = true;
@@ -263,14 +264,14 @@ lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
 		info->column_count = 0;
 		if (!isnull)
 		{
-			Datum	   *names;
-			Datum	   *types;
-			int			type_count;
+			Datum *names;
+			Datum *types;
+			int type_count;
 
-			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT,
-							  &names, NULL, &info->column_count);
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 12, &isnull)),
-							  OIDOID, sizeof(Oid), true, TYPALIGN_INT, &types, NULL, &type_count);
+			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT, &names,
+							  NULL, &info->column_count);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 12, &isnull)), OIDOID,
+							  sizeof(Oid), true, TYPALIGN_INT, &types, NULL, &type_count);
 			info->column_names = palloc(sizeof(char *) * info->column_count);
 			info->column_types = palloc(sizeof(Oid) * info->column_count);
 			for (int i = 0; i < info->column_count; i++)
@@ -302,36 +303,37 @@ catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 						 bool as_catalog_owner)
 {
 	/* now() is the transaction's start, as the commit times are */
-	TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
-													 -older_than_ms);
-	Oid			types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
-	Datum		values[3] = {Int32GetDatum(sink_id), Int32GetDatum(retain_last),
-	TimestampTzGetDatum(cutoff)};
+	TimestampTz cutoff =
+		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
+	Oid types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
+	Datum values[3] = {Int32GetDatum(sink_id), Int32GetDatum(retain_last),
+					   TimestampTzGetDatum(cutoff)};
 
-	if (catalog_execute("WITH expired AS ("
-						"  SELECT s.snapshot_id FROM ("
-						"    SELECT l.snapshot_id, l.committed_at, "
-						"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
-						"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
-						"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
-						"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
-						"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
-						"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-						"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
-						"files AS ("
-						"  DELETE FROM paimon_sink.committable c USING expired e "
-						"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-						"  AND c.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id "
-						"  RETURNING c.bucket, c.max_sequence), "
-						"sequences AS ("
-						"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
-						"  SELECT $1, f.bucket, pg_catalog.max(f.max_sequence) FROM files f GROUP BY f.bucket "
-						"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
-						"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
-						"DELETE FROM paimon_sink.snapshot_log l USING expired e "
-						"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
-						"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
-						3, types, values, NULL, as_catalog_owner) != SPI_OK_DELETE)
+	if (catalog_execute(
+			"WITH expired AS ("
+			"  SELECT s.snapshot_id FROM ("
+			"    SELECT l.snapshot_id, l.committed_at, "
+			"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
+			"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
+			"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
+			"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
+			"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
+			"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+			"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
+			"files AS ("
+			"  DELETE FROM paimon_sink.committable c USING expired e "
+			"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+			"  AND c.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id "
+			"  RETURNING c.bucket, c.max_sequence), "
+			"sequences AS ("
+			"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
+			"  SELECT $1, f.bucket, pg_catalog.max(f.max_sequence) FROM files f GROUP BY f.bucket "
+			"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
+			"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
+			"DELETE FROM paimon_sink.snapshot_log l USING expired e "
+			"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+			"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
+			3, types, values, NULL, as_catalog_owner) != SPI_OK_DELETE)
 		elog(ERROR, "could not expire snapshots of sink %d", sink_id);
 	return (int64) SPI_processed;
 }
@@ -345,29 +347,28 @@ catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 Oid
 catalog_check_primary_key(const SinkInfo *sink, Relation target)
 {
-	Oid			index = RelationGetPrimaryKeyIndex(target);
-	bool		same = OidIsValid(index);
+	Oid index = RelationGetPrimaryKeyIndex(target);
+	bool same = OidIsValid(index);
 	StringInfoData now;
 
 	initStringInfo(&now);
 	if (same)
 	{
-		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+		HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
 		Form_pg_index form;
-		ListCell   *lc = list_head(sink->key_columns);
-		oidvector  *collations;
-		bool		isnull;
+		ListCell *lc = list_head(sink->key_columns);
+		oidvector *collations;
+		bool isnull;
 
 		if (!HeapTupleIsValid(tuple))
 			elog(ERROR, "cache lookup failed for index %u", index);
 		form = (Form_pg_index) GETSTRUCT(tuple);
-		collations = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple,
-																   Anum_pg_index_indcollation,
-																   &isnull));
+		collations = (oidvector *) DatumGetPointer(
+			SysCacheGetAttr(INDEXRELID, tuple, Anum_pg_index_indcollation, &isnull));
 		same = form->indnkeyatts == list_length(sink->key_columns);
 		for (int k = 0; k < form->indnkeyatts; k++)
 		{
-			char	   *name = get_attname(RelationGetRelid(target), form->indkey.values[k], false);
+			char *name = get_attname(RelationGetRelid(target), form->indkey.values[k], false);
 
 			appendStringInfo(&now, "%s%s", k > 0 ? ", " : "", name);
 			if (same)
@@ -382,20 +383,26 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 			 */
 			if (same && !isnull && OidIsValid(sink->foreign_table))
 			{
-				AttrNumber	attnum = get_attnum(sink->foreign_table, name);
-				Oid			type;
-				int32		typmod;
-				Oid			collation = InvalidOid;
+				AttrNumber attnum = get_attnum(sink->foreign_table, name);
+				Oid type;
+				int32 typmod;
+				Oid collation = InvalidOid;
 
 				if (attnum != InvalidAttrNumber)
 					get_atttypetypmodcoll(sink->foreign_table, attnum, &type, &typmod, &collation);
 				if (collation != collations->values[k])
-					ereport(ERROR,
-							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-							 errmsg("key column \"%s\" of sink \"%s\" has another collation in table \"%s\" than in the sink's foreign table",
-									name, sink->name, RelationGetRelationName(target)),
-							 errdetail("Changes are routed to buckets by the foreign table's collation and keys compared by the primary key's; they must be the same."),
-							 errhint("Restore the collation; nothing staged is lost meanwhile. To compare keys by another, commit what is staged and re-create the sink.")));
+					ereport(
+						ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("key column \"%s\" of sink \"%s\" has another collation in table "
+								"\"%s\" than in the sink's foreign table",
+								name, sink->name, RelationGetRelationName(target)),
+						 errdetail(
+							 "Changes are routed to buckets by the foreign table's collation and "
+							 "keys compared by the primary key's; they must be the same."),
+						 errhint(
+							 "Restore the collation; nothing staged is lost meanwhile. To compare "
+							 "keys by another, commit what is staged and re-create the sink.")));
 			}
 		}
 		ReleaseSysCache(tuple);
@@ -403,18 +410,20 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 	if (!same)
 	{
 		StringInfoData then;
-		ListCell   *lc;
+		ListCell *lc;
 
 		initStringInfo(&then);
-		foreach(lc, sink->key_columns)
+		foreach (lc, sink->key_columns)
 			appendStringInfo(&then, "%s%s", then.len > 0 ? ", " : "", (char *) lfirst(lc));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the primary key of table \"%s\" is not the one upsert sink \"%s\" was created with",
+				 errmsg("the primary key of table \"%s\" is not the one upsert sink \"%s\" was "
+						"created with",
 						RelationGetRelationName(target), sink->name),
 				 errdetail("The sink keys its changes by (%s); the table's primary key is %s%s%s.",
 						   then.data, now.len > 0 ? "(" : "none", now.data, now.len > 0 ? ")" : ""),
-				 errhint("Restore the primary key (%s); nothing staged is lost meanwhile. To key by another, commit what is staged and re-create the sink.",
+				 errhint("Restore the primary key (%s); nothing staged is lost meanwhile. To key "
+						 "by another, commit what is staged and re-create the sink.",
 						 then.data)));
 	}
 	return index;
@@ -430,20 +439,22 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 Relation
 catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
 {
-	Relation	rel = try_table_open(foreign ? sink->foreign_table : sink->target, lockmode);
+	Relation rel = try_table_open(foreign ? sink->foreign_table : sink->target, lockmode);
 
 	if (rel == NULL && foreign)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("the foreign table of sink \"%s\" was dropped", sink->name),
-				 errdetail("Its staged rows and prepared checkpoints are kept, but cannot be written or committed."),
-				 errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to discard what it holds.")));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("the foreign table of sink \"%s\" was dropped", sink->name),
+						errdetail("Its staged rows and prepared checkpoints are kept, but cannot "
+								  "be written or committed."),
+						errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to "
+								"discard what it holds.")));
 	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("the target table of sink \"%s\" was dropped", sink->name),
-				 errdetail("Its staged rows and prepared checkpoints are kept, but cannot be written or committed."),
-				 errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to discard what it holds.")));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("the target table of sink \"%s\" was dropped", sink->name),
+						errdetail("Its staged rows and prepared checkpoints are kept, but cannot "
+								  "be written or committed."),
+						errhint("Drop the sink with paimon_sink.drop_sink(), with force => true to "
+								"discard what it holds.")));
 	return rel;
 }
 
@@ -458,12 +469,12 @@ catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
 void
 catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 {
-	int			column = 0;
+	int column = 0;
 
 	if (exact)
 	{
-		HeapTuple	tuple;
-		int			natts = 0;
+		HeapTuple tuple;
+		int natts = 0;
 
 		for (AttrNumber attnum = 1;; attnum++)
 		{
@@ -483,8 +494,10 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 							 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-							 errdetail("Rows are staged in the column layout fixed when the sink was created."),
-							 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the sink.")));
+							 errdetail("Rows are staged in the column layout fixed when the sink "
+									   "was created."),
+							 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and "
+									 "re-create the sink.")));
 				}
 				column++;
 			}
@@ -492,17 +505,19 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 			ReleaseSysCache(tuple);
 		}
 		if (column != sink->column_count)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-					 errdetail("Rows are staged in the column layout fixed when the sink was created."),
-					 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the sink.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
+				 errdetail("Rows are staged in the column layout fixed when the sink was created."),
+				 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the "
+						 "sink.")));
 		return;
 	}
 	for (column = 0; column < sink->column_count; column++)
 	{
-		AttrNumber	attnum;
-		Oid			type;
+		AttrNumber attnum;
+		Oid type;
 
 		/* an upsert sink's row kind is staged, never loaded */
 		if (sink->row_kind_column != NULL &&
@@ -511,19 +526,23 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 		attnum = get_attnum(relid, sink->column_names[column]);
 
 		if (attnum == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
-							sink->column_names[column], sink->name, get_rel_name(relid)),
-					 errhint("Restore the column, or commit what is staged and re-create the sink.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
+						sink->column_names[column], sink->name, get_rel_name(relid)),
+				 errhint("Restore the column, or commit what is staged and re-create the sink.")));
 		type = get_atttype(relid, attnum);
 		if (type != sink->column_types[column])
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of target table \"%s\" has type %s, but sink \"%s\" stages %s",
-							sink->column_names[column], get_rel_name(relid), format_type_be(type),
-							sink->name, format_type_be(sink->column_types[column])),
-					 errhint("Change the column back, or commit what is staged and re-create the sink.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg(
+					 "column \"%s\" of target table \"%s\" has type %s, but sink \"%s\" stages %s",
+					 sink->column_names[column], get_rel_name(relid), format_type_be(type),
+					 sink->name, format_type_be(sink->column_types[column])),
+				 errhint(
+					 "Change the column back, or commit what is staged and re-create the sink.")));
 	}
 }
 
@@ -549,14 +568,14 @@ catalog_sink_by_id(int32 sink_id, SinkInfo *info)
 SinkInfo *
 catalog_require_sink(const char *name)
 {
-	SinkInfo   *info = palloc0(sizeof(SinkInfo));
+	SinkInfo *info = palloc0(sizeof(SinkInfo));
 
 	if (name == NULL || !catalog_sink_by_name(name, info))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("sink \"%s\" does not exist", name ? name : "(null)"),
-				 errdetail("No row of paimon_sink.sinks has that name."),
-				 errhint("Create it with paimon_sink.create_sink(), or list the sinks with SELECT * FROM paimon_sink.sinks.")));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+						errmsg("sink \"%s\" does not exist", name ? name : "(null)"),
+						errdetail("No row of paimon_sink.sinks has that name."),
+						errhint("Create it with paimon_sink.create_sink(), or list the sinks with "
+								"SELECT * FROM paimon_sink.sinks.")));
 	return info;
 }
 
@@ -569,15 +588,17 @@ catalog_check_owner(const SinkInfo *sink, const char *action)
 {
 	if (!has_privs_of_role(GetUserId(), sink->owner))
 	{
-		char	   *owner = GetUserNameFromId(sink->owner, true);
+		char *owner = GetUserNameFromId(sink->owner, true);
 
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s sink \"%s\"", action, sink->name),
-				 errdetail("Only the owner of the sink, role \"%s\", or a member of it may %s it.",
-						   owner ? owner : "(dropped)", action),
-				 errhint("Run it as role \"%s\", or have that role granted to this one: GRANT %s TO %s;",
-						 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
-						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to %s sink \"%s\"", action, sink->name),
+			 errdetail("Only the owner of the sink, role \"%s\", or a member of it may %s it.",
+					   owner ? owner : "(dropped)", action),
+			 errhint(
+				 "Run it as role \"%s\", or have that role granted to this one: GRANT %s TO %s;",
+				 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
+				 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 	}
 }

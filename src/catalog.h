@@ -10,8 +10,6 @@
 #ifndef PAIMON_SINK_CATALOG_H
 #define PAIMON_SINK_CATALOG_H
 
-#include "postgres.h"
-
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "paimon_sink.h"
@@ -20,22 +18,22 @@
 
 typedef struct SinkInfo
 {
-	int32		sink_id;
-	char	   *name;
-	Oid			target;
-	Oid			foreign_table;
-	Oid			owner;
-	char	   *mode;
-	int32		buckets;
-	List	   *bucket_key;		/* column names, char * */
-	char	   *default_commit_user;
-	pg_uuid_t	sink_uuid;		/* never repeats; staged files carry it */
-	int			column_count;	/* the staged row layout */
-	char	  **column_names;
-	Oid		   *column_types;
-	char	   *row_kind_column;	/* upsert: the foreign table's row kind column */
-	bool		partial_update; /* upsert: NULL columns keep the target's value */
-	List	   *key_columns;	/* upsert: the target's primary key, char * */
+	int32 sink_id;
+	char *name;
+	Oid target;
+	Oid foreign_table;
+	Oid owner;
+	char *mode;
+	int32 buckets;
+	List *bucket_key; /* column names, char * */
+	char *default_commit_user;
+	pg_uuid_t sink_uuid; /* never repeats; staged files carry it */
+	int column_count;	 /* the staged row layout */
+	char **column_names;
+	Oid *column_types;
+	char *row_kind_column; /* upsert: the foreign table's row kind column */
+	bool partial_update;   /* upsert: NULL columns keep the target's value */
+	List *key_columns;	   /* upsert: the target's primary key, char * */
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
@@ -44,17 +42,17 @@ extern bool catalog_sink_by_name(const char *name, SinkInfo *info);
 extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
-extern Oid	catalog_extension_owner(void);
+extern Oid catalog_extension_owner(void);
 extern char *catalog_installed_version(void);
 extern bool catalog_extension_changed_here(void);
 extern Relation catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
-extern Oid	catalog_check_primary_key(const SinkInfo *sink, Relation target);
+extern Oid catalog_check_primary_key(const SinkInfo *sink, Relation target);
 extern int64 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 									  bool as_catalog_owner);
 extern Datum catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull);
 extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
-extern int	catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
-							const char *nulls, bool as_catalog_owner);
+extern int catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
+						   const char *nulls, bool as_catalog_owner);
 
-#endif							/* PAIMON_SINK_CATALOG_H */
+#endif /* PAIMON_SINK_CATALOG_H */

@@ -21,6 +21,7 @@
 #include "pgstat.h"
 #include "shared_state.h"
 #include "storage/latch.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
@@ -31,22 +32,22 @@ PG_FUNCTION_INFO_V1(paimon_sink_fault_status);
 
 /* Every point, at the moments of DESIGN.md's failure table. */
 const char *const fault_point_names[] = {
-	"writer_after_receive",		/* hand-off received, before fsync and ack */
-	"writer_after_ack",			/* hand-off acknowledged */
-	"backend_after_handoff",	/* rows durable, before the commit record */
-	"barrier_after_first_writer",	/* one writer sealed, the others not yet
+	"writer_after_receive",			   /* hand-off received, before fsync and ack */
+	"writer_after_ack",				   /* hand-off acknowledged */
+	"backend_after_handoff",		   /* rows durable, before the commit record */
+	"barrier_after_first_writer",	   /* one writer sealed, the others not yet
 									 * collected */
-	"committer_before_prepare", /* checkpoint loaded, before PREPARE
+	"committer_before_prepare",		   /* checkpoint loaded, before PREPARE
 								 * TRANSACTION */
-	"committer_after_prepare",	/* after PREPARE TRANSACTION, before COMMIT
+	"committer_after_prepare",		   /* after PREPARE TRANSACTION, before COMMIT
 								 * PREPARED */
-	"committer_after_commit_prepared",	/* after COMMIT PREPARED, before
+	"committer_after_commit_prepared", /* after COMMIT PREPARED, before
 										 * replying */
-	"committer_maintenance",	/* maintenance after a commit was answered */
-	NULL
-};
+	"committer_maintenance",		   /* maintenance after a commit was answered */
+	NULL};
 
-static const char *const action_names[] = {"none", "error", "fatal", "panic", "kill", "pause", NULL};
+static const char *const action_names[] = {"none", "error", "fatal", "panic",
+										   "kill", "pause", NULL};
 
 /*
  * fault_point is a named moment: when a test armed it, act.  A paused
@@ -57,11 +58,16 @@ fault_point(const char *name)
 {
 	FaultTable *table;
 	FaultPoint *point = NULL;
-	int			action = FAULT_NONE;
+	int action = FAULT_NONE;
 
 	if (PaimonSinkState == NULL)
 		return;
 	table = &PaimonSinkState->faults;
+	/*
+	 * Read without the mutex, the cheap test of an unarmed build: a hit that
+	 * races with inject_fault may miss the point, and tests arm a point
+	 * before they cause its hit.
+	 */
 	if (table->armed == 0)
 		return;
 
@@ -93,19 +99,15 @@ fault_point(const char *name)
 		case FAULT_NONE:
 			return;
 		case FAULT_ERROR:
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("fault injected at %s", name)));
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fault injected at %s", name)));
 			break;
 		case FAULT_FATAL:
-			ereport(FATAL,
-					(errcode(ERRCODE_ADMIN_SHUTDOWN),
-					 errmsg("fault injected at %s: the process ends", name)));
+			ereport(FATAL, (errcode(ERRCODE_ADMIN_SHUTDOWN),
+							errmsg("fault injected at %s: the process ends", name)));
 			break;
 		case FAULT_PANIC:
-			ereport(PANIC,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("fault injected at %s: the cluster crash-restarts", name)));
+			ereport(PANIC, (errcode(ERRCODE_INTERNAL_ERROR),
+							errmsg("fault injected at %s: the cluster crash-restarts", name)));
 			break;
 		case FAULT_KILL:
 			ereport(LOG, (errmsg("fault injected at %s: killing process %d", name, MyProcPid)));
@@ -116,7 +118,7 @@ fault_point(const char *name)
 			ereport(LOG, (errmsg("fault injected at %s: process %d pauses", name, MyProcPid)));
 			for (;;)
 			{
-				bool		released;
+				bool released;
 
 				SpinLockAcquire(&table->mutex);
 				released = point->released || point->action != FAULT_PAUSE;
@@ -125,7 +127,8 @@ fault_point(const char *name)
 				SpinLockRelease(&table->mutex);
 				if (released)
 					break;
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+				/* release_fault() and clear_faults() set our latch; the timeout is a fallback */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
 								 PG_WAIT_EXTENSION);
 				ResetLatch(MyLatch);
 				CHECK_FOR_INTERRUPTS();
@@ -134,17 +137,37 @@ fault_point(const char *name)
 	}
 }
 
+/*
+ * wake_paused sets the latch of each process paused at a point that the
+ * caller just released, so that it goes on at once.
+ */
+static void
+wake_paused(pid_t *pids, int count)
+{
+	for (int i = 0; i < count; i++)
+	{
+		PGPROC *proc = pids[i] != 0 ? BackendPidGetProc(pids[i]) : NULL;
+
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
+}
+
+/*
+ * require_superuser refuses (ERRCODE_INSUFFICIENT_PRIVILEGE) a caller of
+ * the fault functions who is not a superuser.
+ */
 static void
 require_superuser(void)
 {
 	paimon_sink_require_preload();
 	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only a superuser may inject faults"),
-				 errdetail("Fault-injection points exist for tests.")));
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("only a superuser may inject faults"),
+						errdetail("Fault-injection points exist for tests.")));
 }
 
+/* known_point tells whether a name is one of the fault points. */
 static bool
 known_point(const char *name)
 {
@@ -162,27 +185,25 @@ known_point(const char *name)
 Datum
 paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *action_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	int32		times = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char *action_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int32 times = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
 	FaultTable *table;
-	int			action = -1;
+	int action = -1;
 	FaultPoint *slot = NULL;
 
 	require_superuser();
 	if (!known_point(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown fault-injection point \"%s\"", name),
-				 errhint("See SELECT point FROM paimon_sink.faults for the points.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("unknown fault-injection point \"%s\"", name),
+						errhint("See SELECT point FROM paimon_sink.faults for the points.")));
 	for (int i = 1; action_names[i] != NULL; i++)
 		if (strcmp(action_names[i], action_name) == 0)
 			action = i;
 	if (action < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown fault action \"%s\"", action_name),
-				 errhint("Valid actions are: error, fatal, panic, kill, pause.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("unknown fault action \"%s\"", action_name),
+						errhint("Valid actions are: error, fatal, panic, kill, pause.")));
 
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
@@ -207,10 +228,9 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 	}
 	SpinLockRelease(&table->mutex);
 	if (slot == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("all %d fault slots are armed", FAULT_POINT_COUNT),
-				 errhint("Call paimon_sink.clear_faults().")));
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("all %d fault slots are armed", FAULT_POINT_COUNT),
+						errhint("Call paimon_sink.clear_faults().")));
 	PG_RETURN_VOID();
 }
 
@@ -218,16 +238,24 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_release_fault(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	FaultTable *table;
+	pid_t paused[FAULT_POINT_COUNT];
 
 	require_superuser();
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)
+	{
+		paused[i] = 0;
 		if (strcmp(table->points[i].name, name) == 0)
+		{
 			table->points[i].released = true;
+			paused[i] = table->points[i].paused_pid;
+		}
+	}
 	SpinLockRelease(&table->mutex);
+	wake_paused(paused, FAULT_POINT_COUNT);
 	PG_RETURN_VOID();
 }
 
@@ -236,18 +264,21 @@ Datum
 paimon_sink_clear_faults(PG_FUNCTION_ARGS)
 {
 	FaultTable *table;
+	pid_t paused[FAULT_POINT_COUNT];
 
 	require_superuser();
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)
 	{
+		paused[i] = table->points[i].paused_pid;
 		table->points[i].action = FAULT_NONE;
 		table->points[i].released = true;
 		table->points[i].name[0] = '\0';
 	}
 	table->armed = 0;
 	SpinLockRelease(&table->mutex);
+	wake_paused(paused, FAULT_POINT_COUNT);
 	PG_RETURN_VOID();
 }
 
@@ -266,9 +297,9 @@ paimon_sink_fault_status(PG_FUNCTION_ARGS)
 	table = &PaimonSinkState->faults;
 	for (int n = 0; fault_point_names[n] != NULL; n++)
 	{
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, true};
-		FaultPoint	copy;
+		Datum values[5];
+		bool nulls[5] = {false, false, false, false, true};
+		FaultPoint copy;
 
 		memset(&copy, 0, sizeof(copy));
 		SpinLockAcquire(&table->mutex);

@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_FAULT_H
 #define PAIMON_SINK_FAULT_H
 
-#include "postgres.h"
-
 #include "storage/spin.h"
 
 #define FAULT_POINT_NAME_LENGTH 48
@@ -22,32 +20,32 @@
 typedef enum FaultAction
 {
 	FAULT_NONE = 0,
-	FAULT_ERROR,				/* ereport(ERROR) */
-	FAULT_FATAL,				/* ereport(FATAL): the process ends */
-	FAULT_PANIC,				/* ereport(PANIC): the cluster crash-restarts */
-	FAULT_KILL,					/* SIGKILL itself: a crash without a word */
-	FAULT_PAUSE					/* wait until released */
+	FAULT_ERROR, /* ereport(ERROR) */
+	FAULT_FATAL, /* ereport(FATAL): the process ends */
+	FAULT_PANIC, /* ereport(PANIC): the cluster crash-restarts */
+	FAULT_KILL,	 /* SIGKILL itself: a crash without a word */
+	FAULT_PAUSE	 /* wait until released */
 } FaultAction;
 
 typedef struct FaultPoint
 {
-	char		name[FAULT_POINT_NAME_LENGTH];
-	int			action;
-	int			remaining;		/* hits left; -1 for every hit */
-	int			hits;
-	pid_t		paused_pid;
-	bool		released;
+	char name[FAULT_POINT_NAME_LENGTH];
+	int action;
+	int remaining; /* hits left; -1 for every hit */
+	int hits;
+	pid_t paused_pid;
+	bool released;
 } FaultPoint;
 
 typedef struct FaultTable
 {
-	slock_t		mutex;
-	int			armed;
-	FaultPoint	points[FAULT_POINT_COUNT];
+	slock_t mutex;
+	int armed;
+	FaultPoint points[FAULT_POINT_COUNT];
 } FaultTable;
 
 extern const char *const fault_point_names[];
 
 extern void fault_point(const char *name);
 
-#endif							/* PAIMON_SINK_FAULT_H */
+#endif /* PAIMON_SINK_FAULT_H */

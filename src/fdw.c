@@ -55,43 +55,43 @@ PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
  */
 typedef struct SinkLayout
 {
-	SinkInfo	sink;
-	int			column_count;
-	AttrNumber *columns;		/* non-dropped foreign table attnums */
-	FmgrInfo   *send_functions;	/* binary output, in the database encoding */
-	int			bucket_key_count;
-	AttrNumber *bucket_attnums;	/* foreign table attnums, or NULL */
-	FmgrInfo   *bucket_hash;	/* the type's hash function, or fn_oid 0 */
-	Oid		   *bucket_collation;
-	AttrNumber *target_map;		/* target attnum to foreign table attnum, by name */
+	SinkInfo sink;
+	int column_count;
+	AttrNumber *columns;	  /* non-dropped foreign table attnums */
+	FmgrInfo *send_functions; /* binary output, in the database encoding */
+	int bucket_key_count;
+	AttrNumber *bucket_attnums; /* foreign table attnums, or NULL */
+	FmgrInfo *bucket_hash;		/* the type's hash function, or fn_oid 0 */
+	Oid *bucket_collation;
+	AttrNumber *target_map; /* target attnum to foreign table attnum, by name */
 	/* upsert sinks */
-	bool		upsert;
-	AttrNumber	row_kind_attnum;
-	int			key_count;		/* the target's primary key */
-	AttrNumber *key_attnums;	/* foreign table attnums */
-	bool	   *is_key;			/* by foreign table attnum - 1 */
+	bool upsert;
+	AttrNumber row_kind_attnum;
+	int key_count;			 /* the target's primary key */
+	AttrNumber *key_attnums; /* foreign table attnums */
+	bool *is_key;			 /* by foreign table attnum - 1 */
 } SinkLayout;
 
 /* Row kinds of a change stream (Flink's RowKind, as Paimon takes them). */
 typedef enum RowKind
 {
-	ROW_KIND_UPSERT,			/* +I, +U, or no kind given */
-	ROW_KIND_UPDATE_BEFORE,		/* -U: ignored, as Paimon's deduplicate engine does */
-	ROW_KIND_DELETE				/* -D */
+	ROW_KIND_UPSERT,		/* +I, +U, or no kind given */
+	ROW_KIND_UPDATE_BEFORE, /* -U: ignored, as Paimon's deduplicate engine does */
+	ROW_KIND_DELETE			/* -D */
 } RowKind;
 
 /* Per-statement insert state. */
 typedef struct SinkInsertState
 {
-	const SinkLayout *layout;	/* lives until the transaction ends */
+	const SinkLayout *layout; /* lives until the transaction ends */
 	StreamIdentity stream;
-	uint64		fence_epoch;	/* the commit user's, read by this statement */
-	int			fixed_bucket;
-	int			client_encoding;	/* to restore after encoding a row, or -1 */
-	Relation	target;
+	uint64 fence_epoch; /* the commit user's, read by this statement */
+	int fixed_bucket;
+	int client_encoding; /* to restore after encoding a row, or -1 */
+	Relation target;
 	ResultRelInfo *target_info;
 	TupleTableSlot *target_slot;
-	EState	   *estate;
+	EState *estate;
 	StringInfoData line;
 	MemoryContext row_context;
 } SinkInsertState;
@@ -106,14 +106,15 @@ typedef struct SinkInsertState
  */
 typedef struct SinkCacheEntry
 {
-	Oid			foreign_table;	/* hash key */
-	bool		valid;
-	MemoryContext context;		/* holds the layout's strings and arrays */
-	SinkLayout	layout;
+	Oid foreign_table; /* hash key */
+	bool valid;
+	MemoryContext context; /* holds the layout's strings and arrays */
+	SinkLayout layout;
 } SinkCacheEntry;
 
 static HTAB *sink_cache = NULL;
 
+/* sink_cache_invalidate marks stale the cached sinks of a changed foreign table or target. */
 static void
 sink_cache_invalidate(Datum arg, Oid relid)
 {
@@ -134,11 +135,11 @@ static int32
 sink_id_option(Oid relid)
 {
 	ForeignTable *table = GetForeignTable(relid);
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, table->options)
+	foreach (lc, table->options)
 	{
-		DefElem    *def = lfirst(lc);
+		DefElem *def = lfirst(lc);
 
 		if (strcmp(def->defname, "sink_id") == 0)
 			return pg_strtoint32(defGetString(def));
@@ -150,18 +151,18 @@ sink_id_option(Oid relid)
 static void
 derive_layout(SinkLayout *layout, Relation rel, Relation target)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleDesc	target_desc = RelationGetDescr(target);
-	ListCell   *lc;
-	int			i = 0;
+	TupleDesc desc = RelationGetDescr(rel);
+	TupleDesc target_desc = RelationGetDescr(target);
+	ListCell *lc;
+	int i = 0;
 
 	layout->columns = palloc(sizeof(AttrNumber) * desc->natts);
 	layout->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
 	for (int a = 0; a < desc->natts; a++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, a);
-		Oid			send;
-		bool		varlena;
+		Oid send;
+		bool varlena;
 
 		if (attr->attisdropped)
 			continue;
@@ -171,15 +172,16 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 	}
 	layout->bucket_key_count = list_length(layout->sink.bucket_key);
 	layout->bucket_attnums = palloc(sizeof(AttrNumber) * Max(1, layout->bucket_key_count));
-	foreach(lc, layout->sink.bucket_key)
+	foreach (lc, layout->sink.bucket_key)
 	{
-		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
+		AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
 
 		if (attnum == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
-							(char *) lfirst(lc), layout->sink.name)));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
+						(char *) lfirst(lc), layout->sink.name)));
 		layout->bucket_attnums[i++] = attnum;
 	}
 	layout->bucket_hash = palloc0(sizeof(FmgrInfo) * Max(1, layout->bucket_key_count));
@@ -198,8 +200,8 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 	layout->is_key = palloc0(sizeof(bool) * desc->natts);
 	if (layout->upsert)
 	{
-		ListCell   *key;
-		int			k = 0;
+		ListCell *key;
+		int k = 0;
 
 		/* the key is the one the sink was created with: its recorded names */
 		(void) catalog_check_primary_key(&layout->sink, target);
@@ -208,9 +210,9 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 		Assert(layout->row_kind_attnum != InvalidAttrNumber);
 		layout->key_count = list_length(layout->sink.key_columns);
 		layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
-		foreach(key, layout->sink.key_columns)
+		foreach (key, layout->sink.key_columns)
 		{
-			AttrNumber	attnum = get_attnum(RelationGetRelid(rel), lfirst(key));
+			AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(key));
 
 			if (attnum == InvalidAttrNumber)
 				elog(ERROR, "key column \"%s\" of sink \"%s\" is missing from its foreign table",
@@ -241,13 +243,13 @@ static const SinkLayout *
 sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 {
 	SinkCacheEntry *entry;
-	bool		found;
+	bool found;
 	MemoryContext old;
-	int32		sink_id;
+	int32 sink_id;
 
 	if (sink_cache == NULL)
 	{
-		HASHCTL		ctl;
+		HASHCTL ctl;
 
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(SinkCacheEntry);
@@ -274,13 +276,13 @@ sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 
 	if (entry->context != NULL)
 		MemoryContextSetParent(entry->context, TopTransactionContext);
-	entry->context = AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink",
-										   ALLOCSET_SMALL_SIZES);
+	entry->context =
+		AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink", ALLOCSET_SMALL_SIZES);
 	memset(&entry->layout, 0, sizeof(entry->layout));
 	sink_id = sink_id_option(relid);
 	old = MemoryContextSwitchTo(entry->context);
 	found = sink_id >= 0 && catalog_sink_by_id(sink_id, &entry->layout.sink) &&
-		entry->layout.sink.foreign_table == relid;
+			entry->layout.sink.foreign_table == relid;
 	if (found && rel != NULL)
 	{
 		/* rows are staged in the layout fixed at create_sink, checked both ways */
@@ -290,68 +292,74 @@ sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 	}
 	MemoryContextSwitchTo(old);
 	if (!found)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-				 errmsg("foreign table \"%s\" is not the foreign table of a sink",
-						get_rel_name(relid)),
-				 errdetail("Its sink_id option names no sink that owns this table."),
-				 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+			 errmsg("foreign table \"%s\" is not the foreign table of a sink", get_rel_name(relid)),
+			 errdetail("Its sink_id option names no sink that owns this table."),
+			 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
 	entry->valid = rel != NULL;
 	return &entry->layout;
 }
 
+/* refuse_reading refuses (ERRCODE_FEATURE_NOT_SUPPORTED) any read of a sink's foreign table. */
 static void
 refuse_reading(Oid relid)
 {
 	const SinkInfo *sink = &sink_of_foreign_table(relid, NULL, NULL)->sink;
 
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot read from foreign table \"%s\" of sink \"%s\"",
-					get_rel_name(relid), sink->name),
-			 errdetail("A sink's foreign table only takes INSERT and COPY FROM; committed rows land in the target table."),
-			 errhint("Query the target table \"%s\" instead.",
-					 get_rel_name(sink->target))));
+	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("cannot read from foreign table \"%s\" of sink \"%s\"",
+						   get_rel_name(relid), sink->name),
+					errdetail("A sink's foreign table only takes INSERT and COPY FROM; committed "
+							  "rows land in the target table."),
+					errhint("Query the target table \"%s\" instead.", get_rel_name(sink->target))));
 }
 
+/* sinkGetForeignRelSize refuses to plan a read. */
 static void
 sinkGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	refuse_reading(foreigntableid);
 }
 
+/* sinkGetForeignPaths refuses to plan a read. */
 static void
 sinkGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	refuse_reading(foreigntableid);
 }
 
+/* sinkGetForeignPlan refuses to plan a read. */
 static ForeignScan *
 sinkGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
-				   ForeignPath *best_path, List *tlist, List *scan_clauses,
-				   Plan *outer_plan)
+				   ForeignPath *best_path, List *tlist, List *scan_clauses, Plan *outer_plan)
 {
 	refuse_reading(foreigntableid);
 	return NULL;
 }
 
+/* sinkBeginForeignScan refuses to start a read. */
 static void
 sinkBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	refuse_reading(RelationGetRelid(node->ss.ss_currentRelation));
 }
 
+/* sinkIterateForeignScan returns no row: a scan never starts. */
 static TupleTableSlot *
 sinkIterateForeignScan(ForeignScanState *node)
 {
 	return NULL;
 }
 
+/* sinkReScanForeignScan does nothing: a scan never starts. */
 static void
 sinkReScanForeignScan(ForeignScanState *node)
 {
 }
 
+/* sinkEndForeignScan does nothing: a scan never starts. */
 static void
 sinkEndForeignScan(ForeignScanState *node)
 {
@@ -359,26 +367,28 @@ sinkEndForeignScan(ForeignScanState *node)
 
 /* INSERT ... ON CONFLICT cannot be honoured: conflicts show only at commit. */
 static List *
-sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-					  int subplan_index)
+sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
 {
 	if (plan->onConflictAction != ONCONFLICT_NONE)
 	{
-		Oid			relid = planner_rt_fetch(resultRelation, root)->relid;
-		bool		upsert = SINK_IS_UPSERT(&sink_of_foreign_table(relid, NULL, NULL)->sink);
+		Oid relid = planner_rt_fetch(resultRelation, root)->relid;
+		bool upsert = SINK_IS_UPSERT(&sink_of_foreign_table(relid, NULL, NULL)->sink);
 
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("INSERT with ON CONFLICT is not supported on a sink's foreign table"),
-				 upsert ?
-				 errdetail("An upsert sink applies the latest version of each key when a checkpoint commits: a key already there is updated.") :
-				 errdetail("Rows reach the target when a checkpoint commits; a conflict is only known then, and fails that commit."),
-				 upsert ? errhint("Insert without ON CONFLICT.") :
-				 errhint("Insert without ON CONFLICT, and keep conflicting rows out of the sink, or use an upsert sink.")));
+				 upsert ? errdetail("An upsert sink applies the latest version of each key when a "
+									"checkpoint commits: a key already there is updated.")
+						: errdetail("Rows reach the target when a checkpoint commits; a conflict "
+									"is only known then, and fails that commit."),
+				 upsert ? errhint("Insert without ON CONFLICT.")
+						: errhint("Insert without ON CONFLICT, and keep conflicting rows out of "
+								  "the sink, or use an upsert sink.")));
 	}
 	return NIL;
 }
 
+/* sinkIsForeignRelUpdatable says that a sink takes INSERT only. */
 static int
 sinkIsForeignRelUpdatable(Relation rel)
 {
@@ -392,36 +402,39 @@ sinkIsForeignRelUpdatable(Relation rel)
 static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
-	Oid			types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum		values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
-	Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
-	bool		ended = false;
-	uint64		fence_epoch = 0;
-	SPIPlanPtr	plan;
+	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
+	Datum values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
+					   Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
+	bool ended = false;
+	uint64 fence_epoch = 0;
+	SPIPlanPtr plan;
 
 	SPI_connect();
-	plan = catalog_plan("SELECT u.last_committed_checkpoint OPERATOR(pg_catalog.=) $3, u.fence_epoch "
-						"FROM paimon_sink.commit_user_state u "
-						"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-						"AND u.commit_user OPERATOR(pg_catalog.=) $2", 3, types);
+	plan =
+		catalog_plan("SELECT u.last_committed_checkpoint OPERATOR(pg_catalog.=) $3, u.fence_epoch "
+					 "FROM paimon_sink.commit_user_state u "
+					 "WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+					 "AND u.commit_user OPERATOR(pg_catalog.=) $2",
+					 3, types);
 	if (SPI_execute_plan(plan, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read paimon_sink.commit_user_state");
 	if (SPI_processed > 0)
 	{
-		bool		isnull;
+		bool isnull;
 
-		ended = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		fence_epoch = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 2, &isnull));
+		ended =
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		fence_epoch = (uint64) DatumGetInt64(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	SPI_finish();
 	if (ended)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
-						sink->name),
-				 errdetail("end_input() committed its last checkpoint; rows written now could never be committed."),
-				 errhint("Write with a new commit user (paimon_sink.commit_user).")));
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
+							   sink->name),
+						errdetail("end_input() committed its last checkpoint; rows written now "
+								  "could never be committed."),
+						errhint("Write with a new commit user (paimon_sink.commit_user).")));
 	return fence_epoch;
 }
 
@@ -436,10 +449,10 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
  */
 typedef struct SessionEpoch
 {
-	pg_uuid_t	sink_uuid;
-	uint64		fence_epoch;
-	LocalTransactionId checked_in;	/* the transaction that last read it */
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	pg_uuid_t sink_uuid;
+	uint64 fence_epoch;
+	LocalTransactionId checked_in; /* the transaction that last read it */
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } SessionEpoch;
 
 static List *session_epochs = NIL;
@@ -455,14 +468,18 @@ fdw_forget_fence_epochs(void)
 	session_epochs = NIL;
 }
 
+/*
+ * session_fence_epoch returns the commit user's fence epoch this session
+ * joined at its first write; refuses once a recover() raised it since.
+ */
 static uint64
 session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 {
-	ListCell   *lc;
+	ListCell *lc;
 	SessionEpoch *joined = NULL;
-	uint64		current;
+	uint64 current;
 
-	foreach(lc, session_epochs)
+	foreach (lc, session_epochs)
 	{
 		SessionEpoch *entry = lfirst(lc);
 
@@ -489,14 +506,18 @@ session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 		MemoryContextSwitchTo(old);
 	}
 	else if (joined->fence_epoch < current)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
-						commit_user, sink->name),
-				 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of the restored-from attempt are replayed by the job, never committed from its old sessions.",
-						   (unsigned long long) joined->fence_epoch,
-						   (unsigned long long) current),
-				 errhint("Write from a new session, or set paimon_sink.commit_user again to join the restored job.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg(
+				 "commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
+				 commit_user, sink->name),
+			 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of "
+					   "the restored-from attempt are replayed by the job, never committed from "
+					   "its old sessions.",
+					   (unsigned long long) joined->fence_epoch, (unsigned long long) current),
+			 errhint("Write from a new session, or set paimon_sink.commit_user again to join the "
+					 "restored job.")));
 	joined->checked_in = MyProc->lxid;
 	return joined->fence_epoch;
 }
@@ -505,7 +526,7 @@ session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 static SinkInsertState *
 begin_insert(ResultRelInfo *rinfo, EState *estate)
 {
-	Relation	rel = rinfo->ri_RelationDesc;
+	Relation rel = rinfo->ri_RelationDesc;
 	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
 	const SinkLayout *layout;
 	const char *commit_user;
@@ -520,8 +541,9 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->layout = layout;
 	state->estate = estate;
 
-	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0') ?
-		PaimonSinkCommitUser : layout->sink.default_commit_user;
+	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0')
+					  ? PaimonSinkCommitUser
+					  : layout->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
 	state->fence_epoch = session_fence_epoch(&layout->sink, commit_user);
 	state->stream.sink_id = layout->sink.sink_id;
@@ -534,13 +556,13 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->client_encoding = pg_get_client_encoding();
-	if (state->client_encoding == GetDatabaseEncoding() ||
-		state->client_encoding == PG_SQL_ASCII || GetDatabaseEncoding() == PG_SQL_ASCII)
-		state->client_encoding = -1;	/* send functions do not convert */
+	if (state->client_encoding == GetDatabaseEncoding() || state->client_encoding == PG_SQL_ASCII ||
+		GetDatabaseEncoding() == PG_SQL_ASCII)
+		state->client_encoding = -1; /* send functions do not convert */
 	initStringInfo(&state->line);
 	/* a block that holds a whole row's send buffers: a reset frees nothing */
-	state->row_context = AllocSetContextCreate(CurrentMemoryContext, "paimon_sink row",
-											   ALLOCSET_DEFAULT_SIZES);
+	state->row_context =
+		AllocSetContextCreate(CurrentMemoryContext, "paimon_sink row", ALLOCSET_DEFAULT_SIZES);
 	return state;
 }
 
@@ -549,14 +571,14 @@ static void
 check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 {
 	TupleTableSlot *target_slot = state->target_slot;
-	TupleDesc	target_desc = RelationGetDescr(state->target);
+	TupleDesc target_desc = RelationGetDescr(state->target);
 
 	if (target_desc->constr == NULL)
 		return;
 	ExecClearTuple(target_slot);
 	for (int i = 0; i < target_desc->natts; i++)
 	{
-		AttrNumber	source = state->layout->target_map[i];
+		AttrNumber source = state->layout->target_map[i];
 
 		if (source > 0)
 		{
@@ -585,15 +607,15 @@ static void
 encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 {
 	const SinkLayout *layout = state->layout;
-	uint16		count = pg_hton16((uint16) layout->column_count);
+	uint16 count = pg_hton16((uint16) layout->column_count);
 
 	resetStringInfo(&state->line);
 	appendBinaryStringInfo(&state->line, (char *) &count, sizeof(count));
 	for (int i = 0; i < layout->column_count; i++)
 	{
-		AttrNumber	attnum = layout->columns[i];
-		uint32		length;
-		bytea	   *value;
+		AttrNumber attnum = layout->columns[i];
+		uint32 length;
+		bytea *value;
 
 		if (attnum == layout->row_kind_attnum && layout->upsert)
 		{
@@ -626,33 +648,32 @@ static int
 row_bucket(SinkInsertState *state, TupleTableSlot *slot)
 {
 	const SinkLayout *layout = state->layout;
-	uint32		hash = 0;
+	uint32 hash = 0;
 
 	if (layout->bucket_key_count == 0)
 		return state->fixed_bucket;
 	for (int k = 0; k < layout->bucket_key_count; k++)
 	{
-		AttrNumber	attnum = layout->bucket_attnums[k];
-		uint32		value_hash = 0;
+		AttrNumber attnum = layout->bucket_attnums[k];
+		uint32 value_hash = 0;
 
 		if (!slot->tts_isnull[attnum - 1])
 		{
-			Datum		value = slot->tts_values[attnum - 1];
+			Datum value = slot->tts_values[attnum - 1];
 
 			if (layout->bucket_hash[k].fn_oid != InvalidOid)
-				value_hash = DatumGetUInt32(FunctionCall1Coll(&layout->bucket_hash[k],
-															  layout->bucket_collation[k],
-															  value));
+				value_hash = DatumGetUInt32(
+					FunctionCall1Coll(&layout->bucket_hash[k], layout->bucket_collation[k], value));
 			else
 			{
-				int			column = 0;
-				bytea	   *bytes;
+				int column = 0;
+				bytea *bytes;
 
 				while (layout->columns[column] != attnum)
 					column++;
 				bytes = SendFunctionCall(&layout->send_functions[column], value);
-				value_hash = hash_bytes((unsigned char *) VARDATA(bytes),
-										VARSIZE(bytes) - VARHDRSZ);
+				value_hash =
+					hash_bytes((unsigned char *) VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ);
 			}
 		}
 		hash = hash_combine(hash, value_hash);
@@ -700,40 +721,42 @@ static RowKind
 check_change(SinkInsertState *state, TupleTableSlot *slot)
 {
 	const SinkLayout *layout = state->layout;
-	AttrNumber	kind_attnum = layout->row_kind_attnum;
-	RowKind		kind = ROW_KIND_UPSERT;
+	AttrNumber kind_attnum = layout->row_kind_attnum;
+	RowKind kind = ROW_KIND_UPSERT;
 
 	if (!slot->tts_isnull[kind_attnum - 1])
 	{
-		text	   *value = DatumGetTextPP(slot->tts_values[kind_attnum - 1]);
+		text *value = DatumGetTextPP(slot->tts_values[kind_attnum - 1]);
 		const char *data = VARDATA_ANY(value);
 
-		if (VARSIZE_ANY_EXHDR(value) == 2 && (memcmp(data, "+I", 2) == 0 ||
-											  memcmp(data, "+U", 2) == 0))
+		if (VARSIZE_ANY_EXHDR(value) == 2 &&
+			(memcmp(data, "+I", 2) == 0 || memcmp(data, "+U", 2) == 0))
 			kind = ROW_KIND_UPSERT;
 		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-U", 2) == 0)
 			kind = ROW_KIND_UPDATE_BEFORE;
 		else if (VARSIZE_ANY_EXHDR(value) == 2 && memcmp(data, "-D", 2) == 0)
 			kind = ROW_KIND_DELETE;
 		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid row kind \"%s\" for sink \"%s\"",
-							text_to_cstring(value), layout->sink.name),
-					 errdetail("Column \"%s\" takes +I (insert), +U (update after), -U (update before, ignored) or -D (delete); NULL is an upsert.",
-							   layout->sink.row_kind_column),
-					 errhint("Nothing of this transaction is staged.")));
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("invalid row kind \"%s\" for sink \"%s\"",
+								   text_to_cstring(value), layout->sink.name),
+							errdetail("Column \"%s\" takes +I (insert), +U (update after), -U "
+									  "(update before, ignored) or -D (delete); NULL is an upsert.",
+									  layout->sink.row_kind_column),
+							errhint("Nothing of this transaction is staged.")));
 	}
 	for (int k = 0; k < layout->key_count; k++)
 		if (slot->tts_isnull[layout->key_attnums[k] - 1])
-			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("null value in key column \"%s\" of sink \"%s\"",
-							NameStr(TupleDescAttr(slot->tts_tupleDescriptor,
-												  layout->key_attnums[k] - 1)->attname),
-							layout->sink.name),
-					 errdetail("Every change of an upsert sink names its row by the target's primary key."),
-					 errhint("Nothing of this transaction is staged.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("null value in key column \"%s\" of sink \"%s\"",
+						NameStr(TupleDescAttr(slot->tts_tupleDescriptor, layout->key_attnums[k] - 1)
+									->attname),
+						layout->sink.name),
+				 errdetail(
+					 "Every change of an upsert sink names its row by the target's primary key."),
+				 errhint("Nothing of this transaction is staged.")));
 	return kind;
 }
 
@@ -743,7 +766,7 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->row_context);
 	PendingStream *pending;
-	RowKind		kind = ROW_KIND_UPSERT;
+	RowKind kind = ROW_KIND_UPSERT;
 
 	slot_getallattrs(slot);
 	if (state->layout->upsert)
@@ -769,6 +792,7 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	MemoryContextReset(state->row_context);
 }
 
+/* sinkBeginForeignModify starts an INSERT into a sink. */
 static void
 sinkBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
 					   int subplan_index, int eflags)
@@ -778,6 +802,7 @@ sinkBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
 }
 
+/* sinkExecForeignInsert buffers one inserted row for the hand-off. */
 static TupleTableSlot *
 sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 					  TupleTableSlot *planSlot)
@@ -786,6 +811,7 @@ sinkExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot
 	return slot;
 }
 
+/* end_insert closes the target an INSERT or COPY kept open. */
 static void
 end_insert(SinkInsertState *state)
 {
@@ -796,18 +822,21 @@ end_insert(SinkInsertState *state)
 	state->target = NULL;
 }
 
+/* sinkEndForeignModify ends an INSERT into a sink. */
 static void
 sinkEndForeignModify(EState *estate, ResultRelInfo *rinfo)
 {
 	end_insert(rinfo->ri_FdwState);
 }
 
+/* sinkBeginForeignInsert starts a COPY FROM (or a routed insert) into a sink. */
 static void
 sinkBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
 	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
 }
 
+/* sinkEndForeignInsert ends a COPY FROM into a sink. */
 static void
 sinkEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
 {
@@ -844,26 +873,24 @@ paimon_sink_fdw_handler(PG_FUNCTION_ARGS)
 Datum
 paimon_sink_fdw_validator(PG_FUNCTION_ARGS)
 {
-	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
-	Oid			catalog = PG_GETARG_OID(1);
-	ListCell   *lc;
-	bool		seen = false;
+	List *options = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid catalog = PG_GETARG_OID(1);
+	ListCell *lc;
+	bool seen = false;
 
-	foreach(lc, options)
+	foreach (lc, options)
 	{
-		DefElem    *def = lfirst(lc);
+		DefElem *def = lfirst(lc);
 
 		if (catalog != ForeignTableRelationId || strcmp(def->defname, "sink_id") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-					 errmsg("invalid option \"%s\"", def->defname),
-					 catalog == ForeignTableRelationId ?
-					 errhint("Valid options in this context are: sink_id") :
-					 errhint("There are no valid options in this context.")));
+			ereport(ERROR, (errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+							errmsg("invalid option \"%s\"", def->defname),
+							catalog == ForeignTableRelationId
+								? errhint("Valid options in this context are: sink_id")
+								: errhint("There are no valid options in this context.")));
 		if (seen)
 			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("conflicting or redundant options")));
+					(errcode(ERRCODE_SYNTAX_ERROR), errmsg("conflicting or redundant options")));
 		seen = true;
 		(void) pg_strtoint32(defGetString(def));
 	}

@@ -12,12 +12,10 @@
 #ifndef PAIMON_SINK_FDW_H
 #define PAIMON_SINK_FDW_H
 
-#include "postgres.h"
-
 #include "fmgr.h"
 
 extern Datum paimon_sink_fdw_handler(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_fdw_validator(PG_FUNCTION_ARGS);
 extern void fdw_forget_fence_epochs(void);
 
-#endif							/* PAIMON_SINK_FDW_H */
+#endif /* PAIMON_SINK_FDW_H */

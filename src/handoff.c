@@ -54,31 +54,31 @@
 typedef struct PendingChunk
 {
 	StringInfoData data;
-	uint32		rows;
-	bool		spilled;
-	int			spill_fileno;
-	off_t		spill_offset;
-	int			spill_length;
+	uint32 rows;
+	bool spilled;
+	int spill_fileno;
+	off_t spill_offset;
+	int spill_length;
 } PendingChunk;
 
 /* State of a stream when a subtransaction first appended to it. */
 typedef struct SavepointMark
 {
-	int			level;
-	int			chunk_count;
-	int			last_length;
-	uint32		last_rows;
-	uint64		rows;
+	int level;
+	int chunk_count;
+	int last_length;
+	uint32 last_rows;
+	uint64 rows;
 } SavepointMark;
 
 struct PendingStream
 {
 	StreamIdentity id;
-	int			writer_index;
-	uint64		fence_epoch;	/* the lowest any statement of it saw */
-	List	   *chunks;			/* PendingChunk * */
-	uint64		rows;
-	List	   *marks;			/* SavepointMark *, innermost last */
+	int writer_index;
+	uint64 fence_epoch; /* the lowest any statement of it saw */
+	List *chunks;		/* PendingChunk * */
+	uint64 rows;
+	List *marks; /* SavepointMark *, innermost last */
 };
 
 /* A queue this backend is sending on, so an abort can detach it. */
@@ -86,8 +86,8 @@ typedef struct ActiveHandoff
 {
 	WriterEntry *writer;
 	HandoffSlot *slot;
-	uint64		generation;
-	uint64		incarnation;
+	uint64 generation;
+	uint64 incarnation;
 	shm_mq_handle *queue;
 } ActiveHandoff;
 
@@ -95,12 +95,12 @@ typedef struct ActiveHandoff
 static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
-static ActiveHandoff **writer_handoffs = NULL;	/* per writer, while open */
+static ActiveHandoff **writer_handoffs = NULL; /* per writer, while open */
 static bool xid_made_durable = false;
 static bool wake_committer_at_commit = false;
 static bool want_database_at_commit = false;
 static BufFile *spill_file = NULL;
-static int	spill_end_fileno = 0;
+static int spill_end_fileno = 0;
 static off_t spill_end_offset = 0;
 static Size bytes_in_memory = 0;
 
@@ -124,10 +124,9 @@ handoff_register_callbacks(void)
 int
 handoff_writer_for(int32 sink_id, int32 bucket)
 {
-	uint32		key[2] = {(uint32) sink_id, (uint32) bucket};
+	uint32 key[2] = {(uint32) sink_id, (uint32) bucket};
 
-	return hash_bytes((const unsigned char *) key, sizeof(key)) %
-		PaimonSinkWritersPerDatabase;
+	return hash_bytes((const unsigned char *) key, sizeof(key)) % PaimonSinkWritersPerDatabase;
 }
 
 /*
@@ -139,7 +138,7 @@ handoff_writer_for(int32 sink_id, int32 bucket)
 PendingStream *
 handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoch)
 {
-	ListCell   *lc;
+	ListCell *lc;
 	PendingStream *pending;
 	MemoryContext old;
 
@@ -148,7 +147,7 @@ handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoc
 	else
 	{
 		pending = NULL;
-		foreach(lc, pending_streams)
+		foreach (lc, pending_streams)
 		{
 			if (memcmp(&((PendingStream *) lfirst(lc))->id, stream, sizeof(*stream)) == 0)
 			{
@@ -194,9 +193,8 @@ spill_chunk(PendingChunk *chunk)
 	 * buffer has not written yet.
 	 */
 	if (BufFileSeek(spill_file, spill_end_fileno, spill_end_offset, SEEK_SET) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not seek in the spilled rows of this transaction: %m")));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not seek in the spilled rows of this transaction: %m")));
 	chunk->spill_fileno = spill_end_fileno;
 	chunk->spill_offset = spill_end_offset;
 	BufFileWrite(spill_file, chunk->data.data, chunk->data.len);
@@ -213,7 +211,7 @@ spill_chunk(PendingChunk *chunk)
 static char *
 chunk_rows(PendingChunk *chunk, int *length)
 {
-	char	   *buffer;
+	char *buffer;
 
 	if (!chunk->spilled)
 	{
@@ -223,9 +221,8 @@ chunk_rows(PendingChunk *chunk, int *length)
 	buffer = palloc(chunk->spill_length);
 	if (BufFileSeek(spill_file, chunk->spill_fileno, chunk->spill_offset, SEEK_SET) != 0 ||
 		BufFileRead(spill_file, buffer, chunk->spill_length) != (size_t) chunk->spill_length)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read the spilled rows of this transaction: %m")));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not read the spilled rows of this transaction: %m")));
 	*length = chunk->spill_length;
 	return buffer;
 }
@@ -235,7 +232,7 @@ void
 handoff_append_row(PendingStream *stream, const char *row, int length)
 {
 	PendingChunk *chunk;
-	int			level = GetCurrentTransactionNestLevel();
+	int level = GetCurrentTransactionNestLevel();
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
 	if (level > 1)
@@ -290,13 +287,13 @@ handoff_append_row(PendingStream *stream, const char *row, int length)
 static void
 rollback_to_level(int level)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		PendingStream *stream = lfirst(lc);
 		SavepointMark *restore = NULL;
-		int			keep = list_length(stream->marks);
+		int keep = list_length(stream->marks);
 
 		for (int i = list_length(stream->marks) - 1; i >= 0; i--)
 		{
@@ -340,9 +337,9 @@ rollback_to_level(int level)
 static void
 release_level(int level)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		PendingStream *stream = lfirst(lc);
 		SavepointMark *mark;
@@ -353,8 +350,9 @@ release_level(int level)
 		mark = llast(stream->marks);
 		if (mark->level != level)
 			continue;
-		below = list_length(stream->marks) > 1 ?
-			list_nth(stream->marks, list_length(stream->marks) - 2) : NULL;
+		below = list_length(stream->marks) > 1
+					? list_nth(stream->marks, list_length(stream->marks) - 2)
+					: NULL;
 		if (level - 1 <= 1 || (below != NULL && below->level == level - 1))
 			stream->marks = list_delete_last(stream->marks);
 		else
@@ -362,9 +360,13 @@ release_level(int level)
 	}
 }
 
+/*
+ * handoff_subxact_callback takes back the rows of a subtransaction that
+ * rolls back, and gives those of one that commits to its parent.
+ */
 static void
-handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
+handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+						 void *arg)
 {
 	if (pending_streams == NIL)
 		return;
@@ -374,12 +376,13 @@ handoff_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		release_level(GetCurrentTransactionNestLevel());
 }
 
+/* rows_pending tells whether this transaction buffered rows for a sink. */
 static bool
 rows_pending(void)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, pending_streams)
+	foreach (lc, pending_streams)
 	{
 		if (((PendingStream *) lfirst(lc))->rows > 0)
 			return true;
@@ -388,42 +391,87 @@ rows_pending(void)
 }
 
 /*
+ * workers_ready tells whether this database's committer and all its
+ * writers serve.  A writer's readiness is read under its mutex; the
+ * committer's flag, which only the committer writes, without a lock: a
+ * stale value only moves the end of the caller's wait by one poll.
+ */
+static bool
+workers_ready(DatabaseEntry *db)
+{
+	if (!db->committer_ready)
+		return false;
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(db, w);
+		bool ready;
+
+		SpinLockAcquire(&writer->mutex);
+		ready = writer->ready;
+		SpinLockRelease(&writer->mutex);
+		if (!ready)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * remaining_wait returns how many milliseconds of paimon_sink.handoff_timeout
+ * are left since start, at most limit (limit -1: no other bound); 0 once the
+ * timeout has passed.
+ */
+static long
+remaining_wait(TimestampTz start, long limit)
+{
+	long left;
+
+	if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+		return 0;
+	left =
+		PaimonSinkHandoffTimeoutMs - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+	left = Max(left, 1);
+	return limit < 0 ? left : Min(left, limit);
+}
+
+/*
  * handoff_database_index returns this database's entry and, when asked,
  * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
  * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
  * when they do not in time, and at once when this transaction created or
- * updated the extension (they start on it only after it commits).
+ * updated the extension (they start on it only after it commits).  No
+ * worker signals a session when it becomes ready, so this wait polls, every
+ * 100 ms.
  */
 int
 handoff_database_index(bool wait_for_writers)
 {
-	int			index = shared_want_database(MyDatabaseId);
+	int index = shared_want_database(MyDatabaseId);
 	DatabaseEntry *db = shared_database(index);
 	TimestampTz start = GetCurrentTimestamp();
 
-	while (wait_for_writers)
+	while (wait_for_writers && !workers_ready(db))
 	{
-		bool		ready = db->committer_ready;
+		long timeout;
 
-		for (int w = 0; ready && w < PaimonSinkWritersPerDatabase; w++)
-			ready = shared_writer(db, w)->ready;
-		if (ready)
-			break;
 		/* they wait for our commit, and we for them: say so at once */
 		if (catalog_extension_changed_here())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the workers of paimon_sink cannot serve this transaction"),
-					 errdetail("This transaction created or updated extension paimon_sink; its committer and writers start on it only after it commits."),
+					 errdetail("This transaction created or updated extension paimon_sink; its "
+							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
+		timeout = remaining_wait(start, 100);
+		if (timeout == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the writers of this database are not running"),
 					 errdetail("No committer and writers served database \"%s\" within %d ms.",
 							   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
-					 errhint("Check that paimon_sink is in shared_preload_libraries and that max_worker_processes leaves room for the launcher, one committer and paimon_sink.writers_per_database writers per database.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+					 errhint("Check that paimon_sink is in shared_preload_libraries and that "
+							 "max_worker_processes leaves room for the launcher, one committer and "
+							 "paimon_sink.writers_per_database writers per database.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -431,81 +479,94 @@ handoff_database_index(bool wait_for_writers)
 	return index;
 }
 
-/* Take a free hand-off slot of a writer and open its queue for sending. */
+/*
+ * take_slot takes a hand-off slot the writer has published (its queue
+ * created, the writer attached as its receiver), or returns NULL when the
+ * writer is not ready or every slot is busy.
+ */
+static HandoffSlot *
+take_slot(WriterEntry *writer, ActiveHandoff *handoff)
+{
+	HandoffSlot *slot = NULL;
+
+	SpinLockAcquire(&writer->mutex);
+	for (int s = 0; writer->ready && s < writer->slot_count; s++)
+	{
+		HandoffSlot *candidate = &writer->slots[s];
+
+		if (candidate->state == HANDOFF_FREE && candidate->published &&
+			candidate->incarnation == writer->incarnation)
+		{
+			slot = candidate;
+			slot->state = HANDOFF_ACTIVE;
+			slot->sender_done = false;
+			slot->generation++;
+			slot->requester = MyProc;
+			handoff->generation = slot->generation;
+			handoff->incarnation = writer->incarnation;
+			break;
+		}
+	}
+	SpinLockRelease(&writer->mutex);
+	return slot;
+}
+
+/*
+ * open_handoff takes a hand-off slot of a writer and attaches to its queue
+ * as the sender.  It waits on the writer's condition variable, which the
+ * writer broadcasts when it publishes slots (after each use, and when it
+ * starts), up to paimon_sink.handoff_timeout; then it raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
+ */
 static ActiveHandoff *
 open_handoff(WriterEntry *writer)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext,
-													sizeof(ActiveHandoff));
+	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext, sizeof(ActiveHandoff));
 
 	for (;;)
 	{
-		HandoffSlot *slot = NULL;
-		PGPROC	   *writer_proc = NULL;
-
-		SpinLockAcquire(&writer->mutex);
-		if (writer->ready)
-		{
-			for (int s = 0; s < writer->slot_count; s++)
-			{
-				if (writer->slots[s].state == HANDOFF_FREE)
-				{
-					slot = &writer->slots[s];
-					slot->state = HANDOFF_ACTIVE;
-					slot->published = false;
-					slot->sender_done = false;
-					slot->receiver_done = false;
-					slot->incarnation = writer->incarnation;
-					slot->generation++;
-					slot->requester = MyProc;
-					handoff->generation = slot->generation;
-					handoff->incarnation = writer->incarnation;
-					writer_proc = writer->proc;
-					break;
-				}
-			}
-		}
-		SpinLockRelease(&writer->mutex);
+		HandoffSlot *slot = take_slot(writer, handoff);
+		long timeout;
 
 		if (slot != NULL)
 		{
-			shm_mq	   *queue = shm_mq_create(shared_address(slot->queue_offset),
-											  shared_queue_size());
+			shm_mq *queue = shared_address(slot->queue_offset);
 
+			ConditionVariableCancelSleep();
+			/* this wakes the writer, attached as the receiver */
 			shm_mq_set_sender(queue, MyProc);
-			shm_mq_set_receiver(queue, writer_proc);
 			handoff->queue = shm_mq_attach(queue, NULL, NULL);
 			handoff->writer = writer;
 			handoff->slot = slot;
 			active_handoffs = lappend(active_handoffs, handoff);
-			/* publish: the writer attaches only to a published queue */
-			SpinLockAcquire(&writer->mutex);
-			slot->published = true;
-			SpinLockRelease(&writer->mutex);
-			SetLatch(&writer_proc->procLatch);
-			ConditionVariableCancelSleep();
 			return handoff;
 		}
 
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no sink writer accepted the rows of this transaction"),
-					 errdetail("Every hand-off queue of the writer was busy or the writer was not running for %d ms.",
-							   PaimonSinkHandoffTimeoutMs),
-					 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
-		ConditionVariableTimedSleep(&writer->slot_freed, 100, PG_WAIT_EXTENSION);
+		timeout = remaining_wait(start, -1);
+		if (timeout == 0)
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no sink writer accepted the rows of this transaction"),
+				 errdetail("Every hand-off queue of the writer was busy or the writer was not "
+						   "running for %d ms.",
+						   PaimonSinkHandoffTimeoutMs),
+				 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
+		(void) ConditionVariableTimedSleep(&writer->slot_freed, timeout, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
-/* Detach our end; the slot is free once the writer detached too. */
+/*
+ * close_handoff detaches our end of a hand-off queue; the slot is free
+ * once the writer detached too, and the writer, woken, publishes it again.
+ */
 static void
 close_handoff(ActiveHandoff *handoff)
 {
 	HandoffSlot *slot = handoff->slot;
-	bool		freed = false;
+	PGPROC *writer_proc = NULL;
 
 	shm_mq_detach(handoff->queue);
 	handoff->queue = NULL;
@@ -514,13 +575,18 @@ close_handoff(ActiveHandoff *handoff)
 	if (slot->receiver_done)
 	{
 		slot->state = HANDOFF_FREE;
-		freed = true;
+		slot->published = false;
+		writer_proc = handoff->writer->proc;
 	}
 	SpinLockRelease(&handoff->writer->mutex);
-	if (freed)
-		ConditionVariableBroadcast(&handoff->writer->slot_freed);
+	if (writer_proc != NULL)
+		SetLatch(&writer_proc->procLatch);
 }
 
+/*
+ * send_message sends one message on a hand-off queue, or raises
+ * ERRCODE_CONNECTION_FAILURE when the writer detached from it.
+ */
 static void
 send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, int length)
 {
@@ -533,26 +599,30 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 	iov[1].len = length;
 	result = shm_mq_sendv(handoff->queue, iov, length > 0 ? 2 : 1, false, true);
 	if (result != SHM_MQ_SUCCESS)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost the sink writer while handing off rows"),
-				 errdetail("The writer detached from its queue; this transaction is rolled back, so none of its rows are staged."),
-				 errhint("Retry the transaction.")));
+		ereport(ERROR, (errcode(ERRCODE_CONNECTION_FAILURE),
+						errmsg("lost the sink writer while handing off rows"),
+						errdetail("The writer detached from its queue; this transaction is rolled "
+								  "back, so none of its rows are staged."),
+						errhint("Retry the transaction.")));
 }
 
-/* Wait until the writer made this hand-off durable. */
+/*
+ * wait_for_ack waits until the writer made this hand-off durable, or
+ * raises ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
+ * timeout: the writer sets our latch when it acknowledges, and its exit
+ * callback sets it for every hand-off it took and did not acknowledge.
+ */
 static void
 wait_for_ack(ActiveHandoff *handoff)
 {
 	for (;;)
 	{
-		bool		done;
-		bool		lost;
+		bool done;
+		bool lost;
 
 		SpinLockAcquire(&handoff->writer->mutex);
 		done = handoff->slot->done_generation >= handoff->generation;
-		lost = handoff->writer->incarnation != handoff->incarnation ||
-			handoff->writer->pid == 0;
+		lost = handoff->writer->incarnation != handoff->incarnation || handoff->writer->pid == 0;
 		SpinLockRelease(&handoff->writer->mutex);
 		if (done)
 			return;
@@ -562,8 +632,7 @@ wait_for_ack(ActiveHandoff *handoff)
 					 errmsg("the sink writer stopped before staging the rows of this transaction"),
 					 errdetail("This transaction is rolled back, so none of its rows are staged."),
 					 errhint("Retry the transaction.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-						 PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -592,8 +661,8 @@ static ActiveHandoff *
 writer_handoff(int w)
 {
 	if (writer_handoffs == NULL)
-		writer_handoffs = MemoryContextAllocZero(TopTransactionContext,
-												 sizeof(ActiveHandoff *) * PaimonSinkWritersPerDatabase);
+		writer_handoffs = MemoryContextAllocZero(
+			TopTransactionContext, sizeof(ActiveHandoff *) * PaimonSinkWritersPerDatabase);
 	if (writer_handoffs[w] == NULL)
 	{
 		DatabaseEntry *db = shared_database(handoff_database_index(true));
@@ -609,8 +678,8 @@ send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
 		   FullTransactionId full_xid, bool streamed)
 {
 	HandoffMessage message;
-	char	   *rows;
-	int			length;
+	char *rows;
+	int length;
 
 	memset(&message, 0, sizeof(message));
 	message.kind = HANDOFF_MESSAGE_CHUNK;
@@ -636,9 +705,9 @@ stream_rows(PendingStream *stream)
 	FullTransactionId full_xid = durable_xid();
 	ActiveHandoff *handoff = writer_handoff(stream->writer_index);
 	PendingChunk *last = llast(stream->chunks);
-	ListCell   *lc;
+	ListCell *lc;
 
-	foreach(lc, stream->chunks)
+	foreach (lc, stream->chunks)
 	{
 		PendingChunk *chunk = lfirst(lc);
 
@@ -665,21 +734,21 @@ static void
 send_pending_rows(void)
 {
 	FullTransactionId full_xid = durable_xid();
-	ListCell   *lc;
+	ListCell *lc;
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		ActiveHandoff *handoff = writer_handoffs ? writer_handoffs[w] : NULL;
 		HandoffMessage message;
 
-		foreach(lc, pending_streams)
+		foreach (lc, pending_streams)
 		{
 			PendingStream *stream = lfirst(lc);
-			ListCell   *chunk_cell;
+			ListCell *chunk_cell;
 
 			if (stream->writer_index != w || stream->rows == 0)
 				continue;
-			foreach(chunk_cell, stream->chunks)
+			foreach (chunk_cell, stream->chunks)
 			{
 				PendingChunk *chunk = lfirst(chunk_cell);
 
@@ -699,7 +768,7 @@ send_pending_rows(void)
 		close_handoff(handoff);
 	}
 
-	foreach(lc, active_handoffs)
+	foreach (lc, active_handoffs)
 		wait_for_ack(lfirst(lc));
 	fault_point("backend_after_handoff");
 }
@@ -726,6 +795,7 @@ handoff_want_database_at_commit(void)
 	want_database_at_commit = true;
 }
 
+/* reset_state forgets this transaction's hand-off state at its end. */
 static void
 reset_state(void)
 {
@@ -744,10 +814,15 @@ reset_state(void)
 	xid_made_durable = false;
 }
 
+/*
+ * handoff_xact_callback hands the rows over at pre-commit, refuses
+ * PREPARE TRANSACTION of a transaction with rows, detaches the queues of
+ * one that aborts, and tells the committer at commit what it asked for.
+ */
 static void
 handoff_xact_callback(XactEvent event, void *arg)
 {
-	ListCell   *lc;
+	ListCell *lc;
 
 	switch (event)
 	{
@@ -757,16 +832,19 @@ handoff_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (rows_pending())
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that wrote to a sink"),
-						 errdetail("Rows written to a paimon_sink foreign table are staged when the transaction commits; a prepared transaction cannot stage them."),
-						 errhint("Commit the transaction instead, and use paimon_sink.prepare_commit() and paimon_sink.commit() for two-phase commits of sink data.")));
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot prepare a transaction that wrote to a sink"),
+					 errdetail("Rows written to a paimon_sink foreign table are staged when the "
+							   "transaction commits; a prepared transaction cannot stage them."),
+					 errhint("Commit the transaction instead, and use paimon_sink.prepare_commit() "
+							 "and paimon_sink.commit() for two-phase commits of sink data.")));
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			/* a queue still open tells its writer the batch is void */
-			foreach(lc, active_handoffs)
+			foreach (lc, active_handoffs)
 			{
 				ActiveHandoff *handoff = lfirst(lc);
 
@@ -780,7 +858,7 @@ handoff_xact_callback(XactEvent event, void *arg)
 				shared_extension_committed(MyDatabaseId);
 			if (wake_committer_at_commit)
 			{
-				int			index;
+				int index;
 
 				/* a flag, not only the latch: a busy committer resets its latch */
 				LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);

@@ -12,8 +12,6 @@
 #ifndef PAIMON_SINK_HANDOFF_H
 #define PAIMON_SINK_HANDOFF_H
 
-#include "postgres.h"
-
 #include "staged_file.h"
 
 /* Message kinds on a hand-off queue. */
@@ -23,11 +21,11 @@
 /* Every message starts with this; a chunk's rows follow it. */
 typedef struct HandoffMessage
 {
-	uint32		kind;
-	uint32		row_count;
-	bool		streamed;		/* sent while the transaction runs */
-	uint64		full_xid;
-	uint64		fence_epoch;	/* the commit user's, when the writing began */
+	uint32 kind;
+	uint32 row_count;
+	bool streamed; /* sent while the transaction runs */
+	uint64 full_xid;
+	uint64 fence_epoch; /* the commit user's, when the writing began */
 	StreamIdentity stream;
 } HandoffMessage;
 
@@ -37,9 +35,9 @@ extern void handoff_register_callbacks(void);
 extern PendingStream *handoff_stream(const StreamIdentity *stream, int writer_index,
 									 uint64 fence_epoch);
 extern void handoff_append_row(PendingStream *stream, const char *row, int length);
-extern int	handoff_writer_for(int32 sink_id, int32 bucket);
-extern int	handoff_database_index(bool wait_for_writers);
+extern int handoff_writer_for(int32 sink_id, int32 bucket);
+extern int handoff_database_index(bool wait_for_writers);
 extern void handoff_wake_committer_at_commit(void);
 extern void handoff_want_database_at_commit(void);
 
-#endif							/* PAIMON_SINK_HANDOFF_H */
+#endif /* PAIMON_SINK_HANDOFF_H */

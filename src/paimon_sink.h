@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * paimon_sink.h
- *	  Settings and names shared by every subsystem of paimon_sink.
+ *	  Names and limits shared by every subsystem of paimon_sink, with the
+ *	  settings (guc.h) and the checks before work (version.h).
  *
  * The design follows Apache Paimon's Flink sink (writers stage files,
  * a single committer commits checkpoints idempotently keyed by commit user
@@ -12,15 +13,8 @@
 #ifndef PAIMON_SINK_H
 #define PAIMON_SINK_H
 
-#include "postgres.h"
-
-/*
- * The library's version, from the control file's default_version (see the
- * Makefile): the only catalog version this library reads and writes.
- */
-#ifndef PAIMON_SINK_VERSION
-#error "PAIMON_SINK_VERSION must be defined by the build (see the Makefile)"
-#endif
+#include "guc.h"
+#include "version.h"
 
 /* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
 #define PAIMON_SINK_COMMIT_USER_MAXLEN 64
@@ -34,26 +28,4 @@
 /* Paimon's END_INPUT commit identifier. */
 #define PAIMON_SINK_END_INPUT_CHECKPOINT INT64CONST(9223372036854775807)
 
-/* Settings (see paimon_sink.c for their descriptions). */
-extern int	PaimonSinkWritersPerDatabase;
-extern int	PaimonSinkMaxDatabases;
-extern int	PaimonSinkQueueSizeKB;
-extern int	PaimonSinkQueuesPerWriter;
-extern int	PaimonSinkGroupFsyncDelayMs;
-extern int	PaimonSinkHandoffTimeoutMs;
-extern int	PaimonSinkHandoffBufferKB;
-extern int	PaimonSinkCheckpointIntervalMs;
-extern int	PaimonSinkSnapshotsRetained;
-extern int	PaimonSinkSnapshotRetentionMs;
-extern int	PaimonSinkOrphanRemovalIntervalMs;
-extern int	PaimonSinkOrphanFileAgeMs;
-extern char *PaimonSinkCommitUser;
-extern int	PaimonSinkWriterId;
-
-/* True once _PG_init ran from shared_preload_libraries. */
-extern bool PaimonSinkPreloaded;
-
-extern void paimon_sink_require_preload(void);
-extern void paimon_sink_require_ready(void);
-
-#endif							/* PAIMON_SINK_H */
+#endif /* PAIMON_SINK_H */

@@ -39,20 +39,22 @@ void
 staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_name)
 {
 	if (!staged_file_name_is_valid(file_name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("\"%s\" is not the name of a staged file of sink %d", file_name, sink_id),
-				 errdetail("Staged files are named <uuid>.stage; no other name is made into a path."),
-				 errhint("The name comes from paimon_sink.committable; a superuser deletes that row (a restored dump may have brought it).")));
-	snprintf(path, MAXPGPATH, "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, database_id,
-			 sink_id, file_name);
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("\"%s\" is not the name of a staged file of sink %d", file_name, sink_id),
+			 errdetail("Staged files are named <uuid>.stage; no other name is made into a path."),
+			 errhint("The name comes from paimon_sink.committable; a superuser deletes that row (a "
+					 "restored dump may have brought it).")));
+	snprintf(path, MAXPGPATH, "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, database_id, sink_id,
+			 file_name);
 }
 
 /* staged_file_name_is_valid accepts "<lower-case uuid>.stage" only. */
 bool
 staged_file_name_is_valid(const char *file_name)
 {
-	uint8		uuid[STAGED_FILE_UUID_BYTES];
+	uint8 uuid[STAGED_FILE_UUID_BYTES];
 
 	return staged_file_name_to_uuid(file_name, uuid);
 }
@@ -66,17 +68,16 @@ staged_file_name_is_valid(const char *file_name)
 int
 staged_file_temporary_creator(const char *file_name)
 {
-	char		staged[STAGED_FILE_NAME_LENGTH + 1];
+	char staged[STAGED_FILE_NAME_LENGTH + 1];
 	const char *rest;
-	char	   *end;
-	long		creator;
+	char *end;
+	long creator;
 
 	if (strlen(file_name) <= STAGED_FILE_NAME_LENGTH + 1)
 		return -1;
 	strlcpy(staged, file_name, sizeof(staged));
 	rest = file_name + STAGED_FILE_NAME_LENGTH;
-	if (!staged_file_name_is_valid(staged) || rest[0] != '.' ||
-		strspn(rest + 1, "0123456789") == 0)
+	if (!staged_file_name_is_valid(staged) || rest[0] != '.' || strspn(rest + 1, "0123456789") == 0)
 		return -1;
 	errno = 0;
 	creator = strtol(rest + 1, &end, 10);
@@ -89,10 +90,9 @@ staged_file_temporary_creator(const char *file_name)
 bool
 staged_file_name_to_uuid(const char *file_name, uint8 *uuid)
 {
-	char		text[37];
+	char text[37];
 
-	if (strlen(file_name) != STAGED_FILE_NAME_LENGTH ||
-		strcmp(file_name + 36, ".stage") != 0)
+	if (strlen(file_name) != STAGED_FILE_NAME_LENGTH || strcmp(file_name + 36, ".stage") != 0)
 		return false;
 	memcpy(text, file_name, 36);
 	text[36] = '\0';
@@ -107,8 +107,7 @@ ensure_directory(const char *path, const char *parent)
 		fsync_fname(parent, true);
 	else if (errno != EEXIST)
 		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create directory \"%s\": %m", path)));
+				(errcode_for_file_access(), errmsg("could not create directory \"%s\": %m", path)));
 }
 
 /*
@@ -122,16 +121,15 @@ File
 staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, char *file_name,
 				   off_t *size)
 {
-	char		database_path[MAXPGPATH];
-	char		directory[MAXPGPATH];
-	char		path[MAXPGPATH];
-	char		temporary[MAXPGPATH + 16];
-	uuid_t		uuid;
+	char database_path[MAXPGPATH];
+	char directory[MAXPGPATH];
+	char path[MAXPGPATH];
+	char temporary[MAXPGPATH + 16];
+	uuid_t uuid;
 	StagedFileHeader header;
-	File		file;
+	File file;
 
-	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY,
-			 database_id);
+	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY, database_id);
 	staged_file_directory(directory, database_id, stream->sink_id);
 	ensure_directory(PAIMON_SINK_DIRECTORY, ".");
 	ensure_directory(database_path, PAIMON_SINK_DIRECTORY);
@@ -146,9 +144,8 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	/* a file appears under its name only with its header durable */
 	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
 	if (file < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create staged file \"%s\": %m", path)));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not create staged file \"%s\": %m", path)));
 
 	memset(&header, 0, sizeof(header));
 	header.magic = STAGED_FILE_MAGIC;
@@ -165,16 +162,14 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	{
 		if (errno == 0)
 			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write staged file \"%s\": %m", path)));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not write staged file \"%s\": %m", path)));
 	}
 	/* durable_rename would fsync the file twice more: once is enough */
 	staged_file_sync(file, temporary);
 	if (rename(temporary, path) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not rename staged file \"%s\": %m", temporary)));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not rename staged file \"%s\": %m", temporary)));
 	fsync_fname(directory, true);
 
 	/*
@@ -186,8 +181,7 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	file = PathNameOpenFile(path, O_RDWR | PG_BINARY);
 	if (file < 0)
 		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open staged file \"%s\": %m", path)));
+				(errcode_for_file_access(), errmsg("could not open staged file \"%s\": %m", path)));
 	*size = sizeof(header);
 	return file;
 }
@@ -203,8 +197,8 @@ File
 staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start, int elevel)
 {
 	StagedFileHeader header;
-	File		file;
-	int			nread;
+	File file;
+	int nread;
 
 	file = PathNameOpenFile(path, O_RDWR | PG_BINARY);
 	if (file < 0)
@@ -215,11 +209,12 @@ staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start, in
 		header.commit_user_length > PAIMON_SINK_COMMIT_USER_MAXLEN)
 	{
 		FileClose(file);
-		ereport(elevel,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("staged file \"%s\" has an invalid header", path),
-				 errdetail("The file is shorter than a header or was not written by paimon_sink %d.",
-						   STAGED_FILE_VERSION)));
+		ereport(
+			elevel,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("staged file \"%s\" has an invalid header", path),
+			 errdetail("The file is shorter than a header or was not written by paimon_sink %d.",
+					   STAGED_FILE_VERSION)));
 		errno = EINVAL;
 		return -1;
 	}
@@ -236,11 +231,12 @@ staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start, in
 	return file;
 }
 
+/* batch_checksum returns the CRC-32C of a batch header and its payload. */
 static uint32
 batch_checksum(StagedBatchHeader *header, const char *payload)
 {
-	pg_crc32c	crc;
-	uint32		saved = header->checksum;
+	pg_crc32c crc;
+	uint32 saved = header->checksum;
 
 	header->checksum = 0;
 	INIT_CRC32C(crc);
@@ -269,9 +265,8 @@ staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader 
 	{
 		if (errno == 0)
 			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write staged file \"%s\": %m", path)));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not write staged file \"%s\": %m", path)));
 	}
 	return offset + sizeof(*header) + header->payload_length;
 }
@@ -281,9 +276,8 @@ void
 staged_file_sync(File file, const char *path)
 {
 	if (FileSync(file, PG_WAIT_IO) != 0)
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not fsync staged file \"%s\": %m", path)));
+		ereport(data_sync_elevel(ERROR), (errcode_for_file_access(),
+										  errmsg("could not fsync staged file \"%s\": %m", path)));
 }
 
 /*
@@ -299,10 +293,9 @@ staged_file_read_header(File file, const char *path, off_t offset, off_t file_si
 		return false;
 	if (FileRead(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header))
 		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read staged file \"%s\": %m", path)));
+				(errcode_for_file_access(), errmsg("could not read staged file \"%s\": %m", path)));
 	return header->magic == STAGED_BATCH_MAGIC &&
-		offset + (off_t) sizeof(*header) + header->payload_length <= file_size;
+		   offset + (off_t) sizeof(*header) + header->payload_length <= file_size;
 }
 
 /*
@@ -315,8 +308,8 @@ staged_file_read_batch(File file, const char *path, off_t offset, off_t file_siz
 					   StagedBatchHeader *header, StringInfo payload)
 {
 	StringInfoData local;
-	StringInfo	buffer = payload;
-	bool		valid;
+	StringInfo buffer = payload;
+	bool valid;
 
 	if (!staged_file_read_header(file, path, offset, file_size, header))
 		return false;
@@ -330,8 +323,7 @@ staged_file_read_batch(File file, const char *path, off_t offset, off_t file_siz
 	if (FileRead(file, buffer->data, header->payload_length, offset + sizeof(*header),
 				 PG_WAIT_IO) != (int) header->payload_length)
 		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read staged file \"%s\": %m", path)));
+				(errcode_for_file_access(), errmsg("could not read staged file \"%s\": %m", path)));
 	buffer->len = header->payload_length;
 	buffer->data[buffer->len] = '\0';
 	valid = batch_checksum(header, buffer->data) == header->checksum;

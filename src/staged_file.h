@@ -12,16 +12,14 @@
 #ifndef PAIMON_SINK_STAGED_FILE_H
 #define PAIMON_SINK_STAGED_FILE_H
 
-#include "postgres.h"
-
 #include "access/transam.h"
 #include "lib/stringinfo.h"
 #include "paimon_sink.h"
 #include "storage/fd.h"
 #include "utils/uuid.h"
 
-#define STAGED_FILE_MAGIC 0x50534B46	/* "PSKF" */
-#define STAGED_BATCH_MAGIC 0x50534B42	/* "PSKB" */
+#define STAGED_FILE_MAGIC 0x50534B46  /* "PSKF" */
+#define STAGED_BATCH_MAGIC 0x50534B42 /* "PSKB" */
 /*
  * The format this library writes.  Files outlive the library that staged
  * them (a package upgrade leaves prepared checkpoints behind): a library
@@ -30,29 +28,29 @@
  */
 #define STAGED_FILE_VERSION 4
 #define STAGED_FILE_UUID_BYTES 16
-#define STAGED_FILE_NAME_LENGTH 42	/* 36-character uuid + ".stage" */
+#define STAGED_FILE_NAME_LENGTH 42 /* 36-character uuid + ".stage" */
 
 /* The stream a file belongs to: (sink, commit user, writer id, bucket). */
 typedef struct StreamIdentity
 {
-	pg_uuid_t	sink_uuid;		/* the sink's incarnation: ids repeat, this not */
-	int32		sink_id;
-	int32		writer_id;
-	int32		bucket;
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	pg_uuid_t sink_uuid; /* the sink's incarnation: ids repeat, this not */
+	int32 sink_id;
+	int32 writer_id;
+	int32 bucket;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } StreamIdentity;
 
 typedef struct StagedFileHeader
 {
-	uint32		magic;
-	uint16		version;
-	uint16		commit_user_length;
-	pg_uuid_t	sink_uuid;
-	int32		sink_id;
-	int32		writer_id;
-	int32		bucket;
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	char		padding[3];
+	uint32 magic;
+	uint16 version;
+	uint16 commit_user_length;
+	pg_uuid_t sink_uuid;
+	int32 sink_id;
+	int32 writer_id;
+	int32 bucket;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	char padding[3];
 } StagedFileHeader;
 
 /*
@@ -65,34 +63,32 @@ typedef struct StagedFileHeader
  */
 typedef struct StagedBatchHeader
 {
-	uint32		magic;
-	uint32		payload_length;
-	uint64		full_xid;
-	uint64		fence_epoch;
-	uint32		row_count;
-	uint32		checksum;
-	uint64		origin_offset;
-	uint8		origin_file[STAGED_FILE_UUID_BYTES];
-	uint64		first_sequence; /* of its first row; the others follow in order */
+	uint32 magic;
+	uint32 payload_length;
+	uint64 full_xid;
+	uint64 fence_epoch;
+	uint32 row_count;
+	uint32 checksum;
+	uint64 origin_offset;
+	uint8 origin_file[STAGED_FILE_UUID_BYTES];
+	uint64 first_sequence; /* of its first row; the others follow in order */
 } StagedBatchHeader;
 
 extern void staged_file_directory(char *path, Oid database_id, int32 sink_id);
-extern void staged_file_path(char *path, Oid database_id, int32 sink_id,
-							 const char *file_name);
+extern void staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_name);
 extern File staged_file_create(Oid database_id, int creator, const StreamIdentity *stream,
 							   char *file_name, off_t *size);
-extern File staged_file_open(const char *path, StreamIdentity *stream,
-							 off_t *data_start, int elevel);
+extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start,
+							 int elevel);
 extern off_t staged_file_append(File file, const char *path, off_t offset,
 								StagedBatchHeader *header, const char *payload);
 extern void staged_file_sync(File file, const char *path);
 extern bool staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
 									StagedBatchHeader *header);
-extern bool staged_file_read_batch(File file, const char *path, off_t offset,
-								   off_t file_size, StagedBatchHeader *header,
-								   StringInfo payload);
+extern bool staged_file_read_batch(File file, const char *path, off_t offset, off_t file_size,
+								   StagedBatchHeader *header, StringInfo payload);
 extern bool staged_file_name_to_uuid(const char *file_name, uint8 *uuid);
 extern bool staged_file_name_is_valid(const char *file_name);
-extern int	staged_file_temporary_creator(const char *file_name);
+extern int staged_file_temporary_creator(const char *file_name);
 
-#endif							/* PAIMON_SINK_STAGED_FILE_H */
+#endif /* PAIMON_SINK_STAGED_FILE_H */

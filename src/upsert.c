@@ -66,40 +66,40 @@
 /* What the apply needs to know, derived from the two relations. */
 typedef struct ApplyLayout
 {
-	Relation	target;
-	Relation	foreign;		/* the staged layout */
-	int			natts;			/* of the foreign table */
-	AttrNumber	row_kind_attnum;
-	int			key_count;
-	AttrNumber *key_attnums;	/* foreign table attnums, in primary key order */
-	char	  **key_names;
-	Oid		   *key_collations;
-	Oid		   *key_less;		/* the index's "<" of each key column */
-	FmgrInfo   *key_equal;
-	char	  **key_equal_operator;	/* its "=", schema-qualified, for the MERGE */
-	TupleDesc	sort_desc;		/* the foreign table's columns, then the sequence */
-	TupleDesc	change_desc;	/* the row, then "delete" and "replace" flags */
-	int			columns;		/* of the row: the staged ones but the row kind */
+	Relation target;
+	Relation foreign; /* the staged layout */
+	int natts;		  /* of the foreign table */
+	AttrNumber row_kind_attnum;
+	int key_count;
+	AttrNumber *key_attnums; /* foreign table attnums, in primary key order */
+	char **key_names;
+	Oid *key_collations;
+	Oid *key_less; /* the index's "<" of each key column */
+	FmgrInfo *key_equal;
+	char **key_equal_operator;	/* its "=", schema-qualified, for the MERGE */
+	TupleDesc sort_desc;		/* the foreign table's columns, then the sequence */
+	TupleDesc change_desc;		/* the row, then "delete" and "replace" flags */
+	int columns;				/* of the row: the staged ones but the row kind */
 	AttrNumber *change_attnums; /* foreign table attnum of each */
-	int		   *change_key_index;	/* its place in the primary key, or -1 */
-	bool		partial_update;
-	char	   *key_constraint; /* the primary key's index, as errors name it */
-	uint64		upserts;		/* keys in the changes */
-	uint64		deletes;
+	int *change_key_index;		/* its place in the primary key, or -1 */
+	bool partial_update;
+	char *key_constraint; /* the primary key's index, as errors name it */
+	uint64 upserts;		  /* keys in the changes */
+	uint64 deletes;
 } ApplyLayout;
 
 /* One key's versions, newest first, while the sorted rows are read. */
 typedef struct KeyGroup
 {
-	bool		open;
-	bool		decided;		/* nothing older changes the outcome */
-	bool		upsert;			/* the outcome has an upserted row */
-	bool		deleted_before; /* partial_update: a delete precedes it */
-	bool		emitted;		/* its row is in the store */
-	Datum	   *key;
-	Datum	   *values;			/* by change_desc column */
-	bool	   *nulls;
-	int			missing;		/* partial_update: NULL columns not yet filled */
+	bool open;
+	bool decided;		 /* nothing older changes the outcome */
+	bool upsert;		 /* the outcome has an upserted row */
+	bool deleted_before; /* partial_update: a delete precedes it */
+	bool emitted;		 /* its row is in the store */
+	Datum *key;
+	Datum *values; /* by change_desc column */
+	bool *nulls;
+	int missing; /* partial_update: NULL columns not yet filled */
 	MemoryContext context;
 } KeyGroup;
 
@@ -111,9 +111,9 @@ typedef struct KeyGroup
 static char *
 qualified_operator(Oid operator)
 {
-	HeapTuple	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(operator));
+	HeapTuple tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(operator));
 	Form_pg_operator form;
-	char	   *result;
+	char *result;
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for operator %u", operator);
@@ -124,12 +124,16 @@ qualified_operator(Oid operator)
 	return result;
 }
 
+/*
+ * derive_apply_layout derives the layout of an upsert apply from the sink:
+ * the staged columns, the key, and the rows it sorts and merges.
+ */
 static void
 derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 {
-	TupleDesc	desc = RelationGetDescr(layout->foreign);
-	Oid			index = catalog_check_primary_key(sink, layout->target);
-	Relation	index_rel;
+	TupleDesc desc = RelationGetDescr(layout->foreign);
+	Oid index = catalog_check_primary_key(sink, layout->target);
+	Relation index_rel;
 
 	layout->natts = desc->natts;
 	layout->partial_update = sink->partial_update;
@@ -154,30 +158,28 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 	layout->key_equal_operator = palloc(sizeof(char *) * layout->key_count);
 	for (int k = 0; k < layout->key_count; k++)
 	{
-		AttrNumber	target_attnum = index_rel->rd_index->indkey.values[k];
-		char	   *name = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(layout->target),
-														 target_attnum - 1)->attname));
-		Oid			equal = get_opfamily_member(index_rel->rd_opfamily[k],
-												index_rel->rd_opcintype[k],
-												index_rel->rd_opcintype[k],
-												BTEqualStrategyNumber);
+		AttrNumber target_attnum = index_rel->rd_index->indkey.values[k];
+		char *name = pstrdup(
+			NameStr(TupleDescAttr(RelationGetDescr(layout->target), target_attnum - 1)->attname));
+		Oid equal = get_opfamily_member(index_rel->rd_opfamily[k], index_rel->rd_opcintype[k],
+										index_rel->rd_opcintype[k], BTEqualStrategyNumber);
 
 		layout->key_names[k] = name;
 		layout->key_attnums[k] = get_attnum(RelationGetRelid(layout->foreign), name);
 		layout->key_collations[k] = index_rel->rd_indcollation[k];
 		if (layout->key_attnums[k] == InvalidAttrNumber || !OidIsValid(equal))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("primary key column \"%s\" of the target of sink \"%s\" is not staged",
-							name, sink->name),
-					 errdetail("Nothing of the checkpoint was applied."),
-					 errhint("Restore the primary key the sink was created with and commit again.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("primary key column \"%s\" of the target of sink \"%s\" is not staged",
+						name, sink->name),
+				 errdetail("Nothing of the checkpoint was applied."),
+				 errhint("Restore the primary key the sink was created with and commit again.")));
 		fmgr_info(get_opcode(equal), &layout->key_equal[k]);
 		layout->key_equal_operator[k] = qualified_operator(equal);
-		layout->key_less[k] = get_opfamily_member(index_rel->rd_opfamily[k],
-												  index_rel->rd_opcintype[k],
-												  index_rel->rd_opcintype[k],
-												  BTLessStrategyNumber);
+		layout->key_less[k] =
+			get_opfamily_member(index_rel->rd_opfamily[k], index_rel->rd_opcintype[k],
+								index_rel->rd_opcintype[k], BTLessStrategyNumber);
 	}
 
 	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 1);
@@ -208,11 +210,11 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 static Tuplesortstate *
 begin_sort(ApplyLayout *layout)
 {
-	int			nkeys = layout->key_count + 1;
+	int nkeys = layout->key_count + 1;
 	AttrNumber *attnums = palloc(sizeof(AttrNumber) * nkeys);
-	Oid		   *operators = palloc(sizeof(Oid) * nkeys);
-	Oid		   *collations = palloc(sizeof(Oid) * nkeys);
-	bool	   *nulls_first = palloc0(sizeof(bool) * nkeys);
+	Oid *operators = palloc(sizeof(Oid) * nkeys);
+	Oid *collations = palloc(sizeof(Oid) * nkeys);
+	bool *nulls_first = palloc0(sizeof(bool) * nkeys);
 
 	for (int k = 0; k < layout->key_count; k++)
 	{
@@ -227,12 +229,14 @@ begin_sort(ApplyLayout *layout)
 								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
+/* is_delete tells whether a staged version is a delete (-D). */
 static bool
 is_delete(ApplyLayout *layout, TupleTableSlot *slot)
 {
 	return !slot->tts_isnull[layout->row_kind_attnum - 1];
 }
 
+/* same_key tells whether a staged version has the key of the group. */
 static bool
 same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 {
@@ -248,13 +252,13 @@ same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 static void
 emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete, bool replace)
 {
-	int			columns = layout->columns;
+	int columns = layout->columns;
 
 	if (delete)
 	{
 		for (int c = 0; c < columns; c++)
 		{
-			int			k = layout->change_key_index[c];
+			int k = layout->change_key_index[c];
 
 			group->nulls[c] = k < 0;
 			group->values[c] = k < 0 ? (Datum) 0 : group->key[k];
@@ -292,8 +296,8 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 	{
 		Form_pg_attribute attr = TupleDescAttr(layout->sort_desc, layout->key_attnums[k] - 1);
 
-		group->key[k] = datumCopy(slot->tts_values[layout->key_attnums[k] - 1], attr->attbyval,
-								  attr->attlen);
+		group->key[k] =
+			datumCopy(slot->tts_values[layout->key_attnums[k] - 1], attr->attbyval, attr->attlen);
 	}
 	if (!group->upsert)
 		emit(layout, group, changes, true, false);
@@ -302,17 +306,17 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 		group->missing = 0;
 		for (int c = 0; c < layout->columns; c++)
 		{
-			AttrNumber	attnum = layout->change_attnums[c];
+			AttrNumber attnum = layout->change_attnums[c];
 			Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
 
 			group->nulls[c] = slot->tts_isnull[attnum - 1];
 			if (group->nulls[c])
 				group->missing++;
 			else if (group->decided)
-				group->values[c] = slot->tts_values[attnum - 1];	/* put at once */
+				group->values[c] = slot->tts_values[attnum - 1]; /* put at once */
 			else
-				group->values[c] = datumCopy(slot->tts_values[attnum - 1], attr->attbyval,
-											 attr->attlen);
+				group->values[c] =
+					datumCopy(slot->tts_values[attnum - 1], attr->attbyval, attr->attlen);
 		}
 		if (group->decided || group->missing == 0)
 		{
@@ -339,13 +343,13 @@ merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	{
 		for (int c = 0; c < layout->columns; c++)
 		{
-			AttrNumber	attnum = layout->change_attnums[c];
+			AttrNumber attnum = layout->change_attnums[c];
 			Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
 
 			if (group->nulls[c] && !slot->tts_isnull[attnum - 1])
 			{
-				group->values[c] = datumCopy(slot->tts_values[attnum - 1], attr->attbyval,
-											 attr->attlen);
+				group->values[c] =
+					datumCopy(slot->tts_values[attnum - 1], attr->attbyval, attr->attlen);
 				group->nulls[c] = false;
 				group->missing--;
 			}
@@ -381,26 +385,29 @@ merge_statement(ApplyLayout *layout)
 	StringInfoData insert;
 	StringInfoData values;
 	const char *separator = "";
-	bool		overriding = false;
+	bool overriding = false;
 
 	initStringInfo(&query);
 	initStringInfo(&update);
 	initStringInfo(&replace);
 	initStringInfo(&insert);
 	initStringInfo(&values);
-	appendStringInfo(&query, "MERGE INTO %s AS t USING " CHANGES_RELATION " AS c (",
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(layout->target)),
-												RelationGetRelationName(layout->target)));
+	appendStringInfo(
+		&query, "MERGE INTO %s AS t USING " CHANGES_RELATION " AS c (",
+		quote_qualified_identifier(get_namespace_name(RelationGetNamespace(layout->target)),
+								   RelationGetRelationName(layout->target)));
 	for (int c = 0; c < layout->columns; c++)
 	{
-		const char *name = quote_identifier(NameStr(TupleDescAttr(layout->change_desc,
-																  c)->attname));
+		const char *name =
+			quote_identifier(NameStr(TupleDescAttr(layout->change_desc, c)->attname));
 
-		AttrNumber	target_attnum = get_attnum(RelationGetRelid(layout->target),
-										   NameStr(TupleDescAttr(layout->change_desc, c)->attname));
-		bool		identity_always = target_attnum != InvalidAttrNumber &&
-			TupleDescAttr(RelationGetDescr(layout->target),
-						  target_attnum - 1)->attidentity == ATTRIBUTE_IDENTITY_ALWAYS;
+		AttrNumber target_attnum =
+			get_attnum(RelationGetRelid(layout->target),
+					   NameStr(TupleDescAttr(layout->change_desc, c)->attname));
+		bool identity_always =
+			target_attnum != InvalidAttrNumber &&
+			TupleDescAttr(RelationGetDescr(layout->target), target_attnum - 1)->attidentity ==
+				ATTRIBUTE_IDENTITY_ALWAYS;
 
 		appendStringInfo(&query, "c%d, ", c + 1);
 		appendStringInfo(&insert, "%s%s", c > 0 ? ", " : "", name);
@@ -436,18 +443,18 @@ merge_statement(ApplyLayout *layout)
 							 replace.data);
 		appendStringInfo(&query, " WHEN MATCHED THEN UPDATE SET %s", update.data);
 	}
-	appendStringInfo(&query, " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s)%s VALUES (%s)",
+	appendStringInfo(&query,
+					 " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s)%s VALUES (%s)",
 					 insert.data, overriding ? " OVERRIDING SYSTEM VALUE" : "", values.data);
 	return query.data;
 }
 
 /* Run one statement over a tuplestore named relation; returns rows affected. */
 static uint64
-run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *store,
-		 int expected)
+run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *store, int expected)
 {
 	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
-	uint64		processed;
+	uint64 processed;
 
 	enr->md.name = (char *) name;
 	enr->md.reliddesc = InvalidOid;
@@ -475,26 +482,25 @@ run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *s
 static uint64
 run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
 {
-	char	   *query = merge_statement(layout);
+	char *query = merge_statement(layout);
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
 	for (int attempt = 1;; attempt++)
 	{
-		uint64		changed = 0;
-		bool		retry = false;
+		uint64 changed = 0;
+		bool retry = false;
 
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(context);
 		PG_TRY();
 		{
-			changed = run_over(query, CHANGES_RELATION, layout->change_desc, changes,
-							   SPI_OK_MERGE);
+			changed = run_over(query, CHANGES_RELATION, layout->change_desc, changes, SPI_OK_MERGE);
 			ReleaseCurrentSubTransaction();
 		}
 		PG_CATCH();
 		{
-			ErrorData  *error;
+			ErrorData *error;
 
 			MemoryContextSwitchTo(context);
 			error = CopyErrorData();
@@ -505,17 +511,19 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
 			if (attempt >= MERGE_ATTEMPTS)
 			{
 				FlushErrorState();
-				ereport(ERROR,
-						(errcode(ERRCODE_UNIQUE_VIOLATION),
-						 errmsg("%s", error->message),
-						 error->detail ? errdetail("%s", error->detail) : 0,
-						 errhint("Other sessions kept inserting keys of this checkpoint into the target while it was applied %d times; call commit() or checkpoint() again.",
-								 MERGE_ATTEMPTS)));
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION), errmsg("%s", error->message),
+					 error->detail ? errdetail("%s", error->detail) : 0,
+					 errhint(
+						 "Other sessions kept inserting keys of this checkpoint into the target "
+						 "while it was applied %d times; call commit() or checkpoint() again.",
+						 MERGE_ATTEMPTS)));
 			}
 			FlushErrorState();
 			RollbackAndReleaseCurrentSubTransaction();
-			ereport(LOG,
-					(errmsg("paimon_sink runs the MERGE of a checkpoint again: %s", error->message)));
+			ereport(LOG, (errmsg("paimon_sink runs the MERGE of a checkpoint again: %s",
+								 error->message)));
 			FreeErrorData(error);
 			retry = true;
 			(*retries)++;
@@ -544,19 +552,18 @@ void
 upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row_sequence,
 			 apply_phase_cb applying, UpsertCounts *counts)
 {
-	MemoryContext apply_context = AllocSetContextCreate(CurrentMemoryContext,
-														"paimon_sink upsert",
-														ALLOCSET_DEFAULT_SIZES);
+	MemoryContext apply_context =
+		AllocSetContextCreate(CurrentMemoryContext, "paimon_sink upsert", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext row_context;
 	MemoryContext old = MemoryContextSwitchTo(apply_context);
 	ApplyLayout layout;
-	RoleSwitch	saved;
+	RoleSwitch saved;
 	CopyFromState cstate;
 	Tuplesortstate *sort;
 	Tuplestorestate *changes;
 	TupleTableSlot *sort_slot;
 	TupleTableSlot *read_slot;
-	KeyGroup	group;
+	KeyGroup group;
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&layout, 0, sizeof(layout));
@@ -569,23 +576,24 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	catalog_check_layout(sink, RelationGetRelid(layout.target), false);
 	if (check_enable_rls(RelationGetRelid(layout.target), InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security",
-						sink->name, RelationGetRelationName(layout.target)),
-				 errhint("Disable row-level security on the target, or let its owner own the sink.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security", sink->name,
+					RelationGetRelationName(layout.target)),
+			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 	derive_apply_layout(&layout, sink);
 
 	/* every version, decoded by COPY, into the sort */
 	sort = begin_sort(&layout);
 	sort_slot = MakeSingleTupleTableSlot(layout.sort_desc, &TTSOpsVirtual);
-	row_context = AllocSetContextCreate(apply_context, "paimon_sink upsert row",
-										ALLOCSET_DEFAULT_SIZES);
+	row_context =
+		AllocSetContextCreate(apply_context, "paimon_sink upsert row", ALLOCSET_DEFAULT_SIZES);
 	cstate = BeginCopyFrom(NULL, layout.foreign, NULL, NULL, false, read, NIL,
 						   list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
 	for (;;)
 	{
-		bool		more;
+		bool more;
 
 		MemoryContextReset(row_context);
 		MemoryContextSwitchTo(row_context);
@@ -598,13 +606,12 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 		sort_slot->tts_isnull[layout.natts] = false;
 		for (int k = 0; k < layout.key_count; k++)
 			if (sort_slot->tts_isnull[layout.key_attnums[k] - 1])
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("a staged row of sink \"%s\" has a NULL key", sink->name),
-						 errdetail("Nothing of the checkpoint was applied.")));
+				ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+								errmsg("a staged row of sink \"%s\" has a NULL key", sink->name),
+								errdetail("Nothing of the checkpoint was applied.")));
 		if (!sort_slot->tts_isnull[layout.row_kind_attnum - 1] &&
-			strcmp(TextDatumGetCString(sort_slot->tts_values[layout.row_kind_attnum - 1]),
-				   "-D") != 0)
+			strcmp(TextDatumGetCString(sort_slot->tts_values[layout.row_kind_attnum - 1]), "-D") !=
+				0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("a staged row of sink \"%s\" has an unknown row kind", sink->name),
@@ -622,8 +629,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	changes = tuplestore_begin_heap(false, false, maintenance_work_mem);
 	read_slot = MakeSingleTupleTableSlot(layout.sort_desc, &TTSOpsMinimalTuple);
 	memset(&group, 0, sizeof(group));
-	group.context = AllocSetContextCreate(apply_context, "paimon_sink upsert key",
-										  ALLOCSET_SMALL_SIZES);
+	group.context =
+		AllocSetContextCreate(apply_context, "paimon_sink upsert key", ALLOCSET_SMALL_SIZES);
 	group.key = palloc(sizeof(Datum) * layout.key_count);
 	group.values = palloc(sizeof(Datum) * (layout.columns + 2));
 	group.nulls = palloc(sizeof(bool) * (layout.columns + 2));

@@ -1,0 +1,373 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  The thin SQL entry points that hand a sink's work to its database's
+ *	  committer: prepare_commit, commit, checkpoint, recover, end_input and
+ *	  remove_orphan_files; also expire_snapshots and start_workers.
+ *
+ * Each checks its arguments and the caller's rights, submits one request
+ * and returns what the committer did, read from the extension's tables.
+ * prepare_commit and commit follow Paimon's prepareCommit/commit and
+ * SeaTunnel's SinkWriter.prepareCommit / SinkCommitter.commit contracts;
+ * their COMMENT ON texts in the extension script give argument types,
+ * return shapes and SQLSTATEs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "api.h"
+#include "catalog.h"
+#include "commands/extension.h"
+#include "committer.h"
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "handoff.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "shared_state.h"
+#include "sql_call.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
+PG_FUNCTION_INFO_V1(paimon_sink_commit);
+PG_FUNCTION_INFO_V1(paimon_sink_checkpoint);
+PG_FUNCTION_INFO_V1(paimon_sink_start_workers);
+PG_FUNCTION_INFO_V1(paimon_sink_recover);
+PG_FUNCTION_INFO_V1(paimon_sink_end_input);
+PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
+PG_FUNCTION_INFO_V1(paimon_sink_expire_snapshots);
+
+/*
+ * start_request starts a request to the committer for a sink the caller
+ * owns, after the checks every state-changing call shares.
+ */
+static SinkInfo *
+start_request(FunctionCallInfo fcinfo, CommitterRequest *request, int kind, const char *action,
+			  const char *function)
+{
+	SinkInfo *sink = sql_owned_sink(fcinfo, action);
+
+	sql_refuse_transaction_block(function);
+	sql_require_prepared_transactions();
+	memset(request, 0, sizeof(*request));
+	request->kind = kind;
+	request->sink_id = sink->sink_id;
+	request->writer_id = -1;
+	return sink;
+}
+
+/*
+ * checkpoint_argument returns a checkpoint id argument, which must not be
+ * NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED).
+ */
+static int64
+checkpoint_argument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("checkpoint id must not be NULL")));
+	return PG_GETARG_INT64(index);
+}
+
+/* submit submits a request to this database's committer and waits for it. */
+static void
+submit(CommitterRequest *request)
+{
+	int database_index = handoff_database_index(true);
+
+	committer_submit(database_index, request);
+}
+
+/*
+ * prepare_commit(sink_name text, commit_user text, checkpoint_id bigint,
+ * writer_id integer) is the barrier: the stream's staged files are sealed
+ * and recorded as committables of checkpoint_id; returns the checkpoint's
+ * committables (checkpoint_id, file_name, writer_id, bucket, row_count,
+ * byte_count).
+ */
+Datum
+paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink =
+		start_request(fcinfo, &request, REQUEST_PREPARE, "prepare", "paimon_sink.prepare_commit()");
+	Oid types[4] = {INT4OID, TEXTOID, INT8OID, INT4OID};
+	Datum values[4];
+
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
+			sizeof(request.commit_user));
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	if (!PG_ARGISNULL(3) && request.writer_id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("writer id must not be negative"),
+				 errhint("Pass NULL to prepare every writer id of the commit user.")));
+	submit(&request);
+
+	values[0] = Int32GetDatum(sink->sink_id);
+	values[1] = CStringGetTextDatum(request.commit_user);
+	values[2] = Int64GetDatum(request.checkpoint_id);
+	values[3] = Int32GetDatum(request.writer_id);
+	sql_return_query(
+		fcinfo,
+		"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, c.row_count, c.byte_count "
+		"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
+		"ORDER BY c.writer_id, c.bucket, c.file_name",
+		4, types, values, false);
+	return (Datum) 0;
+}
+
+/*
+ * return_snapshots returns the snapshots a commit made for the commit user
+ * (those above previous_last_committed, up to last_committed) and the one
+ * of checkpoint "asked" when it exists, in commit()'s shape.
+ */
+static void
+return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
+				 int64 previous_last_committed, int64 last_committed, int64 asked)
+{
+	Oid types[5] = {INT4OID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum values[5] = {Int32GetDatum(sink_id), CStringGetTextDatum(commit_user),
+					   Int64GetDatum(previous_last_committed), Int64GetDatum(last_committed),
+					   Int64GetDatum(asked)};
+
+	sql_return_query(
+		fcinfo,
+		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, l.row_count, l.file_count, "
+		"l.committed_at, l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
+		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) "
+		"ORDER BY l.commit_identifier",
+		5, types, values, false);
+}
+
+/*
+ * commit(sink_name text, commit_user text, checkpoint_id bigint) commits
+ * every prepared checkpoint up to checkpoint_id, each as one snapshot, and
+ * returns the snapshots it made and the existing one of checkpoint_id
+ * (snapshot_id, commit_user, checkpoint_id, row_count, file_count,
+ * committed_at, newly_committed).
+ */
+Datum
+paimon_sink_commit(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink =
+		start_request(fcinfo, &request, REQUEST_COMMIT, "commit", "paimon_sink.commit()");
+
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
+			sizeof(request.commit_user));
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, request.checkpoint_id);
+	return (Datum) 0;
+}
+
+/*
+ * checkpoint(sink_name text) prepares and commits the next checkpoint of
+ * the sink's own commit user; returns the snapshots made (none when nothing
+ * was written), in the shape of commit().
+ */
+Datum
+paimon_sink_checkpoint(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_CHECKPOINT, "checkpoint",
+								   "paimon_sink.checkpoint()");
+
+	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, -1);
+	return (Datum) 0;
+}
+
+/*
+ * start_workers() asks the launcher for this database's committer and
+ * writers; CREATE EXTENSION calls it.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
+ * preloaded or the extension's version is not the library's (outside an
+ * extension script).
+ */
+Datum
+paimon_sink_start_workers(PG_FUNCTION_ARGS)
+{
+	paimon_sink_require_ready();
+	(void) shared_want_database(MyDatabaseId);
+	/* from an extension script: the committer can see the extension only then */
+	if (creating_extension)
+		handoff_want_database_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * recover(sink_name text, commit_user text, restored_checkpoint_id bigint,
+ * mode text) restores a job's commit user to checkpoint
+ * restored_checkpoint_id: commits its prepared checkpoints up to it,
+ * discards what it staged or prepared after it, and returns
+ * (last_committed_checkpoint bigint, recommitted_checkpoints integer,
+ * discarded_checkpoints integer, discarded_files integer).  Mode 'restore'
+ * returns; 'restore_and_fail' raises 55000 after a re-commit so the job
+ * restarts (Paimon's behaviour).  Errors: 42704, 42501, 22023 (invalid
+ * commit user or mode, the sink's own commit user, a stale restore below the
+ * last committed checkpoint), 25001.
+ */
+Datum
+paimon_sink_recover(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink =
+		start_request(fcinfo, &request, REQUEST_RECOVER, "recover", "paimon_sink.recover()");
+	char *mode = PG_ARGISNULL(3) ? "restore" : sql_text_argument(fcinfo, 3);
+	TupleDesc desc;
+	Datum values[4];
+	bool nulls[4] = {false, false, false, false};
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the commit user to recover must not be NULL")));
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
+			sizeof(request.commit_user));
+	if (strcmp(request.commit_user, sink->default_commit_user) == 0)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("cannot recover the own commit user of sink \"%s\"", sink->name),
+			 errdetail("SQL sessions write with it; discarding what it staged would lose committed "
+					   "transactions."),
+			 errhint(
+				 "recover() is for jobs with their own commit user (paimon_sink.commit_user).")));
+	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	if (strcmp(mode, "restore") == 0)
+		request.mode = RECOVER_RESTORE;
+	else if (strcmp(mode, "restore_and_fail") == 0)
+		request.mode = RECOVER_RESTORE_AND_FAIL;
+	else
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("invalid recover mode \"%s\"", mode),
+						errhint("Valid modes are: restore, restore_and_fail.")));
+	submit(&request);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "recover must return a row");
+	values[0] = Int64GetDatum(request.last_committed);
+	values[1] = Int32GetDatum(
+		(int32) Min(request.last_committed - request.previous_last_committed, PG_INT32_MAX));
+	values[2] = Int32GetDatum(request.discarded_checkpoints);
+	values[3] = Int32GetDatum(request.discarded_files);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * end_input(sink_name text, commit_user text) ends a bounded input: prepares
+ * the checkpoint 9223372036854775807 (Paimon's END_INPUT) and commits at once;
+ * returns the snapshots made, as commit().  A later prepare of the commit
+ * user fails with 55000.
+ */
+Datum
+paimon_sink_end_input(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_END_INPUT, "end the input of",
+								   "paimon_sink.end_input()");
+
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
+			sizeof(request.commit_user));
+	submit(&request);
+	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
+					 request.last_committed, PAIMON_SINK_END_INPUT_CHECKPOINT);
+	return (Datum) 0;
+}
+
+/*
+ * interval_milliseconds returns an interval in milliseconds (a month is 30
+ * days, as interval comparison takes it).
+ */
+static int64
+interval_milliseconds(const Interval *interval)
+{
+	return interval->time / 1000 +
+		   ((int64) interval->day + (int64) interval->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000;
+}
+
+/*
+ * expire_snapshots(sink_name text, retain_last integer, older_than interval)
+ * forgets the sink's snapshots beyond the newest retain_last committed more
+ * than older_than ago, but each commit user's last; returns how many
+ * (bigint).  Errors: 42704, 42501, 22023 (retain_last < 1, negative or NULL
+ * older_than).
+ */
+Datum
+paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
+{
+	SinkInfo *sink = sql_owned_sink(fcinfo, "expire snapshots of");
+	int32 retain_last = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
+	Interval *older_than = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
+	int64 expired;
+
+	if (retain_last < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("retain_last must be at least 1"),
+				 errdetail("The newest snapshot of a sink is always kept.")));
+	if (older_than == NULL || sql_interval_sign(older_than) < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("older_than must be an age of zero or more"),
+						errhint("Pass an age such as interval '1 hour'.")));
+	SPI_connect();
+	expired = catalog_expire_snapshots(sink->sink_id, retain_last,
+									   interval_milliseconds(older_than), true);
+	SPI_finish();
+	PG_RETURN_INT64(expired);
+}
+
+/*
+ * remove_orphan_files(sink_name text, older_than interval, dry_run boolean)
+ * removes (or, in a dry run, lists) the sink's staged files older than
+ * older_than that no writer holds and no prepared checkpoint records;
+ * returns (file_name text, byte_count bigint, removed boolean).  Errors:
+ * 42704, 42501, 22023 for a negative cut-off (a cut-off in the future), 25001.
+ */
+Datum
+paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	Interval *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	Oid type = INT8OID;
+	Datum value;
+
+	(void) start_request(fcinfo, &request, REQUEST_REMOVE_ORPHANS, "remove orphan files of",
+						 "paimon_sink.remove_orphan_files()");
+	if (older_than == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("older_than must not be NULL")));
+	if (sql_interval_sign(older_than) < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("older_than must not be negative"),
+						errdetail("A negative age puts the cut-off in the future, where files are "
+								  "still being written."),
+						errhint("Pass an age such as interval '1 day'.")));
+	request.older_than_ms = interval_milliseconds(older_than);
+	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
+	submit(&request);
+
+	value = Int64GetDatum((int64) request.seq);
+	/* the outcome is the extension's own table, read once */
+	sql_return_query(
+		fcinfo,
+		"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
+		"  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+		"  RETURNING r.file_name, r.byte_count, r.removed) "
+		"SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
+		1, &type, &value, true);
+	return (Datum) 0;
+}

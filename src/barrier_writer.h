@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * barrier_writer.h
+ *	  The writer's end of the barrier protocol (barrier_writer.c) and the
+ *	  records it sends on a barrier's reply queue to the committer.
+ *
+ * The committer fills a writer's barrier area (the kind, the streams it
+ * concerns, its snapshot, a reply queue) and sets BARRIER_REQUESTED; the
+ * writer answers with one record per file and a BARRIER_RECORD_END, then
+ * sets BARRIER_IDLE.  Its sealed files are forgotten once the committer
+ * confirms the barrier that reported them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_BARRIER_WRITER_H
+#define PAIMON_SINK_BARRIER_WRITER_H
+
+#include "staged_file.h"
+
+/* Records on a barrier reply queue (writer to committer). */
+#define BARRIER_RECORD_COMMITTABLE 1
+#define BARRIER_RECORD_END 2
+#define BARRIER_RECORD_DISCARDED 3 /* an open file the writer removed */
+
+/* A committable: one sealed file and the batch offsets it leaves out. */
+typedef struct CommittableRecord
+{
+	uint32 kind;
+	int32 excluded_count; /* int64 offsets follow the record */
+	StreamIdentity stream;
+	char file_name[STAGED_FILE_NAME_LENGTH + 1];
+	int64 row_count;
+	int64 byte_count;
+	int64 max_sequence; /* the highest sequence number in the file */
+} CommittableRecord;
+
+extern void barrier_writer_answer(void);
+extern void barrier_writer_exit(void);
+
+#endif /* PAIMON_SINK_BARRIER_WRITER_H */

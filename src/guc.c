@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *	  Every setting of paimon_sink, defined in one place with its check and
+ *	  assign hooks.
+ *
+ * The settings a session writes with (its commit user, writer id and
+ * hand-off buffer) exist wherever the library is loaded; the others only
+ * when it is preloaded, which is also when the prefix paimon_sink is
+ * reserved.  Sizes are PGC_POSTMASTER, intervals PGC_SIGHUP.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fdw.h"
+#include "guc.h"
+#include "miscadmin.h"
+#include "names.h"
+#include "utils/guc.h"
+
+int PaimonSinkWritersPerDatabase = 2;
+int PaimonSinkMaxDatabases = 4;
+int PaimonSinkQueueSizeKB = 256;
+int PaimonSinkQueuesPerWriter = 16;
+int PaimonSinkGroupFsyncDelayMs = 0;
+int PaimonSinkHandoffTimeoutMs = 30000;
+int PaimonSinkCheckpointIntervalMs = 0;
+int PaimonSinkSnapshotsRetained = 100;
+int PaimonSinkSnapshotRetentionMs = 3600000;
+int PaimonSinkOrphanRemovalIntervalMs = 3600000;
+int PaimonSinkOrphanFileAgeMs = 86400000;
+int PaimonSinkHandoffBufferKB = 8192;
+char *PaimonSinkCommitUser = NULL;
+int PaimonSinkWriterId = 0;
+
+/*
+ * check_commit_user_setting accepts an empty commit user (the sink's own)
+ * or a valid one, and says what is wrong with any other.
+ */
+static bool
+check_commit_user_setting(char **newval, void **extra, GucSource source)
+{
+	const char *problem;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if (!paimon_sink_commit_user_is_valid(*newval, &problem))
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * assign_commit_user_setting makes a session that sets the commit user
+ * (again) join its current fence epoch.
+ */
+static void
+assign_commit_user_setting(const char *newval, void *extra)
+{
+	fdw_forget_fence_epochs();
+}
+
+/*
+ * guc_define_settings defines the session settings, and when the library
+ * is being preloaded the server's too, then reserves the prefix.
+ */
+void
+guc_define_settings(void)
+{
+	DefineCustomStringVariable(
+		"paimon_sink.commit_user", "Commit user of the rows this session writes into sinks.",
+		"Empty means the sink's own commit user. An external job sets its stable identity; setting "
+		"it joins the commit user's current fence epoch (see recover()).",
+		&PaimonSinkCommitUser, "", PGC_USERSET, 0, check_commit_user_setting,
+		assign_commit_user_setting, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.handoff_buffer_size",
+		"Rows a transaction keeps in memory before it streams them to the writers.",
+		"Beyond this size a transaction hands its rows to the writers while it runs; inside a "
+		"savepoint they wait in a temporary file.",
+		&PaimonSinkHandoffBufferKB, 8192, 64, INT_MAX / 1024, PGC_USERSET, GUC_UNIT_KB, NULL, NULL,
+		NULL);
+	DefineCustomIntVariable("paimon_sink.writer_id",
+							"Writer id (subtask index) of the rows this session writes into sinks.",
+							NULL, &PaimonSinkWriterId, 0, 0, INT_MAX, PGC_USERSET, 0, NULL, NULL,
+							NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable(
+		"paimon_sink.writers_per_database", "Number of writer workers per database with sinks.",
+		NULL, &PaimonSinkWritersPerDatabase, 2, 1, 64, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.max_databases", "Number of databases that can use sinks at once.", NULL,
+		&PaimonSinkMaxDatabases, 4, 1, 1024, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.queue_size",
+							"Size of each hand-off queue from a backend to a writer.", NULL,
+							&PaimonSinkQueueSizeKB, 256, 16, 1024 * 1024, PGC_POSTMASTER,
+							GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.queues_per_writer",
+							"Number of transactions that can hand rows to one writer at once.",
+							NULL, &PaimonSinkQueuesPerWriter, 16, 1, 1024, PGC_POSTMASTER, 0, NULL,
+							NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.group_fsync_delay",
+		"Time a writer waits before an fsync so that more transactions share it.", NULL,
+		&PaimonSinkGroupFsyncDelayMs, 0, 0, 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.handoff_timeout",
+							"Longest wait for a writer or the committer to become available.", NULL,
+							&PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.checkpoint_interval",
+		"Interval of the periodic checkpoints of sinks created without a checkpoint_interval.",
+		"0 turns them off: such sinks commit only when checkpoint() or commit() is called.",
+		&PaimonSinkCheckpointIntervalMs, 0, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.snapshots_retained",
+		"Newest snapshots of each sink that the committer never expires.",
+		"After each commit, older snapshots past paimon_sink.snapshot_retention are forgotten "
+		"(never a commit user's last).",
+		&PaimonSinkSnapshotsRetained, 100, 1, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.snapshot_retention",
+							"Age below which the committer keeps every snapshot.", NULL,
+							&PaimonSinkSnapshotRetentionMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("paimon_sink.orphan_removal_interval",
+							"Interval at which the committer removes orphan files of every sink.",
+							"0 turns it off; remove_orphan_files() still works.",
+							&PaimonSinkOrphanRemovalIntervalMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.orphan_file_age",
+		"Age a staged file nothing refers to must reach before scheduled removal takes it.", NULL,
+		&PaimonSinkOrphanFileAgeMs, 86400000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
+	MarkGUCPrefixReserved("paimon_sink");
+}

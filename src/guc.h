@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *	  The settings of paimon_sink (guc.c defines them all).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_GUC_H
+#define PAIMON_SINK_GUC_H
+
+/* Sizes, fixed at server start (PGC_POSTMASTER). */
+extern int PaimonSinkWritersPerDatabase;
+extern int PaimonSinkMaxDatabases;
+extern int PaimonSinkQueueSizeKB;
+extern int PaimonSinkQueuesPerWriter;
+
+/* Intervals and delays of the workers (PGC_SIGHUP). */
+extern int PaimonSinkGroupFsyncDelayMs;
+extern int PaimonSinkHandoffTimeoutMs;
+extern int PaimonSinkCheckpointIntervalMs;
+extern int PaimonSinkSnapshotsRetained;
+extern int PaimonSinkSnapshotRetentionMs;
+extern int PaimonSinkOrphanRemovalIntervalMs;
+extern int PaimonSinkOrphanFileAgeMs;
+
+/* What a session writes with (PGC_USERSET). */
+extern int PaimonSinkHandoffBufferKB;
+extern char *PaimonSinkCommitUser;
+extern int PaimonSinkWriterId;
+
+extern void guc_define_settings(void);
+
+#endif /* PAIMON_SINK_GUC_H */

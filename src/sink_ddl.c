@@ -1,0 +1,763 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink_ddl.c
+ *	  create_sink and drop_sink: a sink's options and their checks, its
+ *	  catalog rows, and its foreign table.
+ *
+ * create_sink reads its arguments into a SinkOptions, checks them (name,
+ * mode, buckets, target, the caller's rights, an upsert sink's primary key
+ * and row kind column, the bucket key), inserts the sink's definition,
+ * creates the foreign table the sink's rows are written into and records
+ * its layout.  drop_sink refuses while rows of the sink wait (unless
+ * forced) or a commit of it is in doubt, and leaves the sink's files to the
+ * committer.  Their COMMENT ON texts in the extension script give argument
+ * types, return shapes and SQLSTATEs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "handoff.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "recovery.h"
+#include "shared_state.h"
+#include "sink_ddl.h"
+#include "sql_call.h"
+#include "staged_file.h"
+#include "storage/fd.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_create_sink);
+PG_FUNCTION_INFO_V1(paimon_sink_drop_sink);
+
+/*
+ * primary_key_columns returns the column names (char *) of a table's
+ * primary key, in key order, or NIL when it has none.
+ */
+static List *
+primary_key_columns(Oid relid)
+{
+	Relation rel = table_open(relid, AccessShareLock);
+	Oid index = RelationGetPrimaryKeyIndex(rel);
+	List *names = NIL;
+
+	if (OidIsValid(index))
+	{
+		HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+		Form_pg_index form;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", index);
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		for (int k = 0; k < form->indnkeyatts; k++)
+			names = lappend(names, get_attname(relid, form->indkey.values[k], false));
+		ReleaseSysCache(tuple);
+	}
+	table_close(rel, AccessShareLock);
+	return names;
+}
+
+/* target_has_rules tells whether a table has rules. */
+static bool
+target_has_rules(Oid relid)
+{
+	Relation rel = table_open(relid, AccessShareLock);
+	bool rules = rel->rd_rel->relhasrules;
+
+	table_close(rel, AccessShareLock);
+	return rules;
+}
+
+/*
+ * has_deferrable_primary_key tells whether a table has a deferrable primary
+ * key, which the relcache does not count as its primary key.
+ */
+static bool
+has_deferrable_primary_key(Oid relid)
+{
+	Relation rel = table_open(relid, AccessShareLock);
+	List *indexes = RelationGetIndexList(rel);
+	ListCell *lc;
+	bool found = false;
+
+	foreach (lc, indexes)
+	{
+		HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+
+		if (HeapTupleIsValid(tuple))
+		{
+			Form_pg_index form = (Form_pg_index) GETSTRUCT(tuple);
+
+			found |= form->indisprimary && !form->indimmediate;
+			ReleaseSysCache(tuple);
+		}
+	}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * check_bucket_key_hashable refuses (ERRCODE_FEATURE_NOT_SUPPORTED) a
+ * bucket key column whose type has no hash function.  An upsert sink
+ * routes rows by that hash so that values that compare equal (1.0 and
+ * 1.00) meet in one bucket, where their sequence numbers order them.
+ */
+static void
+check_bucket_key_hashable(Oid target, Datum bucket_key)
+{
+	Datum *elements;
+	int count;
+
+	deconstruct_array(DatumGetArrayTypeP(bucket_key), TEXTOID, -1, false, TYPALIGN_INT, &elements,
+					  NULL, &count);
+	for (int i = 0; i < count; i++)
+	{
+		char *column = TextDatumGetCString(elements[i]);
+		Oid type = get_atttype(target, get_attnum(target, column));
+
+		if (!OidIsValid(lookup_type_cache(type, TYPECACHE_HASH_PROC)->hash_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("bucket key column \"%s\" has type %s, which has no hash function",
+							column, format_type_be(type)),
+					 errdetail("An upsert sink routes each key to its bucket by a hash that equal "
+							   "values share."),
+					 errhint("Name other primary key columns in bucket_key, or create the sink "
+							 "with buckets => 1.")));
+	}
+}
+
+/* name_in_list tells whether a list of C strings holds a name. */
+static bool
+name_in_list(List *names, const char *name)
+{
+	ListCell *lc;
+
+	foreach (lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * check_create_rights checks the rights create_sink needs of its caller,
+ * each refused with ERRCODE_INSUFFICIENT_PRIVILEGE and the GRANT to run: on
+ * the target, those its commits use as the sink's owner (INSERT; an upsert
+ * sink's MERGE also SELECT, UPDATE and DELETE), CREATE on the target's
+ * schema for the foreign table, and USAGE on the server paimon_sink.
+ */
+static void
+check_create_rights(Oid target, bool upsert)
+{
+	AclMode needed = ACL_INSERT | (upsert ? ACL_SELECT | ACL_UPDATE | ACL_DELETE : 0);
+	AclMode have = pg_class_aclmask(target, GetUserId(), needed, ACLMASK_ALL);
+	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
+	Oid schema = get_rel_namespace(target);
+	ForeignServer *server = GetForeignServerByName("paimon_sink", false);
+
+	if (have != needed)
+	{
+		static const struct
+		{
+			AclMode mode;
+			const char *name;
+		} rights[] = {{ACL_SELECT, "SELECT"},
+					  {ACL_INSERT, "INSERT"},
+					  {ACL_UPDATE, "UPDATE"},
+					  {ACL_DELETE, "DELETE"}};
+		StringInfoData missing;
+
+		initStringInfo(&missing);
+		for (int i = 0; i < lengthof(rights); i++)
+			if ((needed & ~have & rights[i].mode) != 0)
+				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for table %s", get_rel_name(target)),
+			 errdetail(
+				 "Commits of the sink %s the target as the sink's owner, the role creating it.",
+				 upsert ? "read, insert into, update and delete from" : "insert into"),
+			 errhint("GRANT %s ON TABLE %s TO %s;", missing.data,
+					 quote_qualified_identifier(get_namespace_name(schema), get_rel_name(target)),
+					 role)));
+	}
+	if (pg_namespace_aclcheck(schema, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("permission denied for schema %s", get_namespace_name(schema)),
+						errdetail("create_sink creates the sink's foreign table in the target's "
+								  "schema, owned by its caller."),
+						errhint("GRANT CREATE ON SCHEMA %s TO %s;",
+								quote_identifier(get_namespace_name(schema)), role)));
+	if (pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("permission denied for foreign server paimon_sink"),
+						errdetail("Every sink's foreign table belongs to the server paimon_sink."),
+						errhint("GRANT USAGE ON FOREIGN SERVER paimon_sink TO %s;", role)));
+}
+
+/*
+ * What create_sink was asked for, as its arguments give it and as
+ * check_sink_options completes it (the primary key and bucket key of an
+ * upsert sink).
+ */
+typedef struct SinkOptions
+{
+	char *name;
+	Oid target;
+	char *mode;
+	bool upsert;
+	int32 buckets;
+	Datum bucket_key;		   /* text[], or 0 */
+	Datum checkpoint_interval; /* interval, or 0 */
+	char *row_kind_column;	   /* upsert only */
+	bool partial_update;
+	List *primary_key; /* upsert: column names, char * */
+	Datum key_names;   /* upsert: the primary key as text[], or 0 */
+} SinkOptions;
+
+/* sink_options_from_arguments reads create_sink's arguments and defaults. */
+static void
+sink_options_from_arguments(FunctionCallInfo fcinfo, SinkOptions *options)
+{
+	memset(options, 0, sizeof(*options));
+	options->name = sql_text_argument(fcinfo, 0);
+	options->target = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+	options->mode = PG_ARGISNULL(2) ? "append" : sql_text_argument(fcinfo, 2);
+	options->buckets = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
+	options->bucket_key = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
+	options->checkpoint_interval = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+	options->row_kind_column = sql_text_argument(fcinfo, 6);
+	options->partial_update = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+}
+
+/*
+ * check_sink_basics checks the sink's name, checkpoint interval, mode,
+ * buckets and target, and the caller's rights on the target.
+ */
+static void
+check_sink_basics(SinkOptions *options)
+{
+	char *name = options->name;
+	char relkind;
+
+	if (name == NULL)
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the sink name must not be NULL")));
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid sink name \"%s\"", name),
+				 errdetail(
+					 "A sink name has 1 to %d characters; it also names the sink's foreign table.",
+					 NAMEDATALEN - 1)));
+	if (options->checkpoint_interval != (Datum) 0 &&
+		sql_interval_sign(DatumGetIntervalP(options->checkpoint_interval)) <= 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("checkpoint_interval must be positive")));
+	options->upsert = strcmp(options->mode, "upsert") == 0;
+	if (!options->upsert && strcmp(options->mode, "append") != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("invalid sink mode \"%s\"", options->mode),
+						errhint("Valid modes are: append, upsert.")));
+	if (options->buckets < 1 || options->buckets > 1024)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("buckets must be between 1 and 1024, not %d", options->buckets)));
+	if (!OidIsValid(options->target))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the target table of a sink must not be NULL")));
+	relkind = get_rel_relkind(options->target);
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						errmsg("\"%s\" is not a table", get_rel_name(options->target)),
+						errdetail("The target of a sink is an ordinary or partitioned table.")));
+	check_create_rights(options->target, options->upsert);
+}
+
+/*
+ * check_upsert_target checks what an upsert sink needs of its target (an
+ * immediate primary key, no rules) and its row kind column, and takes the
+ * primary key as the default bucket key.  An append sink has no row kind
+ * column and no partial update.
+ */
+static void
+check_upsert_target(SinkOptions *options)
+{
+	Oid target = options->target;
+	char *row_kind_column = options->row_kind_column;
+
+	if (!options->upsert)
+	{
+		options->row_kind_column = NULL;
+		if (options->partial_update)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("partial_update needs an upsert sink"),
+							errhint("Create the sink with mode => 'upsert'.")));
+		return;
+	}
+	options->primary_key = primary_key_columns(target);
+	if (options->primary_key == NIL && has_deferrable_primary_key(target))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the primary key of table \"%s\" is deferrable", get_rel_name(target)),
+				 errdetail("An upsert sink finds each key's row by the primary key when a "
+						   "checkpoint commits; PostgreSQL uses only immediate keys for that."),
+				 errhint("Make the primary key NOT DEFERRABLE, or create an append sink.")));
+	if (options->primary_key == NIL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						errmsg("table \"%s\" has no primary key", get_rel_name(target)),
+						errdetail("An upsert sink applies the latest version of each key: the key "
+								  "is the target's primary key."),
+						errhint("Add a primary key to the target, or create an append sink.")));
+	if (target_has_rules(target))
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("table \"%s\" has rules", get_rel_name(target)),
+			 errdetail("An upsert sink applies a checkpoint with MERGE, which PostgreSQL does not "
+					   "run on tables with rules."),
+			 errhint("Drop the rules (a trigger can do their work), or create an append sink.")));
+	if (row_kind_column == NULL || row_kind_column[0] == '\0' ||
+		strlen(row_kind_column) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid row_kind_column \"%s\"", row_kind_column ? row_kind_column : ""),
+				 errdetail("It names the foreign table's column of row kinds: 1 to %d characters.",
+						   NAMEDATALEN - 1)));
+	if (get_attnum(target, row_kind_column) != InvalidAttrNumber)
+		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+						errmsg("row_kind_column \"%s\" is a column of table \"%s\"",
+							   row_kind_column, get_rel_name(target)),
+						errhint("Name the row kind column differently with row_kind_column.")));
+	options->key_names = PointerGetDatum(strlist_to_textarray(options->primary_key));
+	if (options->bucket_key == (Datum) 0)
+		options->bucket_key = options->key_names;
+}
+
+/*
+ * check_bucket_key checks the bucket key's columns: a one-dimensional array
+ * of distinct columns of the target, for an upsert sink primary key columns
+ * only, and hashable when there is more than one bucket.
+ */
+static void
+check_bucket_key(const SinkOptions *options)
+{
+	Oid target = options->target;
+	Datum *elements;
+	bool *nulls;
+	int count;
+
+	if (options->bucket_key != (Datum) 0)
+	{
+		deconstruct_array(DatumGetArrayTypeP(options->bucket_key), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elements, &nulls, &count);
+		if (ARR_NDIM(DatumGetArrayTypeP(options->bucket_key)) > 1)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("bucket_key must be a one-dimensional array of column names")));
+		for (int i = 0; i < count; i++)
+			for (int j = 0; j < i; j++)
+				if (!nulls[i] && !nulls[j] &&
+					strcmp(TextDatumGetCString(elements[i]), TextDatumGetCString(elements[j])) == 0)
+					ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+									errmsg("bucket key column \"%s\" is named twice",
+										   TextDatumGetCString(elements[i]))));
+		for (int i = 0; i < count; i++)
+			if (nulls[i] || get_attnum(target, TextDatumGetCString(elements[i])) <= 0)
+				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+								errmsg("bucket key column \"%s\" does not exist in table \"%s\"",
+									   nulls[i] ? "(null)" : TextDatumGetCString(elements[i]),
+									   get_rel_name(target))));
+		/* A key's versions must meet in one bucket, where their order is known. */
+		for (int i = 0; i < count && options->upsert; i++)
+			if (!name_in_list(options->primary_key, TextDatumGetCString(elements[i])))
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bucket key column \"%s\" is not a primary key column of table \"%s\"",
+							TextDatumGetCString(elements[i]), get_rel_name(target)),
+					 errdetail("Versions of one key are ordered by sequence numbers of their "
+							   "bucket, so a key must always go to the same bucket."),
+					 errhint("Use primary key columns only, or leave bucket_key out (the whole "
+							 "primary key).")));
+		if (count == 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("bucket_key must name at least one column"),
+							errhint("Leave bucket_key out for the default.")));
+	}
+	if (options->upsert && options->buckets > 1)
+		check_bucket_key_hashable(target, options->bucket_key);
+}
+
+/*
+ * insert_sink_definition inserts the sink's row into sink_definition, with
+ * a new commit user of its own, and returns its sink id.  The caller is
+ * connected to SPI.
+ */
+static int32
+insert_sink_definition(const SinkOptions *options)
+{
+	Oid types[10] = {TEXTOID,	   OIDOID,		OIDOID,	 TEXTOID, INT4OID,
+					 TEXTARRAYOID, INTERVALOID, TEXTOID, BOOLOID, TEXTARRAYOID};
+	Datum values[10] = {CStringGetTextDatum(options->name),
+						ObjectIdGetDatum(options->target),
+						ObjectIdGetDatum(GetUserId()),
+						CStringGetTextDatum(options->mode),
+						Int32GetDatum(options->buckets),
+						options->bucket_key,
+						options->checkpoint_interval,
+						options->row_kind_column ? CStringGetTextDatum(options->row_kind_column)
+												 : (Datum) 0,
+						BoolGetDatum(options->partial_update),
+						options->key_names};
+	char nulls[10] = {' ',
+					  ' ',
+					  ' ',
+					  ' ',
+					  ' ',
+					  options->bucket_key ? ' ' : 'n',
+					  options->checkpoint_interval ? ' ' : 'n',
+					  options->row_kind_column ? ' ' : 'n',
+					  ' ',
+					  options->key_names ? ' ' : 'n'};
+	bool isnull;
+
+	catalog_execute(
+		"INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
+		"mode, buckets, bucket_key, checkpoint_interval, row_kind_column, partial_update, "
+		"key_columns, default_commit_user) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+		"pg_catalog.gen_random_uuid()::pg_catalog.text) "
+		"RETURNING sink_id",
+		10, types, values, nulls, true);
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * foreign_table_columns returns the column list of the sink's foreign
+ * table: the target's columns that are not generated, with their types,
+ * collations and defaults, and an upsert sink's row kind column.  The
+ * caller is connected to SPI.
+ */
+static char *
+foreign_table_columns(const SinkOptions *options)
+{
+	Oid types[3] = {OIDOID, BOOLOID, TEXTARRAYOID};
+	Datum values[3] = {ObjectIdGetDatum(options->target), BoolGetDatum(options->partial_update),
+					   options->key_names};
+	char nulls[3] = {' ', ' ', options->key_names ? ' ' : 'n'};
+	char *columns;
+
+	/*
+	 * With partial_update a column left out must read as NULL (keep the
+	 * target's value), so only key columns keep their defaults.
+	 */
+	catalog_execute(
+		"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
+		"pg_catalog.format_type(a.atttypid, a.atttypmod), "
+		"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+		"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
+		"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
+		"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
+		"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
+		"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
+		"a.attname::pg_catalog.text)) "
+		"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
+		"OPERATOR(pg_catalog.<>) ALL ($3)) "
+		"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+		"ELSE '' END), ', ' ORDER BY a.attnum) "
+		"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
+		"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
+		"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
+		"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
+		3, types, values, nulls, false);
+	columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (columns == NULL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						errmsg("table \"%s\" has no columns a sink could write",
+							   get_rel_name(options->target))));
+	if (options->row_kind_column != NULL)
+		columns =
+			psprintf("%s, %s pg_catalog.text", columns, quote_identifier(options->row_kind_column));
+	return columns;
+}
+
+/*
+ * create_foreign_table creates the sink's foreign table in the target's
+ * schema, owned by the caller, so that the target cannot be dropped from
+ * under it, with a comment saying what it is for; returns its oid.  The
+ * caller is connected to SPI.
+ */
+static Oid
+create_foreign_table(const SinkOptions *options, int32 sink_id, const char *columns)
+{
+	Oid namespace = get_rel_namespace(options->target);
+	char *schema = get_namespace_name(namespace);
+	char *foreign_table_name = quote_qualified_identifier(schema, options->name);
+	Oid foreign_table;
+	ObjectAddress foreign_table_address;
+	ObjectAddress target_address;
+
+	/* The caller creates, and so owns, the foreign table. */
+	catalog_execute(
+		psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",
+				 foreign_table_name, columns, sink_id),
+		0, NULL, NULL, NULL, false);
+	CommandCounterIncrement();
+	foreign_table = get_relname_relid(options->name, namespace);
+	/* The target cannot be dropped from under its sink. */
+	ObjectAddressSet(foreign_table_address, RelationRelationId, foreign_table);
+	ObjectAddressSet(target_address, RelationRelationId, options->target);
+	recordDependencyOn(&foreign_table_address, &target_address, DEPENDENCY_NORMAL);
+	catalog_execute(
+		psprintf("COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
+				 quote_literal_cstr(
+					 psprintf("paimon_sink sink %s: INSERT or COPY rows here; they land in %s when "
+							  "a checkpoint commits",
+							  options->name,
+							  quote_qualified_identifier(schema, get_rel_name(options->target))))),
+		0, NULL, NULL, NULL, false);
+	return foreign_table;
+}
+
+/*
+ * record_foreign_table records the foreign table and its column layout in
+ * the sink's definition, and the sink's own commit user in
+ * commit_user_state; returns that commit user.  The caller is connected to
+ * SPI.
+ */
+static char *
+record_foreign_table(int32 sink_id, Oid foreign_table)
+{
+	Oid types[2] = {INT4OID, OIDOID};
+	Datum values[2] = {Int32GetDatum(sink_id), ObjectIdGetDatum(foreign_table)};
+
+	catalog_execute(
+		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
+		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
+		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
+		"a.attnum) "
+		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
+		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+		2, types, values, NULL, true);
+	catalog_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
+					"SELECT d.sink_id, d.default_commit_user FROM paimon_sink.sink_definition d "
+					"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 "
+					"RETURNING commit_user",
+					1, types, values, NULL, true);
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * create_sink(sink_name text, target regclass, mode text, buckets integer,
+ * bucket_key text[], checkpoint_interval interval, row_kind_column text,
+ * partial_update boolean) registers a sink, creates its foreign table (named
+ * after the sink, in the target's schema, owned by the caller) and its own
+ * commit user, and returns (sink_name text, foreign_table regclass,
+ * commit_user text).  An upsert sink (Paimon's primary-key table) needs a
+ * primary key on the target, buckets within it, and the rights to read,
+ * update and delete; its foreign table has one more column, of row kinds.
+ * SQLSTATEs: see the COMMENT ON in the extension script.
+ */
+Datum
+paimon_sink_create_sink(PG_FUNCTION_ARGS)
+{
+	SinkOptions options;
+	SinkInfo existing;
+	TupleDesc result_desc;
+	int32 sink_id;
+	Oid foreign_table;
+	char *commit_user;
+	Datum result_values[3];
+	bool result_nulls[3] = {false, false, false};
+
+	sink_options_from_arguments(fcinfo, &options);
+	paimon_sink_require_ready();
+	sql_require_prepared_transactions();
+	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "create_sink must return a row");
+	check_sink_basics(&options);
+	check_upsert_target(&options);
+	check_bucket_key(&options);
+	if (catalog_sink_by_name(options.name, &existing))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("sink \"%s\" already exists", options.name),
+				 errhint("Choose another name, or drop the sink with paimon_sink.drop_sink().")));
+
+	SPI_connect();
+	sink_id = insert_sink_definition(&options);
+	foreign_table = create_foreign_table(&options, sink_id, foreign_table_columns(&options));
+	commit_user = record_foreign_table(sink_id, foreign_table);
+	/* The commit user is SPI's until it is copied out. */
+	result_values[2] = SPI_datumTransfer(CStringGetTextDatum(commit_user), false, -1);
+	SPI_finish();
+
+	(void) shared_want_database(MyDatabaseId);
+	/* The committer reads its schedule of periodic checkpoints again. */
+	handoff_wake_committer_at_commit();
+	result_values[0] = CStringGetTextDatum(options.name);
+	result_values[1] = ObjectIdGetDatum(foreign_table);
+	PG_RETURN_DATUM(HeapTupleGetDatum(
+		heap_form_tuple(BlessTupleDesc(result_desc), result_values, result_nulls)));
+}
+
+/*
+ * staged_files_held counts the sink's staged files that no committed
+ * checkpoint recorded: rows that
+ * writers hold or a prepared checkpoint waits with (files of committed
+ * checkpoints linger only until the committer removes them).  The caller is
+ * connected to SPI.
+ */
+static int
+staged_files_held(int32 sink_id)
+{
+	char directory[MAXPGPATH];
+	DIR *dir;
+	struct dirent *entry;
+	int held = 0;
+
+	staged_file_directory(directory, MyDatabaseId, sink_id);
+	dir = AllocateDir(directory);
+	while (dir != NULL && (entry = ReadDir(dir, directory)) != NULL)
+	{
+		Oid type = TEXTOID;
+		Datum value;
+
+		if (!staged_file_name_is_valid(entry->d_name))
+			continue;
+		value = CStringGetTextDatum(entry->d_name);
+		catalog_execute("SELECT 1 FROM paimon_sink.committable c "
+						"WHERE c.file_name OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NOT NULL",
+						1, &type, &value, NULL, false);
+		if (SPI_processed == 0)
+			held++;
+	}
+	if (dir != NULL)
+		FreeDir(dir);
+	return held;
+}
+
+/*
+ * drop_sink(sink_name text, force boolean) removes a sink, its foreign
+ * table and catalog rows; its staged files are removed by the committer
+ * after this transaction commits.  Refuses (ERRCODE_OBJECT_IN_USE) while a
+ * prepared transaction of the sink is in doubt, and without force while
+ * checkpoints are prepared but not committed or writers hold staged rows
+ * of it.
+ */
+Datum
+paimon_sink_drop_sink(PG_FUNCTION_ARGS)
+{
+	SinkInfo *sink = sql_owned_sink(fcinfo, "drop");
+	bool force = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	Oid type = INT4OID;
+	Datum value = Int32GetDatum(sink->sink_id);
+	bool isnull;
+	ListCell *lc;
+
+	/*
+	 * Lock out writers first: a transaction that wrote into the foreign
+	 * table hands its rows to the writers only as it commits, after the
+	 * checks below would have found nothing staged.  Not AccessExclusive: a
+	 * commit in doubt holds AccessShare on an upsert sink's foreign table,
+	 * and must meet the in-doubt check below, not a wait.  Then the sink
+	 * again: a drop that waited may find it gone.
+	 */
+	if (OidIsValid(sink->foreign_table))
+		LockRelationOid(sink->foreign_table, ShareRowExclusiveLock);
+
+	SPI_connect();
+	/* a query of its own sees what committed while we waited */
+	catalog_execute(
+		"SELECT 1 FROM paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1", 1,
+		&type, &value, NULL, false);
+	if (SPI_processed == 0)
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+						errmsg("sink \"%s\" does not exist", sink->name),
+						errdetail("It was dropped while this call waited.")));
+	/* only ours: a transaction another role named like ours must not block the drop */
+	foreach (lc, recovery_prepared_gids(CurrentMemoryContext))
+	{
+		PreparedGid *entry = lfirst(lc);
+
+		if (entry->ours && entry->parts.sink_id == sink->sink_id)
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+							errmsg("sink \"%s\" has an in-doubt prepared transaction", sink->name),
+							errdetail("A commit of the sink is between PREPARE TRANSACTION and "
+									  "COMMIT PREPARED (transaction \"%s\").",
+									  entry->gid),
+							errhint("Wait until the committer finished it (see "
+									"paimon_sink.in_doubt), then drop the sink.")));
+	}
+	catalog_execute("SELECT pg_catalog.count(DISTINCT (c.commit_user, c.checkpoint_id)) "
+					"FROM paimon_sink.committable c "
+					"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL",
+					1, &type, &value, NULL, false);
+	if (!force &&
+		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sink \"%s\" has prepared checkpoints that are not committed", sink->name),
+				 errdetail("Dropping it would discard their rows."),
+				 errhint("Commit them with paimon_sink.commit(), or drop with force => true to "
+						 "discard them.")));
+
+	if (!force && staged_files_held(sink->sink_id) > 0)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("sink \"%s\" has rows staged that no checkpoint holds yet", sink->name),
+			 errdetail("Committed transactions wrote them; dropping the sink would discard them."),
+			 errhint("Commit them with paimon_sink.checkpoint() (or the job's prepare_commit and "
+					 "commit), or drop with force => true to discard them.")));
+
+	catalog_execute(
+		"DELETE FROM paimon_sink.committable x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1, &type,
+		&value, NULL, true);
+	catalog_execute(
+		"DELETE FROM paimon_sink.snapshot_log x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
+		&type, &value, NULL, true);
+	catalog_execute(
+		"DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
+		&type, &value, NULL, true);
+	catalog_execute(
+		"DELETE FROM paimon_sink.sink_definition x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
+		&type, &value, NULL, true);
+	/* its files go once this commits (the committer reads this record) */
+	handoff_wake_committer_at_commit();
+	catalog_execute("INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", 1, &type, &value,
+					NULL, true);
+	if (OidIsValid(sink->foreign_table) && get_rel_name(sink->foreign_table) != NULL)
+		catalog_execute(psprintf("DROP FOREIGN TABLE %s",
+								 quote_qualified_identifier(
+									 get_namespace_name(get_rel_namespace(sink->foreign_table)),
+									 get_rel_name(sink->foreign_table))),
+						0, NULL, NULL, NULL, false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

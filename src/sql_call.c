@@ -1,0 +1,145 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_call.c
+ *	  The steps every SQL-callable function of paimon_sink shares: reading
+ *	  its arguments, refusing a call it cannot serve (a transaction block,
+ *	  no prepared transactions, a sink the caller does not own), and
+ *	  returning a query's rows as its result set.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "catalog.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "names.h"
+#include "paimon_sink.h"
+#include "security.h"
+#include "sql_call.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+/* sql_text_argument returns a text argument as a C string, or NULL. */
+char *
+sql_text_argument(FunctionCallInfo fcinfo, int index)
+{
+	return PG_ARGISNULL(index) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(index));
+}
+
+/*
+ * sql_commit_user_argument returns the commit user an argument names, or
+ * the sink's own when it is NULL, after checking that it is a valid one.
+ */
+char *
+sql_commit_user_argument(FunctionCallInfo fcinfo, int index, SinkInfo *sink)
+{
+	char *commit_user = sql_text_argument(fcinfo, index);
+
+	if (commit_user == NULL)
+		commit_user = sink->default_commit_user;
+	paimon_sink_check_commit_user(commit_user);
+	return commit_user;
+}
+
+/*
+ * sql_interval_sign returns -1, 0 or 1 as an interval is below, equal to or
+ * above a zero interval, compared as PostgreSQL compares intervals (a month
+ * is 30 days, a day 24 hours).
+ */
+int
+sql_interval_sign(const Interval *interval)
+{
+	Interval zero;
+
+	memset(&zero, 0, sizeof(zero));
+	return DatumGetInt32(
+		DirectFunctionCall2(interval_cmp, IntervalPGetDatum(interval), IntervalPGetDatum(&zero)));
+}
+
+/*
+ * sql_owned_sink resolves the sink the first argument names for a call
+ * that needs its owner's rights.  Raises ERRCODE_NULL_VALUE_NOT_ALLOWED for
+ * a NULL name, and what catalog_require_sink and catalog_check_owner raise.
+ */
+SinkInfo *
+sql_owned_sink(FunctionCallInfo fcinfo, const char *action)
+{
+	char *name = sql_text_argument(fcinfo, 0);
+	SinkInfo *sink;
+
+	paimon_sink_require_ready();
+	if (name == NULL)
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the sink name must not be NULL")));
+	sink = catalog_require_sink(name);
+	catalog_check_owner(sink, action);
+	return sink;
+}
+
+/*
+ * sql_refuse_transaction_block refuses a transaction block
+ * (ERRCODE_ACTIVE_SQL_TRANSACTION), as COMMIT PREPARED does.
+ */
+void
+sql_refuse_transaction_block(const char *function)
+{
+	if (IsTransactionBlock())
+		ereport(ERROR, (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+						errmsg("%s cannot run inside a transaction block", function),
+						errdetail("It commits in its own transactions, which the surrounding "
+								  "transaction could not undo."),
+						errhint("Call it on its own, outside BEGIN ... COMMIT.")));
+	PreventInTransactionBlock(true, function);
+}
+
+/*
+ * sql_require_prepared_transactions raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when max_prepared_transactions
+ * is 0: every checkpoint commits in a prepared transaction.
+ */
+void
+sql_require_prepared_transactions(void)
+{
+	if (max_prepared_xacts == 0)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("paimon_sink needs prepared transactions"),
+						errdetail("max_prepared_transactions is 0; every checkpoint is committed "
+								  "with PREPARE TRANSACTION and COMMIT PREPARED."),
+						errhint("Set max_prepared_transactions to at least 1 per database with "
+								"sinks and restart the server.")));
+}
+
+/*
+ * sql_return_query runs a query under the latest snapshot and returns its
+ * rows as the result set; as_catalog_owner runs it as the extension's owner
+ * (see catalog_execute), for a table of the extension's own that the caller
+ * may not read.
+ */
+void
+sql_return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, Datum *values,
+				 bool as_catalog_owner)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SPIPlanPtr plan;
+	RoleSwitch saved;
+	int result;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	plan = catalog_plan(query, nargs, types);
+	if (as_catalog_owner)
+		security_switch_role(catalog_extension_owner(), &saved);
+	/* The committer committed after this statement's snapshot was taken. */
+	result = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								  !as_catalog_owner, false, 0);
+	if (as_catalog_owner)
+		security_restore_role(&saved);
+	if (result != SPI_OK_SELECT)
+		elog(ERROR, "could not run \"%s\"", query);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	SPI_finish();
+}

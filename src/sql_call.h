@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_call.h
+ *	  The steps every SQL-callable function of paimon_sink shares: reading
+ *	  its arguments, refusing a call it cannot serve, and returning a
+ *	  query's rows as its result set.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_SQL_CALL_H
+#define PAIMON_SINK_SQL_CALL_H
+
+#include "catalog.h"
+#include "fmgr.h"
+#include "utils/timestamp.h"
+
+extern char *sql_text_argument(FunctionCallInfo fcinfo, int index);
+extern char *sql_commit_user_argument(FunctionCallInfo fcinfo, int index, SinkInfo *sink);
+extern int sql_interval_sign(const Interval *interval);
+extern SinkInfo *sql_owned_sink(FunctionCallInfo fcinfo, const char *action);
+extern void sql_refuse_transaction_block(const char *function);
+extern void sql_require_prepared_transactions(void);
+extern void sql_return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types,
+							 Datum *values, bool as_catalog_owner);
+
+#endif /* PAIMON_SINK_SQL_CALL_H */

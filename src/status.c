@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * status.c
+ *	  The status functions behind the extension's views:
+ *	  last_committed_checkpoint, writer_status (the writers view) and
+ *	  commit_progress (what the committer is committing now).
+ *
+ * They read the catalog under the latest snapshot, or the shared state of
+ * this database's workers under its locks; library_version is in
+ * version.c, with the version state it reports.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "shared_state.h"
+#include "sql_call.h"
+#include "status.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
+PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
+PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
+
+/*
+ * last_committed_checkpoint(sink_name text, commit_user text) returns the
+ * commit user's high-water mark (bigint; 0 before its first commit, NULL for
+ * a commit user the sink has never seen).
+ */
+Datum
+paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
+{
+	SinkInfo *sink;
+	char *commit_user;
+	Oid types[2] = {INT4OID, TEXTOID};
+	Datum values[2];
+	SPIPlanPtr plan;
+	bool isnull = true;
+	Datum result = (Datum) 0;
+
+	paimon_sink_require_ready();
+	sink = catalog_require_sink(sql_text_argument(fcinfo, 0));
+	commit_user = sql_commit_user_argument(fcinfo, 1, sink);
+	values[0] = Int32GetDatum(sink->sink_id);
+	values[1] = CStringGetTextDatum(commit_user);
+
+	SPI_connect();
+	plan = catalog_plan("SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
+						"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+						"AND u.commit_user OPERATOR(pg_catalog.=) $2",
+						2, types);
+	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false,
+							 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * status_database starts a status function: it makes its result set and
+ * returns this database's shared entry, or NULL when no worker serves it
+ * yet.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
+ * preloaded or the extension's version is not the library's.
+ */
+static DatabaseEntry *
+status_database(FunctionCallInfo fcinfo)
+{
+	int index;
+
+	paimon_sink_require_ready();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(MyDatabaseId);
+	LWLockRelease(PaimonSinkState->lock);
+	return index < 0 ? NULL : shared_database(index);
+}
+
+/*
+ * writer_status() returns one row per writer of this database: (writer
+ * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
+ * bigint, files_open integer, queues_in_use integer, streams integer,
+ * fsyncs bigint, handoffs bigint).
+ */
+Datum
+paimon_sink_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	DatabaseEntry *db = status_database(fcinfo);
+
+	if (db == NULL)
+		return (Datum) 0;
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(db, w);
+		Datum values[10];
+		bool nulls[10] = {0};
+		pid_t pid;
+		bool ready;
+
+		/* The writer sets its pid and readiness together, under its mutex. */
+		SpinLockAcquire(&writer->mutex);
+		pid = writer->pid;
+		ready = writer->ready;
+		SpinLockRelease(&writer->mutex);
+		values[0] = Int32GetDatum(w);
+		values[1] = Int32GetDatum(pid);
+		nulls[1] = pid == 0;
+		values[2] = BoolGetDatum(ready);
+		values[3] = Int64GetDatum(pg_atomic_read_u64(&writer->rows_staged));
+		values[4] = Int64GetDatum(pg_atomic_read_u64(&writer->bytes_staged));
+		values[5] = Int32GetDatum(pg_atomic_read_u32(&writer->files_open));
+		values[6] = Int32GetDatum(pg_atomic_read_u32(&writer->queues_in_use));
+		values[7] = Int32GetDatum(pg_atomic_read_u32(&writer->streams));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->fsyncs));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * commit_progress() returns the checkpoint this database's committer is
+ * committing, if any: (pid integer, sink_id integer, commit_user text,
+ * checkpoint_id bigint, phase text, files_done integer, files_total integer,
+ * rows_done bigint, rows_total bigint, started_at timestamptz, gid text), as
+ * pg_stat_progress_copy reports a COPY; gid, drawn once the rows are
+ * loaded, is NULL until then and for a caller that is not a member of the
+ * sink's owner.  Error: 55000 library not preloaded.
+ */
+Datum
+paimon_sink_commit_progress(PG_FUNCTION_ARGS)
+{
+	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DatabaseEntry *db = status_database(fcinfo);
+	CommitProgress progress;
+	Datum values[11];
+	bool nulls[11] = {0};
+
+	if (db == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&db->progress.mutex);
+	memcpy(&progress, &db->progress, sizeof(progress));
+	SpinLockRelease(&db->progress.mutex);
+	if (progress.phase == COMMIT_PHASE_IDLE)
+		return (Datum) 0;
+	/* The committer's pid changes under the lock of the database entries. */
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	values[0] = Int32GetDatum(db->committer_pid);
+	LWLockRelease(PaimonSinkState->lock);
+	values[1] = Int32GetDatum(progress.sink_id);
+	values[2] = CStringGetTextDatum(progress.commit_user);
+	values[3] = Int64GetDatum(progress.checkpoint_id);
+	values[4] = CStringGetTextDatum(phases[progress.phase]);
+	values[5] = Int32GetDatum(progress.files_done);
+	values[6] = Int32GetDatum(progress.files_total);
+	values[7] = Int64GetDatum(progress.rows_done);
+	values[8] = Int64GetDatum(progress.rows_total);
+	values[9] = TimestampTzGetDatum(progress.started_at);
+	/* A role that knew the gid before the PREPARE could take it: the owner's only. */
+	{
+		SinkInfo sink;
+
+		nulls[10] = progress.gid[0] == '\0' || !catalog_sink_by_id(progress.sink_id, &sink) ||
+					!has_privs_of_role(GetUserId(), sink.owner);
+		if (!nulls[10])
+			values[10] = CStringGetTextDatum(progress.gid);
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}

@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer_internal.h
+ *	  The state of one writer process, shared by the files that make it up:
+ *	  writer.c (the loop, hand-off receive, streams, sealing), writer_adopt.c
+ *	  (streams rebuilt from staged files after a restart) and
+ *	  barrier_writer.c (its end of the barrier protocol).
+ *
+ * Only a writer process includes this: the variables below are that
+ * process's own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_WRITER_INTERNAL_H
+#define PAIMON_SINK_WRITER_INTERNAL_H
+
+#include "barrier_writer.h"
+#include "nodes/pg_list.h"
+#include "shared_state.h"
+#include "staged_file.h"
+#include "storage/fd.h"
+#include "utils/hsearch.h"
+#include "utils/snapshot.h"
+
+/*
+ * Adjacent batch records of one transaction (same epoch, same fate) share
+ * one entry, so a writer's memory does not grow with the size of a load:
+ * they are always classified alike.  Their offsets are read back from the
+ * file when a barrier leaves them out or carries them.
+ */
+typedef struct BatchInfo
+{
+	off_t offset;
+	uint64 length; /* headers and payloads of its records */
+	uint64 rows;
+	uint32 records;
+	uint64 full_xid;
+	uint64 fence_epoch;
+	bool dead; /* carried copies whose originals stand */
+} BatchInfo;
+
+/* A staged file of a stream that is not sealed yet. */
+typedef struct OpenFile
+{
+	char name[STAGED_FILE_NAME_LENGTH + 1];
+	char path[MAXPGPATH];
+	File file;
+	off_t size;
+	bool appendable;
+	bool dirty;
+	uint64 owner_xid; /* a streaming transaction's own file, or 0 */
+	int batch_count;
+	int batch_capacity;
+	uint32 record_count; /* batch records in the file */
+	uint64 max_sequence; /* the highest sequence number in the file */
+	BatchInfo *batches;
+} OpenFile;
+
+/* A sealed file, reported at a barrier and kept until it is confirmed. */
+typedef struct SealedFile
+{
+	CommittableRecord record;
+	int64 *excluded;
+	uint64 reported_seq;
+} SealedFile;
+
+/* One stream (sink, commit user, writer id, bucket) this writer holds. */
+typedef struct Stream
+{
+	StreamIdentity id; /* hash key */
+	List *open_files;  /* OpenFile *; one shared file may be appendable */
+	List *sealed;	   /* SealedFile * */
+} Stream;
+
+/* in writer.c: this process's writer */
+extern WriterEntry *MyWriter;
+extern int MyWriterIndex;
+extern HTAB *WriterStreams; /* Stream, by StreamIdentity */
+extern MemoryContext WriterContext;
+
+extern Stream *writer_get_stream(const StreamIdentity *id);
+extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows,
+							 uint64 full_xid, uint64 fence_epoch, bool dead);
+extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
+extern void writer_sync(File file, const char *path);
+extern void writer_close_file(OpenFile *file);
+extern void writer_acknowledge_handoffs(void);
+extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
+							   uint64 fence_epoch);
+
+#endif /* PAIMON_SINK_WRITER_INTERNAL_H */
