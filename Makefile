@@ -22,6 +22,8 @@ OBJS = \
 	src/fdw.o \
 	src/staged_file.o \
 	src/catalog.o \
+	src/metadata.o \
+	src/statement.o \
 	src/sink_ddl.o \
 	src/api.o \
 	src/status.o \
