@@ -176,44 +176,23 @@ static List *
 read_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id, int64 *rows,
 					  int64 *bytes)
 {
-	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user),
-					   Int64GetDatum(checkpoint_id)};
+	MemoryContext old_context = MemoryContextSwitchTo(CommitterContext);
 	List *files = NIL;
+	ListCell *lc;
 	StringInfoData missing;
-	MemoryContext old_context;
 
-	work_execute(
-		"SELECT c.file_name, c.row_count, c.excluded_offsets, c.byte_count "
-		"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-		"AND c.snapshot_id IS NULL ORDER BY c.prepared_at, c.file_name",
-		3, types, values, SPI_OK_SELECT);
-	old_context = MemoryContextSwitchTo(CommitterContext);
 	initStringInfo(&missing);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach (lc, metadata_checkpoint_files(sink_id, commit_user, checkpoint_id))
 	{
-		HeapTuple tuple = SPI_tuptable->vals[i];
-		TupleDesc desc = SPI_tuptable->tupdesc;
+		CheckpointFile *recorded = lfirst(lc);
 		LoadFile *file = palloc0(sizeof(LoadFile));
-		Datum excluded;
-		bool isnull;
 		struct stat st;
 
-		file->name = TextDatumGetCString(catalog_column(tuple, desc, "file_name", &isnull));
-		file->row_count = DatumGetInt64(catalog_column(tuple, desc, "row_count", &isnull));
-		*bytes += DatumGetInt64(catalog_column(tuple, desc, "byte_count", &isnull));
-		excluded = catalog_column(tuple, desc, "excluded_offsets", &isnull);
-		if (!isnull)
-		{
-			Datum *elements;
-
-			deconstruct_array(DatumGetArrayTypePCopy(excluded), INT8OID, 8, FLOAT8PASSBYVAL,
-							  TYPALIGN_DOUBLE, &elements, NULL, &file->excluded_count);
-			file->excluded = palloc(sizeof(int64) * Max(1, file->excluded_count));
-			for (int e = 0; e < file->excluded_count; e++)
-				file->excluded[e] = DatumGetInt64(elements[e]);
-		}
+		file->name = recorded->file_name;
+		file->row_count = recorded->row_count;
+		file->excluded = recorded->excluded;
+		file->excluded_count = recorded->excluded_count;
+		*bytes += recorded->byte_count;
 		staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
 		if (stat(file->path, &st) != 0)
 			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", file->path);
@@ -274,40 +253,17 @@ static int64
 record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
 				int files, int64 bytes, TimestampTz start)
 {
-	Oid types[8] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID};
-	Datum values[8];
-	bool isnull;
-	int64 snapshot_id;
+	SnapshotEntry entry = {
+		.sink_id = sink_id,
+		.commit_user = commit_user,
+		.checkpoint_id = checkpoint_id,
+		.row_count = (int64) loaded,
+		.file_count = files,
+		.byte_count = bytes,
+		.load_ms = (double) (GetCurrentTimestamp() - start) / 1000.0,
+	};
 
-	values[0] = Int32GetDatum(sink_id);
-	work_execute("SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) OPERATOR(pg_catalog.+) 1 "
-				 "AS snapshot_id FROM paimon_sink.snapshot_log l "
-				 "WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, SPI_OK_SELECT);
-	snapshot_id = DatumGetInt64(
-		catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "snapshot_id", &isnull));
-	values[1] = Int64GetDatum(snapshot_id);
-	values[2] = work_text(commit_user);
-	values[3] = Int64GetDatum(checkpoint_id);
-	values[4] = Int64GetDatum((int64) loaded);
-	values[5] = Int32GetDatum(files);
-	values[6] = Int64GetDatum(bytes);
-	values[7] = Float8GetDatum((double) (GetCurrentTimestamp() - start) / 1000.0);
-	work_execute("INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
-				 "commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
-				 "VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)",
-				 8, types, values, SPI_OK_INSERT);
-	work_execute(
-		"UPDATE paimon_sink.committable c SET snapshot_id = $2 "
-		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $3 "
-		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL",
-		4, types, values, SPI_OK_UPDATE);
-	work_execute(
-		"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
-		"last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
-		4, types, values, SPI_OK_UPDATE);
-	return snapshot_id;
+	return metadata_record_snapshot(&entry);
 }
 
 /*
@@ -391,8 +347,6 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	TimestampTz start = GetCurrentTimestamp();
 	SinkInfo *sink;
 	List *files;
-	int64 last_prepared;
-	int64 last_committed;
 	int64 rows = 0;
 	int64 bytes = 0;
 	int64 snapshot_id;
@@ -418,8 +372,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	callback.arg = &context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	work_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
-	if (checkpoint_id <= last_committed)
+	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
 	files = read_checkpoint_files(sink_id, commit_user, checkpoint_id, &rows, &bytes);
@@ -444,37 +397,20 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 void
 commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitterRequest *request)
 {
-	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user),
-					   Int64GetDatum(checkpoint_id)};
-	List *identifiers = NIL;
+	List *identifiers;
 	ListCell *lc;
-	int64 last_prepared;
-	int64 last_committed;
-	bool isnull;
+	CommitUserMarks marks;
+	MemoryContext old;
 
 	work_begin();
 	(void) work_require_sink(sink_id);
-	work_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
-	request->previous_last_committed = last_committed;
-	if (checkpoint_id <= last_committed)
+	marks = metadata_commit_user_marks(sink_id, commit_user, false);
+	request->previous_last_committed = marks.last_committed;
+	if (checkpoint_id <= marks.last_committed)
 		CommitTallies.skipped++;
-	work_execute(
-		"SELECT DISTINCT c.checkpoint_id FROM paimon_sink.committable c "
-		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
-		"AND c.snapshot_id IS NULL AND c.checkpoint_id OPERATOR(pg_catalog.<=) $3 "
-		"ORDER BY c.checkpoint_id",
-		3, types, values, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
-		int64 *identifier = palloc(sizeof(int64));
-
-		*identifier =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		identifiers = lappend(identifiers, identifier);
-		MemoryContextSwitchTo(old);
-	}
+	old = MemoryContextSwitchTo(CommitterContext);
+	identifiers = metadata_pending_checkpoints(sink_id, commit_user, checkpoint_id);
+	MemoryContextSwitchTo(old);
 	work_end();
 
 	foreach (lc, identifiers)
@@ -486,18 +422,13 @@ commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	 * one would take a transaction id and a WAL flush when nothing changes.
 	 */
 	work_begin();
-	work_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
-	if (Min(checkpoint_id, last_prepared) > last_committed)
+	marks = metadata_commit_user_marks(sink_id, commit_user, false);
+	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
 	{
-		values[2] = Int64GetDatum(Min(checkpoint_id, last_prepared));
-		work_execute(
-			"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $3 "
-			"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2 "
-			"AND u.last_committed_checkpoint OPERATOR(pg_catalog.<) $3",
-			3, types, values, SPI_OK_UPDATE);
-		last_committed = Min(checkpoint_id, last_prepared);
+		metadata_raise_last_committed(sink_id, commit_user, Min(checkpoint_id, marks.last_prepared));
+		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
 	}
 	work_end();
-	request->last_committed = last_committed;
+	request->last_committed = marks.last_committed;
 	request->result_checkpoint_id = checkpoint_id;
 }

@@ -9,20 +9,10 @@
 #ifndef PAIMON_SINK_COMMIT_H
 #define PAIMON_SINK_COMMIT_H
 
+#include "metadata.h"
 #include "shared_state.h"
 
-/* What the request being served committed, for commit_statistics. */
-typedef struct CommitTally
-{
-	int64 commits;
-	int64 skipped;
-	int64 retries;
-	int64 rows;
-	int64 bytes;
-	double last_ms;
-} CommitTally;
-
-/* in commit.c */
+/* in commit.c: what the request being served committed, for commit_statistics */
 extern CommitTally CommitTallies;
 
 extern void commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id,

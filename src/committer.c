@@ -360,28 +360,23 @@ read_schedule(void *arg)
 	TimestampTz now = GetCurrentTimestamp();
 	ScheduledSink *next;
 	int count = 0;
-	uint64 sinks;
+	List *rows;
+	int sinks;
 
 	work_begin();
-	work_execute("SELECT d.sink_id, d.checkpoint_interval FROM paimon_sink.sink_definition d "
-				 "ORDER BY d.sink_id",
-				 0, NULL, NULL, SPI_OK_SELECT);
-	sinks = SPI_processed;
+	rows = metadata_schedule();
+	sinks = list_length(rows);
 	next = MemoryContextAllocZero(TopMemoryContext, sizeof(ScheduledSink) * Max(1, sinks));
 	if (schedule_all != NULL)
 		pfree(schedule_all);
 	schedule_all = MemoryContextAllocZero(TopMemoryContext, sizeof(int32) * Max(1, sinks));
-	schedule_all_count = (int) sinks;
-	for (uint64 i = 0; i < sinks; i++)
+	schedule_all_count = sinks;
+	for (int i = 0; i < sinks; i++)
 	{
-		HeapTuple tuple = SPI_tuptable->vals[i];
-		bool isnull;
-		int32 sink_id =
-			DatumGetInt32(catalog_column(tuple, SPI_tuptable->tupdesc, "sink_id", &isnull));
-		Datum interval =
-			catalog_column(tuple, SPI_tuptable->tupdesc, "checkpoint_interval", &isnull);
+		ScheduledSinkRow *row = list_nth(rows, i);
+		int32 sink_id = row->sink_id;
 		int64 interval_ms =
-			isnull ? PaimonSinkCheckpointIntervalMs : interval_ms_of(DatumGetIntervalP(interval));
+			row->has_interval ? interval_ms_of(&row->interval) : PaimonSinkCheckpointIntervalMs;
 
 		schedule_all[i] = sink_id;
 		if (interval_ms <= 0)

@@ -93,8 +93,6 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 		char *name = list_nth(candidates, i);
 		int64 bytes = (int64) (intptr_t) list_nth(candidates, i + 1);
 		bool is_held = false;
-		Oid types[4] = {INT8OID, TEXTOID, INT8OID, BOOLOID};
-		Datum values[4];
 		char path[MAXPGPATH];
 
 		foreach (lc, held)
@@ -102,20 +100,10 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 				is_held = true;
 		if (is_held)
 			continue;
-		values[0] = work_text(name);
-		work_execute(
-			"SELECT 1 FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1 "
-			"AND c.snapshot_id IS NULL",
-			1, &types[1], values, SPI_OK_SELECT);
-		if (SPI_processed > 0)
+		if (metadata_file_record(name) == FILE_PENDING)
 			continue; /* a prepared checkpoint needs it */
 		/* a name the folder listing gave: a staged file's or a temporary one's */
 		snprintf(path, sizeof(path), "%s/%s", directory, name);
-		/* the column is a bigint; seqs stay far below 2^63 */
-		values[0] = Int64GetDatum((int64) request->seq);
-		values[1] = work_text(name);
-		values[2] = Int64GetDatum(bytes);
-		values[3] = BoolGetDatum(!request->dry_run);
 		if (!request->dry_run && unlink(path) != 0)
 		{
 			ereport(WARNING, (errcode_for_file_access(),
@@ -124,10 +112,7 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 		}
 		/* a scheduled removal (seq 0) has no requester to read its results */
 		if (request->seq != 0)
-			work_execute("INSERT INTO paimon_sink.maintenance_result (request_id, file_name, "
-						 "byte_count, removed) "
-						 "VALUES ($1, $2, $3, $4)",
-						 4, types, values, SPI_OK_INSERT);
+			metadata_add_maintenance_result(request->seq, name, bytes, !request->dry_run);
 		request->discarded_files++;
 	}
 	work_end();
@@ -153,8 +138,8 @@ expire_snapshots(void *arg)
 	/* a crash losing the expiry only leaves it for the next commit: no WAL flush */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	expired = catalog_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
-									   PaimonSinkSnapshotRetentionMs, false);
+	expired = metadata_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
+										PaimonSinkSnapshotRetentionMs, false);
 	work_end();
 	if (expired > 0)
 		ereport(DEBUG1, (errmsg("paimon_sink expired %lld snapshots of sink %d",
@@ -221,58 +206,12 @@ static void
 count_commits(void *arg)
 {
 	const CommitterRequest *outcome = arg;
-	CommitTally *tally = &CommitTallies;
-	Oid types[8] = {INT4OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, FLOAT8OID, INT8OID};
-	Datum values[8] = {
-		Int32GetDatum(outcome->sink_id), Int64GetDatum(tally->commits),
-		Int64GetDatum(tally->skipped),	 Int64GetDatum(tally->retries),
-		Int64GetDatum(tally->rows),		 Int64GetDatum(tally->bytes),
-		Float8GetDatum(tally->last_ms),	 Int64GetDatum(outcome->sqlerrcode != 0 ? 1 : 0)};
-	char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', tally->commits > 0 ? ' ' : 'n', ' '};
 
 	work_begin();
-	if (SPI_execute_plan(
-			catalog_plan(
-				"INSERT INTO paimon_sink.commit_statistics AS s "
-				"(sink_id, commits, skipped, retries, rows_committed, "
-				"bytes_committed, last_commit_ms, failures, last_committed_at) "
-				"SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
-				"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
-				"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
-				"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
-				"ON CONFLICT (sink_id) DO UPDATE SET "
-				"commits = s.commits OPERATOR(pg_catalog.+) $2, "
-				"skipped = s.skipped OPERATOR(pg_catalog.+) $3, "
-				"retries = s.retries OPERATOR(pg_catalog.+) $4, "
-				"rows_committed = s.rows_committed OPERATOR(pg_catalog.+) $5, "
-				"bytes_committed = s.bytes_committed OPERATOR(pg_catalog.+) $6, "
-				"last_commit_ms = coalesce($7, s.last_commit_ms), "
-				"failures = s.failures OPERATOR(pg_catalog.+) $8, "
-				"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
-				8, types),
-			values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not count a commit");
+	metadata_count_commits(outcome->sink_id, &CommitTallies, outcome->sqlerrcode != 0);
 	if (outcome->sqlerrcode != 0)
-	{
-		Oid failure_types[3] = {INT4OID, TEXTOID, TEXTOID};
-		Datum failure_values[3] = {Int32GetDatum(outcome->sink_id),
-								   work_text(unpack_sql_state(outcome->sqlerrcode)),
-								   work_text(request_error_message(outcome))};
-
-		if (SPI_execute_plan(
-				catalog_plan("INSERT INTO paimon_sink.commit_failures AS f "
-							 "(sink_id, sqlstate, failures, last_failed_at, last_message) "
-							 "SELECT $1, $2, 1, pg_catalog.now(), $3 "
-							 "WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
-							 "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
-							 "ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
-							 "failures = f.failures OPERATOR(pg_catalog.+) 1, "
-							 "last_failed_at = pg_catalog.now(), "
-							 "last_message = $3",
-							 3, failure_types),
-				failure_values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not count a failure");
-	}
+		metadata_count_failure(outcome->sink_id, outcome->sqlerrcode,
+							   request_error_message(outcome));
 	work_end();
 }
 

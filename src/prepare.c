@@ -71,45 +71,25 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 	foreach (lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
-		int64 *excluded = (int64 *) (record + 1);
-		Datum *offsets = palloc(sizeof(Datum) * Max(1, record->excluded_count));
-		Oid types[10] = {TEXTOID, INT4OID, TEXTOID, INT8OID,	  INT4OID,
-						 INT4OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID};
-		Datum values[10];
+		CommittableEntry entry = {
+			.file_name = record->file_name,
+			.sink_id = record->stream.sink_id,
+			.commit_user = record->stream.commit_user,
+			.checkpoint_id = checkpoint_id,
+			.writer_id = record->stream.writer_id,
+			.bucket = record->stream.bucket,
+			.row_count = record->row_count,
+			.byte_count = record->byte_count,
+			.max_sequence = record->max_sequence,
+			.excluded_count = record->excluded_count,
+			.excluded = (const int64 *) (record + 1),
+		};
 
-		for (int i = 0; i < record->excluded_count; i++)
-			offsets[i] = Int64GetDatum(excluded[i]);
-		values[0] = work_text(record->file_name);
-		values[1] = Int32GetDatum(record->stream.sink_id);
-		values[2] = work_text(record->stream.commit_user);
-		values[3] = Int64GetDatum(checkpoint_id);
-		values[4] = Int32GetDatum(record->stream.writer_id);
-		values[5] = Int32GetDatum(record->stream.bucket);
-		values[6] = Int64GetDatum(record->row_count);
-		values[7] = Int64GetDatum(record->byte_count);
-		values[8] = PointerGetDatum(construct_array(offsets, record->excluded_count, INT8OID, 8,
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[9] = Int64GetDatum(record->max_sequence);
-		work_execute(
-			"INSERT INTO paimon_sink.committable (file_name, sink_id, commit_user, "
-			"checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets, "
-			"max_sequence) "
-			"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (file_name) DO NOTHING",
-			10, types, values, SPI_OK_INSERT);
-		recorded += SPI_processed;
+		if (metadata_record_committable(&entry))
+			recorded++;
 	}
 	if (recorded > 0 || record_empty)
-	{
-		Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-		Datum values[3] = {Int32GetDatum(sink->sink_id), work_text(commit_user),
-						   Int64GetDatum(checkpoint_id)};
-
-		work_execute(
-			"UPDATE paimon_sink.commit_user_state u SET last_prepared_checkpoint = "
-			"greatest(u.last_prepared_checkpoint, $3) WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-			"AND u.commit_user OPERATOR(pg_catalog.=) $2",
-			3, types, values, SPI_OK_UPDATE);
-	}
+		metadata_raise_last_prepared(sink->sink_id, commit_user, checkpoint_id);
 	return recorded;
 }
 
@@ -122,18 +102,16 @@ int
 prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
 				   bool record_empty)
 {
-	int64 last_prepared;
-	int64 last_committed;
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int recorded;
 	SinkInfo *sink;
-	uint64 fence_epoch;
+	CommitUserMarks marks;
 
 	work_begin();
 	sink = work_require_sink(sink_id);
-	work_marks(sink_id, commit_user, true, &last_prepared, &last_committed, &fence_epoch);
-	check_checkpoint_id(commit_user, checkpoint_id, last_prepared, last_committed);
-	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, fence_epoch,
+	marks = metadata_commit_user_marks(sink_id, commit_user, true);
+	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed);
+	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
 	work_end();
 	barrier_confirm(seqs);
@@ -151,17 +129,16 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 {
 	SinkInfo *sink;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	int64 last_prepared;
-	int64 last_committed;
+	CommitUserMarks marks;
 	int64 checkpoint_id;
 
 	work_begin();
 	sink = work_require_sink(sink_id);
 	strlcpy(commit_user, sink->default_commit_user, sizeof(commit_user));
-	work_marks(sink_id, commit_user, false, &last_prepared, &last_committed, NULL);
+	marks = metadata_commit_user_marks(sink_id, commit_user, false);
 	work_end();
 
-	checkpoint_id = Max(last_prepared, last_committed) + 1;
+	checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
 	request->committable_count = prepare_checkpoint(sink_id, commit_user, checkpoint_id, -1, false);
 	commit_up_to(sink_id, commit_user, checkpoint_id, request);

@@ -51,6 +51,7 @@
 #include "recovery.h"
 #include "security.h"
 #include "staged_file.h"
+#include "statement.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -72,41 +73,12 @@ static List *foreign_logged = NIL;
 static char *
 checkpoint_problem(const GidParts *parts)
 {
-	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum values[3] = {Int32GetDatum(parts->sink_id), CStringGetTextDatum(parts->commit_user),
-					   Int64GetDatum(parts->checkpoint_id)};
-	HeapTuple tuple;
-	TupleDesc desc;
-	bool isnull;
-	bool sink_exists;
-	bool pending;
-	int64 last_committed = -1;
+	CheckpointState state =
+		metadata_checkpoint_state(parts->sink_id, parts->commit_user, parts->checkpoint_id);
+	bool sink_exists = state.sink_exists;
+	bool pending = state.pending;
+	int64 last_committed = state.commit_user_known ? state.last_committed : -1;
 
-	if (SPI_execute_plan(
-			catalog_plan("SELECT EXISTS (SELECT FROM paimon_sink.sink_definition d "
-						 "  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) AS sink_exists, "
-						 "(SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
-						 "  WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-						 "  AND u.commit_user OPERATOR(pg_catalog.=) $2) AS last_committed, "
-						 "EXISTS (SELECT FROM paimon_sink.committable c "
-						 "  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-						 "  AND c.commit_user OPERATOR(pg_catalog.=) $2 "
-						 "  AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-						 "  AND c.snapshot_id IS NULL) AS pending",
-						 3, types),
-			values, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "could not read the checkpoint a prepared transaction names");
-	tuple = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	sink_exists = DatumGetBool(catalog_column(tuple, desc, "sink_exists", &isnull));
-	pending = DatumGetBool(catalog_column(tuple, desc, "pending", &isnull));
-	{
-		Datum mark = catalog_column(tuple, desc, "last_committed", &isnull);
-
-		if (!isnull)
-			last_committed = DatumGetInt64(mark);
-	}
 	if (!sink_exists)
 		return psprintf("It names sink %d, which does not exist.", parts->sink_id);
 	if (!pending && parts->checkpoint_id > last_committed)
@@ -126,37 +98,29 @@ checkpoint_problem(const GidParts *parts)
 List *
 recovery_prepared_gids(MemoryContext context)
 {
-	Oid types[2] = {OIDOID, TEXTOID};
-	Datum values[2] = {ObjectIdGetDatum(MyDatabaseId), CStringGetTextDatum(PAIMON_SINK_GID_START)};
+	static Statement statement = {"SELECT p.gid, p.prepared, p.ownerid "
+								  "FROM pg_catalog.pg_prepared_xact() p "
+								  "WHERE p.dbid OPERATOR(pg_catalog.=) $1 "
+								  "AND pg_catalog.starts_with(p.gid, $2) ORDER BY p.prepared, p.gid",
+								  SPI_OK_SELECT};
+	Arg args[] = {ARG_OID(MyDatabaseId), ARG_TEXT(PAIMON_SINK_GID_START)};
 	List *result = NIL;
 	MemoryContext old;
 
 	SPI_connect();
-	if (SPI_execute_plan(catalog_plan("SELECT p.gid, p.prepared, p.ownerid "
-									  "FROM pg_catalog.pg_prepared_xact() p "
-									  "WHERE p.dbid OPERATOR(pg_catalog.=) $1 "
-									  "AND pg_catalog.starts_with(p.gid, $2) "
-									  "ORDER BY p.prepared, p.gid",
-									  2, types),
-						 values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_prepared_xact()");
 	{
-		SPITupleTable *prepared = SPI_tuptable;
-		uint64 count = SPI_processed;
+		uint64 count = statement_run(&statement, args, lengthof(args), RUN_READ_ONLY);
 
 		for (uint64 i = 0; i < count; i++)
 		{
-			HeapTuple tuple = prepared->vals[i];
-			TupleDesc desc = prepared->tupdesc;
-			bool isnull;
 			PreparedGid *entry;
 			char *problem = NULL;
 
 			old = MemoryContextSwitchTo(context);
 			entry = palloc0(sizeof(PreparedGid));
-			entry->gid = TextDatumGetCString(catalog_column(tuple, desc, "gid", &isnull));
-			entry->prepared = DatumGetTimestampTz(catalog_column(tuple, desc, "prepared", &isnull));
-			entry->owner = DatumGetObjectId(catalog_column(tuple, desc, "ownerid", &isnull));
+			entry->gid = row_text(i, "gid");
+			entry->prepared = DatumGetTimestampTz(row_datum(i, "prepared", NULL));
+			entry->owner = DatumGetObjectId(row_datum(i, "ownerid", NULL));
 			MemoryContextSwitchTo(old);
 
 			entry->parsed = gid_parse(entry->gid, &entry->parts);
@@ -196,26 +160,18 @@ recovery_prepared_gids(MemoryContext context)
 bool
 recovery_gid_in_use(const char *gid, Oid *owner, Oid *database_id)
 {
-	Oid type = TEXTOID;
-	Datum value = CStringGetTextDatum(gid);
+	static Statement statement = {"SELECT p.ownerid, p.dbid FROM pg_catalog.pg_prepared_xact() p "
+								  "WHERE p.gid OPERATOR(pg_catalog.=) $1",
+								  SPI_OK_SELECT};
+	Arg args[] = {ARG_TEXT(gid)};
 	bool found;
 
 	SPI_connect();
-	if (SPI_execute_plan(
-			catalog_plan("SELECT p.ownerid, p.dbid FROM pg_catalog.pg_prepared_xact() p "
-						 "WHERE p.gid OPERATOR(pg_catalog.=) $1",
-						 1, &type),
-			&value, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_prepared_xact()");
-	found = SPI_processed > 0;
+	found = statement_run(&statement, args, lengthof(args), RUN_READ_ONLY) > 0;
 	if (found)
 	{
-		bool isnull;
-
-		*owner = DatumGetObjectId(
-			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "ownerid", &isnull));
-		*database_id = DatumGetObjectId(
-			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "dbid", &isnull));
+		*owner = DatumGetObjectId(row_datum(0, "ownerid", NULL));
+		*database_id = DatumGetObjectId(row_datum(0, "dbid", NULL));
 	}
 	SPI_finish();
 	return found;
@@ -318,16 +274,14 @@ paimon_sink_in_doubt_status(PG_FUNCTION_ARGS)
 void
 recovery_remove_committed_files(void)
 {
+	ListCell *lc;
+
 	work_begin();
-	work_execute("SELECT c.sink_id, c.file_name FROM paimon_sink.committable c "
-				 "WHERE c.snapshot_id IS NOT NULL",
-				 0, NULL, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach (lc, metadata_committed_files())
 	{
-		bool isnull;
-		int32 sink_id =
-			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		SinkFile *file = lfirst(lc);
+		int32 sink_id = file->sink_id;
+		char *name = file->file_name;
 		char path[MAXPGPATH];
 		struct stat st;
 
@@ -400,15 +354,11 @@ recovery_remove_dropped_sinks(void)
 	ListCell *lc;
 
 	work_begin();
-	work_execute("SELECT d.sink_id FROM paimon_sink.dropped_sink d", 0, NULL, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		bool isnull;
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
 
-		doomed = lappend_int(
-			doomed,
-			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
+		foreach (lc, metadata_dropped_sinks())
+			doomed = lappend_int(doomed, *(int32 *) lfirst(lc));
 		MemoryContextSwitchTo(old);
 	}
 	work_end();
@@ -428,14 +378,7 @@ recovery_remove_dropped_sinks(void)
 	}
 	work_begin();
 	foreach (lc, doomed)
-	{
-		Oid type = INT4OID;
-		Datum value = Int32GetDatum(lfirst_int(lc));
-
-		work_execute(
-			"DELETE FROM paimon_sink.dropped_sink d WHERE d.sink_id OPERATOR(pg_catalog.=) $1", 1,
-			&type, &value, SPI_OK_DELETE);
-	}
+		metadata_forget_dropped_sink(lfirst_int(lc));
 	work_end();
 	list_free(doomed);
 }
@@ -452,19 +395,16 @@ void
 recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
 				 CommitterRequest *request)
 {
-	int64 last_prepared;
 	int64 last_committed;
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	List *records;
 	List *paths = NIL;
 	ListCell *lc;
-	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum values[3] = {Int32GetDatum(sink_id), work_text(commit_user), Int64GetDatum(restored)};
 	SinkInfo *sink;
 
 	work_begin();
 	sink = work_require_sink(sink_id);
-	work_marks(sink_id, commit_user, true, &last_prepared, &last_committed, NULL);
+	last_committed = metadata_commit_user_marks(sink_id, commit_user, true).last_committed;
 	if (restored < last_committed)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("stale restore: checkpoint %lld is below the last committed "
@@ -483,11 +423,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	 * writing before this commit are left out of every later checkpoint,
 	 * even those that reach a writer after the discard below.
 	 */
-	work_execute(
-		"UPDATE paimon_sink.commit_user_state u SET fence_epoch = u.fence_epoch "
-		"OPERATOR(pg_catalog.+) 1 "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
-		2, types, values, SPI_OK_UPDATE);
+	metadata_bump_fence_epoch(sink_id, commit_user);
 	work_end();
 
 	commit_up_to(sink_id, commit_user, restored, request);
@@ -511,41 +447,26 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	}
 
 	work_begin();
-	work_execute(
-		"SELECT pg_catalog.count(DISTINCT c.checkpoint_id) FROM paimon_sink.committable c "
-		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
-		"AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 AND c.snapshot_id IS NULL",
-		3, types, values, SPI_OK_SELECT);
-	{
-		bool isnull;
-
-		request->discarded_checkpoints =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	work_execute(
-		"DELETE FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 "
-		"AND c.snapshot_id IS NULL RETURNING c.file_name",
-		3, types, values, SPI_OK_DELETE_RETURNING);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	request->discarded_checkpoints = metadata_count_pending_after(sink_id, commit_user, restored);
 	{
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
-		char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		char *path = palloc(MAXPGPATH);
 
-		/* a name that is not a staged file's is never a path (it is no file of ours) */
-		if (staged_file_name_is_valid(name))
+		foreach (lc, metadata_discard_pending_after(sink_id, commit_user, restored))
 		{
-			staged_file_path(path, MyDatabaseId, sink_id, name);
-			paths = lappend(paths, path);
+			char *name = lfirst(lc);
+
+			/* a name that is not a staged file's is never a path (it is no file of ours) */
+			if (staged_file_name_is_valid(name))
+			{
+				char *path = palloc(MAXPGPATH);
+
+				staged_file_path(path, MyDatabaseId, sink_id, name);
+				paths = lappend(paths, path);
+			}
 		}
 		MemoryContextSwitchTo(old);
 	}
-	work_execute(
-		"UPDATE paimon_sink.commit_user_state u SET last_prepared_checkpoint = "
-		"greatest(u.last_committed_checkpoint, least(u.last_prepared_checkpoint, $3)) "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
-		3, types, values, SPI_OK_UPDATE);
+	metadata_rewind_last_prepared(sink_id, commit_user, restored);
 	work_end();
 
 	/* files of kept checkpoints are committed and gone; the rest are orphans */

@@ -139,60 +139,6 @@ work_end(void)
 }
 
 /*
- * work_execute runs a query of the catalog (within a transaction, SPI
- * connected) and raises an error when SPI returns another result than
- * expected.
- */
-void
-work_execute(const char *query, int nargs, Oid *types, Datum *values, int expected)
-{
-	int result = SPI_execute_plan(catalog_plan(query, nargs, types), values, NULL, false, 0);
-
-	if (result != expected)
-		elog(ERROR, "paimon_sink committer: \"%s\" returned %d", query, result);
-}
-
-/* work_text makes a text Datum of a C string. */
-Datum
-work_text(const char *value)
-{
-	return CStringGetTextDatum(value);
-}
-
-/*
- * work_marks reads the commit user's marks, creating its row on first use;
- * for_update locks the row.  fence_epoch may be NULL.
- */
-void
-work_marks(int32 sink_id, const char *commit_user, bool for_update, int64 *last_prepared,
-		   int64 *last_committed, uint64 *fence_epoch)
-{
-	Oid types[2] = {INT4OID, TEXTOID};
-	Datum values[2] = {Int32GetDatum(sink_id), work_text(commit_user)};
-	bool isnull;
-
-	work_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
-				 "VALUES ($1, $2) ON CONFLICT DO NOTHING",
-				 2, types, values, SPI_OK_INSERT);
-	work_execute(
-		for_update
-			? "SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
-			  "FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-			  "AND u.commit_user OPERATOR(pg_catalog.=) $2 FOR UPDATE"
-			: "SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "
-			  "FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-			  "AND u.commit_user OPERATOR(pg_catalog.=) $2",
-		2, types, values, SPI_OK_SELECT);
-	*last_prepared = DatumGetInt64(catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												  "last_prepared_checkpoint", &isnull));
-	*last_committed = DatumGetInt64(catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												   "last_committed_checkpoint", &isnull));
-	if (fence_epoch != NULL)
-		*fence_epoch = (uint64) DatumGetInt64(
-			catalog_column(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, "fence_epoch", &isnull));
-}
-
-/*
  * work_require_sink reads the sink a request names (within a transaction)
  * into the request's memory, so that it outlives SPI_finish; an error when
  * it was dropped meanwhile.
@@ -202,7 +148,7 @@ work_require_sink(int32 sink_id)
 {
 	MemoryContext old = MemoryContextSwitchTo(CommitterContext);
 	SinkInfo *sink = palloc0(sizeof(SinkInfo));
-	bool found = catalog_sink_by_id(sink_id, sink);
+	bool found = metadata_sink_by_id(sink_id, sink);
 
 	MemoryContextSwitchTo(old);
 	if (!found)
