@@ -79,9 +79,10 @@ severity_name(int elevel)
 static uint32
 encode_error(const ErrorData *edata, char *buffer)
 {
-	ErrorField fields[18];
+	ErrorField fields[18]; /* one per ADD_FIELD below */
 	int count = 0;
 	char cursorpos[12];
+	char internalpos[12];
 	char lineno[12];
 	Size total = 1;
 	Size marker_length = strlen(CUT_MARKER);
@@ -111,12 +112,13 @@ encode_error(const ErrorData *edata, char *buffer)
 		snprintf(cursorpos, sizeof(cursorpos), "%d", edata->cursorpos);
 		ADD_FIELD(PG_DIAG_STATEMENT_POSITION, cursorpos, false);
 	}
-	/*
-	 * The internal query and its position (the statement of a trigger
-	 * function that failed in the load) are not relayed: psql shows them as
-	 * QUERY and LINE lines, which the regression outputs do not have yet.
-	 * Relaying them is the two fields here and those outputs.
-	 */
+	/* the statement of a trigger function that failed in the load, and where */
+	if (edata->internalpos > 0)
+	{
+		snprintf(internalpos, sizeof(internalpos), "%d", edata->internalpos);
+		ADD_FIELD(PG_DIAG_INTERNAL_POSITION, internalpos, false);
+	}
+	ADD_FIELD(PG_DIAG_INTERNAL_QUERY, edata->internalquery, true);
 	ADD_FIELD(PG_DIAG_CONTEXT, edata->context, true);
 	ADD_FIELD(PG_DIAG_SCHEMA_NAME, edata->schema_name, false);
 	ADD_FIELD(PG_DIAG_TABLE_NAME, edata->table_name, false);
