@@ -17,7 +17,6 @@ OBJS = \
 	src/maintenance.o \
 	src/writer.o \
 	src/writer_adopt.o \
-	src/barrier_writer.o \
 	src/handoff.o \
 	src/fdw.o \
 	src/staged_file.o \

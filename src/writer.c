@@ -39,7 +39,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
-#include "barrier_writer.h"
+#include "barrier.h"
 #include "fault.h"
 #include "handoff.h"
 #include "miscadmin.h"

@@ -7,16 +7,15 @@
  *	  their files and report the committables to the committer.
  *	  Paimon: TableWriteOperator; SeaTunnel: SinkWriter.
  *
- * The launcher starts writers by the entry point's name.  The records a
- * writer sends at a barrier are in barrier_writer.h, included here for the
- * committer, which reads them.
+ * The launcher starts writers by the entry point's name.  The barrier's
+ * records and both its ends are in barrier.h.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef PAIMON_SINK_WRITER_H
 #define PAIMON_SINK_WRITER_H
 
-#include "barrier_writer.h"
+#include "barrier.h"
 #include "fmgr.h"
 
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);

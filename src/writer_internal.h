@@ -14,7 +14,7 @@
 #ifndef PAIMON_SINK_WRITER_INTERNAL_H
 #define PAIMON_SINK_WRITER_INTERNAL_H
 
-#include "barrier_writer.h"
+#include "barrier.h"
 #include "nodes/pg_list.h"
 #include "shared_state.h"
 #include "staged_file.h"
