@@ -425,7 +425,8 @@ commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	marks = metadata_commit_user_marks(sink_id, commit_user, false);
 	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
 	{
-		metadata_raise_last_committed(sink_id, commit_user, Min(checkpoint_id, marks.last_prepared));
+		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
+							Min(checkpoint_id, marks.last_prepared));
 		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
 	}
 	work_end();

@@ -15,9 +15,7 @@
  *
  * Each function needs a transaction, connects to SPI itself (SPI
  * connections nest) and allocates what it returns in the memory context
- * current at its call.  Internal failures raise ERRCODE_INTERNAL_ERROR;
- * errors of the statements themselves (a lock timeout, a full disk)
- * propagate unchanged.
+ * current at its call; errors are statement.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,20 +28,21 @@
 
 /* ---------------------------------------------------------------- sinks */
 
-#define SINK_SELECT \
-	"SELECT d.sink_id, d.sink_name, d.target_table::pg_catalog.oid AS target_table, " \
-	"d.foreign_table::pg_catalog.oid AS foreign_table, d.owner_role::pg_catalog.oid AS owner_role, " \
-	"d.mode, d.buckets, d.bucket_key, d.default_commit_user, d.sink_uuid, d.column_names, " \
-	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, " \
+#define SINK_SELECT                                                                                \
+	"SELECT d.sink_id, d.sink_name, d.target_table::pg_catalog.oid AS target_table, "              \
+	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
+	"d.owner_role::pg_catalog.oid AS owner_role, d.mode, d.buckets, d.bucket_key, "                \
+	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
+	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
 	"d.key_columns FROM paimon_sink.sink_definition d "
 
 /* read_sink reads a SinkInfo from a row of SINK_SELECT. */
 static void *
 read_sink(uint64 row)
 {
-	SinkInfo   *info = palloc0(sizeof(SinkInfo));
-	bool		isnull;
-	Datum		names = row_datum(row, "column_names", &isnull);
+	SinkInfo *info = palloc0(sizeof(SinkInfo));
+	bool isnull;
+	Datum names = row_datum(row, "column_names", &isnull);
 
 	info->sink_id = row_int4(row, "sink_id");
 	info->name = row_text(row, "sink_name");
@@ -57,12 +56,12 @@ read_sink(uint64 row)
 	memcpy(&info->sink_uuid, DatumGetUUIDP(row_datum(row, "sink_uuid", NULL)), sizeof(pg_uuid_t));
 	if (!isnull)
 	{
-		Datum	   *name_values;
-		Datum	   *type_values;
-		int			type_count;
+		Datum *name_values;
+		Datum *type_values;
+		int type_count;
 
-		deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT,
-						  &name_values, NULL, &info->column_count);
+		deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT, &name_values,
+						  NULL, &info->column_count);
 		deconstruct_array(DatumGetArrayTypeP(row_datum(row, "column_types", NULL)), OIDOID,
 						  sizeof(Oid), true, TYPALIGN_INT, &type_values, NULL, &type_count);
 		if (type_count != info->column_count)
@@ -86,7 +85,7 @@ read_sink(uint64 row)
 static bool
 lookup_sink(Statement *statement, Arg key, SinkInfo *info)
 {
-	SinkInfo   *found = statement_first(statement, &key, 1, RUN_READ_ONLY, read_sink);
+	SinkInfo *found = statement_first(statement, &key, 1, RUN_READ_ONLY, read_sink);
 
 	if (found != NULL)
 		*info = *found;
@@ -98,7 +97,7 @@ bool
 metadata_sink_by_name(const char *name, SinkInfo *info)
 {
 	static Statement statement = {SINK_SELECT "WHERE d.sink_name OPERATOR(pg_catalog.=) $1",
-	SPI_OK_SELECT};
+								  SPI_OK_SELECT};
 
 	return lookup_sink(&statement, (Arg) ARG_TEXT(name), info);
 }
@@ -108,7 +107,7 @@ bool
 metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 {
 	static Statement statement = {SINK_SELECT "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
-	SPI_OK_SELECT};
+								  SPI_OK_SELECT};
 
 	return lookup_sink(&statement, (Arg) ARG_INT4(sink_id), info);
 }
@@ -121,20 +120,11 @@ bool
 metadata_sink_exists(int32 sink_id)
 {
 	static Statement statement = {"SELECT 1 FROM paimon_sink.sink_definition d "
-	"WHERE d.sink_id OPERATOR(pg_catalog.=) $1", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id)};
+								  "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+								  SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id)};
 
 	return statement_execute(&statement, args, lengthof(args), 0) > 0;
-}
-
-/* read_sink_id reads the sink_id column of a row. */
-static void *
-read_sink_id(uint64 row)
-{
-	int32	   *sink_id = palloc(sizeof(int32));
-
-	*sink_id = row_int4(row, "sink_id");
-	return sink_id;
 }
 
 /*
@@ -145,22 +135,27 @@ read_sink_id(uint64 row)
 int32
 metadata_insert_sink(const SinkDefinition *definition)
 {
-	static Statement statement = {"INSERT INTO paimon_sink.sink_definition (sink_name, "
+	static Statement statement = {
+		"INSERT INTO paimon_sink.sink_definition (sink_name, "
 		"target_table, owner_role, mode, buckets, bucket_key, checkpoint_interval, "
 		"row_kind_column, partial_update, key_columns, default_commit_user) "
 		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-	"pg_catalog.gen_random_uuid()::pg_catalog.text) RETURNING sink_id", SPI_OK_INSERT_RETURNING};
-	Arg			args[] = {
-		ARG_TEXT(definition->name), ARG_OID(definition->target), ARG_OID(definition->owner),
-		ARG_TEXT(definition->mode), ARG_INT4(definition->buckets),
+		"pg_catalog.gen_random_uuid()::pg_catalog.text) RETURNING sink_id",
+		SPI_OK_INSERT_RETURNING};
+	Arg args[] = {
+		ARG_TEXT(definition->name),
+		ARG_OID(definition->target),
+		ARG_OID(definition->owner),
+		ARG_TEXT(definition->mode),
+		ARG_INT4(definition->buckets),
 		ARG_DATUM(TEXTARRAYOID, definition->bucket_key, definition->bucket_key == (Datum) 0),
 		ARG_DATUM(INTERVALOID, PointerGetDatum(definition->checkpoint_interval),
 				  definition->checkpoint_interval == NULL),
-		ARG_TEXT_OR_NULL(definition->row_kind_column), ARG_BOOL(definition->partial_update),
-	ARG_DATUM(TEXTARRAYOID, definition->key_columns, definition->key_columns == (Datum) 0)};
+		ARG_TEXT_OR_NULL(definition->row_kind_column),
+		ARG_BOOL(definition->partial_update),
+		ARG_DATUM(TEXTARRAYOID, definition->key_columns, definition->key_columns == (Datum) 0)};
 
-	return *(int32 *) statement_first(&statement, args, lengthof(args), RUN_AS_OWNER,
-									  read_sink_id);
+	return (int32) statement_int8(&statement, args, lengthof(args), RUN_AS_OWNER, "sink_id", 0);
 }
 
 /*
@@ -171,24 +166,20 @@ metadata_insert_sink(const SinkDefinition *definition)
 void
 metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 {
-	static Statement statement = {"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
+	static Statement statement = {
+		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
 		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
 		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
 		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY a.attnum) "
+		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
+		"a.attnum) "
 		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
 		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
-	"WHERE d.sink_id OPERATOR(pg_catalog.=) $1", SPI_OK_UPDATE};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
+		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+		SPI_OK_UPDATE};
+	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
 
 	(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
-}
-
-/* read_commit_user reads the commit_user column of a row. */
-static void *
-read_commit_user(uint64 row)
-{
-	return row_text(row, "commit_user");
 }
 
 /*
@@ -198,16 +189,18 @@ read_commit_user(uint64 row)
 char *
 metadata_add_default_commit_user(int32 sink_id)
 {
-	static Statement statement = {"INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
+	static Statement statement = {
+		"INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
 		"SELECT d.sink_id, d.default_commit_user FROM paimon_sink.sink_definition d "
-	"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 RETURNING commit_user", SPI_OK_INSERT_RETURNING};
-	Arg			args[] = {ARG_INT4(sink_id)};
-	char	   *commit_user = statement_first(&statement, args, lengthof(args), RUN_AS_OWNER,
-											  read_commit_user);
+		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 RETURNING commit_user",
+		SPI_OK_INSERT_RETURNING};
+	Arg args[] = {ARG_INT4(sink_id)};
+	List *commit_user =
+		statement_texts(&statement, args, lengthof(args), RUN_AS_OWNER, "commit_user");
 
-	if (commit_user == NULL)
+	if (commit_user == NIL)
 		elog(ERROR, "sink %d has no definition", sink_id);
-	return commit_user;
+	return linitial(commit_user);
 }
 
 /*
@@ -221,28 +214,28 @@ metadata_drop_sink(int32 sink_id)
 {
 	static Statement statements[] = {
 		{"DELETE FROM paimon_sink.committable x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_DELETE},
+		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.snapshot_log x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_DELETE},
+		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_DELETE},
+		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.sink_definition x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_DELETE},
-	{"INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", SPI_OK_INSERT}};
-	Arg			args[] = {ARG_INT4(sink_id)};
+		 SPI_OK_DELETE},
+		{"INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", SPI_OK_INSERT}};
+	Arg args[] = {ARG_INT4(sink_id)};
 
 	for (int i = 0; i < lengthof(statements); i++)
 		(void) statement_execute(&statements[i], args, lengthof(args), RUN_AS_OWNER);
 }
 
-/* metadata_dropped_sinks returns the ids of dropped sinks whose files may remain (int32 *). */
+/* metadata_dropped_sinks returns the ids of dropped sinks whose files may remain (int64 *). */
 List *
 metadata_dropped_sinks(void)
 {
 	static Statement statement = {"SELECT d.sink_id FROM paimon_sink.dropped_sink d",
-	SPI_OK_SELECT};
+								  SPI_OK_SELECT};
 
-	return statement_collect(&statement, NULL, 0, 0, read_sink_id);
+	return statement_int8s(&statement, NULL, 0, 0, "sink_id");
 }
 
 /* metadata_forget_dropped_sink removes a dropped sink's record once its folder is gone. */
@@ -250,8 +243,9 @@ void
 metadata_forget_dropped_sink(int32 sink_id)
 {
 	static Statement statement = {"DELETE FROM paimon_sink.dropped_sink d "
-	"WHERE d.sink_id OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE};
-	Arg			args[] = {ARG_INT4(sink_id)};
+								  "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
+								  SPI_OK_DELETE};
+	Arg args[] = {ARG_INT4(sink_id)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
@@ -261,8 +255,8 @@ static void *
 read_scheduled_sink(uint64 row)
 {
 	ScheduledSinkRow *sink = palloc0(sizeof(ScheduledSinkRow));
-	bool		isnull;
-	Datum		interval = row_datum(row, "checkpoint_interval", &isnull);
+	bool isnull;
+	Datum interval = row_datum(row, "checkpoint_interval", &isnull);
 
 	sink->sink_id = row_int4(row, "sink_id");
 	sink->has_interval = !isnull;
@@ -276,16 +270,17 @@ List *
 metadata_schedule(void)
 {
 	static Statement statement = {"SELECT d.sink_id, d.checkpoint_interval "
-	"FROM paimon_sink.sink_definition d ORDER BY d.sink_id", SPI_OK_SELECT};
+								  "FROM paimon_sink.sink_definition d ORDER BY d.sink_id",
+								  SPI_OK_SELECT};
 
 	return statement_collect(&statement, NULL, 0, 0, read_scheduled_sink);
 }
 
 /* --------------------------------------------------------- commit users */
 
-#define MARKS_SELECT \
-	"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch " \
-	"FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 " \
+#define MARKS_SELECT                                                                               \
+	"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "               \
+	"FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "              \
 	"AND u.commit_user OPERATOR(pg_catalog.=) $2"
 
 /* read_marks reads a CommitUserMarks from a row of MARKS_SELECT. */
@@ -309,10 +304,11 @@ CommitUserMarks
 metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_update)
 {
 	static Statement create = {"INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
-	"VALUES ($1, $2) ON CONFLICT DO NOTHING", SPI_OK_INSERT};
+							   "VALUES ($1, $2) ON CONFLICT DO NOTHING",
+							   SPI_OK_INSERT};
 	static Statement locking = {MARKS_SELECT " FOR UPDATE", SPI_OK_SELECT};
 	static Statement plain = {MARKS_SELECT, SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
 	CommitUserMarks *marks;
 
 	(void) statement_execute(&create, args, lengthof(args), 0);
@@ -332,7 +328,7 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
 						  CommitUserMarks *marks)
 {
 	static Statement statement = {MARKS_SELECT, SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
 	CommitUserMarks *found = statement_first(&statement, args, lengthof(args),
 											 latest ? RUN_LATEST : RUN_READ_ONLY, read_marks);
 
@@ -341,74 +337,43 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
 	return found != NULL;
 }
 
-/* update_marks runs an update of commit_user_state with arguments (sink, commit user, checkpoint). */
-static void
-update_marks(Statement *statement, int32 sink_id, const char *commit_user, int64 checkpoint_id)
-{
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
-
-	(void) statement_execute(statement, args, lengthof(args), 0);
-}
-
-/* metadata_raise_last_prepared raises the commit user's last prepared checkpoint to at least checkpoint_id. */
-void
-metadata_raise_last_prepared(int32 sink_id, const char *commit_user, int64 checkpoint_id)
-{
-	static Statement statement = {"UPDATE paimon_sink.commit_user_state u "
-		"SET last_prepared_checkpoint = greatest(u.last_prepared_checkpoint, $3) "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
-	SPI_OK_UPDATE};
-
-	update_marks(&statement, sink_id, commit_user, checkpoint_id);
-}
-
 /*
- * metadata_raise_last_committed raises the commit user's last committed
- * checkpoint to checkpoint_id over empty prepared checkpoints (never lowers it).
+ * metadata_move_marks moves a commit user's marks (MarkMove says how, to
+ * checkpoint_id where it takes one):
+ * - MARK_RAISE_PREPARED: the last prepared checkpoint to at least checkpoint_id;
+ * - MARK_RAISE_COMMITTED: the last committed checkpoint to checkpoint_id, over
+ *   empty prepared checkpoints (never lower);
+ * - MARK_REWIND_PREPARED: the last prepared checkpoint down to the restored one,
+ *   never below the last committed (a restore discarded those above it);
+ * - MARK_NEW_FENCE_EPOCH: a new fence epoch (recover()): batches written before
+ *   it are left out of every later checkpoint, as Kafka fences a producer whose
+ *   epoch is stale (checkpoint_id unused).
  */
 void
-metadata_raise_last_committed(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64 checkpoint_id)
 {
-	static Statement statement = {"UPDATE paimon_sink.commit_user_state u "
-		"SET last_committed_checkpoint = $3 WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-		"AND u.commit_user OPERATOR(pg_catalog.=) $2 "
-	"AND u.last_committed_checkpoint OPERATOR(pg_catalog.<) $3", SPI_OK_UPDATE};
+#define MARKS_UPDATE "UPDATE paimon_sink.commit_user_state u SET "
+#define MARKS_WHERE                                                                                \
+	" WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2"
+	static Statement statements[] = {
+		[MARK_RAISE_PREPARED] = {MARKS_UPDATE
+								 "last_prepared_checkpoint = "
+								 "greatest(u.last_prepared_checkpoint, $3)" MARKS_WHERE,
+								 SPI_OK_UPDATE},
+		[MARK_RAISE_COMMITTED] = {MARKS_UPDATE
+								  "last_committed_checkpoint = $3" MARKS_WHERE
+								  " AND u.last_committed_checkpoint OPERATOR(pg_catalog.<) $3",
+								  SPI_OK_UPDATE},
+		[MARK_REWIND_PREPARED] =
+			{MARKS_UPDATE "last_prepared_checkpoint = greatest(u.last_committed_checkpoint, "
+						  "least(u.last_prepared_checkpoint, $3))" MARKS_WHERE,
+			 SPI_OK_UPDATE},
+		[MARK_NEW_FENCE_EPOCH] = {
+			MARKS_UPDATE "fence_epoch = u.fence_epoch OPERATOR(pg_catalog.+) 1" MARKS_WHERE,
+			SPI_OK_UPDATE}};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
-	update_marks(&statement, sink_id, commit_user, checkpoint_id);
-}
-
-/*
- * metadata_rewind_last_prepared lowers the last prepared checkpoint to the
- * restored one, never below the last committed: a restore discarded the
- * checkpoints above it.
- */
-void
-metadata_rewind_last_prepared(int32 sink_id, const char *commit_user, int64 restored)
-{
-	static Statement statement = {"UPDATE paimon_sink.commit_user_state u SET "
-		"last_prepared_checkpoint = greatest(u.last_committed_checkpoint, "
-		"least(u.last_prepared_checkpoint, $3)) "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
-	SPI_OK_UPDATE};
-
-	update_marks(&statement, sink_id, commit_user, restored);
-}
-
-/*
- * metadata_bump_fence_epoch starts a new fence epoch of the commit user
- * (recover()): batches written before it are left out of every later
- * checkpoint, as Kafka fences a producer whose epoch is stale.
- */
-void
-metadata_bump_fence_epoch(int32 sink_id, const char *commit_user)
-{
-	static Statement statement = {"UPDATE paimon_sink.commit_user_state u "
-		"SET fence_epoch = u.fence_epoch OPERATOR(pg_catalog.+) 1 "
-		"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $2",
-	SPI_OK_UPDATE};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
-
-	(void) statement_execute(&statement, args, lengthof(args), 0);
+	(void) statement_execute(&statements[move], args, lengthof(args), 0);
 }
 
 /* -------------------------------------------- committables and snapshots */
@@ -420,23 +385,30 @@ metadata_bump_fence_epoch(int32 sink_id, const char *commit_user)
 bool
 metadata_record_committable(const CommittableEntry *entry)
 {
-	static Statement statement = {"INSERT INTO paimon_sink.committable (file_name, sink_id, "
+	static Statement statement = {
+		"INSERT INTO paimon_sink.committable (file_name, sink_id, "
 		"commit_user, checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets, "
 		"max_sequence) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-	"ON CONFLICT (file_name) DO NOTHING", SPI_OK_INSERT};
-	Datum	   *offsets = palloc(sizeof(Datum) * Max(1, entry->excluded_count));
-	ArrayType  *excluded;
+		"ON CONFLICT (file_name) DO NOTHING",
+		SPI_OK_INSERT};
+	Datum *offsets = palloc(sizeof(Datum) * Max(1, entry->excluded_count));
+	ArrayType *excluded;
 
 	for (int i = 0; i < entry->excluded_count; i++)
 		offsets[i] = Int64GetDatum(entry->excluded[i]);
 	excluded = construct_array(offsets, entry->excluded_count, INT8OID, 8, FLOAT8PASSBYVAL,
 							   TYPALIGN_DOUBLE);
 	{
-		Arg			args[] = {ARG_TEXT(entry->file_name), ARG_INT4(entry->sink_id),
-			ARG_TEXT(entry->commit_user), ARG_INT8(entry->checkpoint_id),
-			ARG_INT4(entry->writer_id), ARG_INT4(entry->bucket), ARG_INT8(entry->row_count),
-			ARG_INT8(entry->byte_count), ARG_DATUM(INT8ARRAYOID, PointerGetDatum(excluded), false),
-		ARG_INT8(entry->max_sequence)};
+		Arg args[] = {ARG_TEXT(entry->file_name),
+					  ARG_INT4(entry->sink_id),
+					  ARG_TEXT(entry->commit_user),
+					  ARG_INT8(entry->checkpoint_id),
+					  ARG_INT4(entry->writer_id),
+					  ARG_INT4(entry->bucket),
+					  ARG_INT8(entry->row_count),
+					  ARG_INT8(entry->byte_count),
+					  ARG_DATUM(INT8ARRAYOID, PointerGetDatum(excluded), false),
+					  ARG_INT8(entry->max_sequence)};
 
 		return statement_execute(&statement, args, lengthof(args), 0) > 0;
 	}
@@ -462,23 +434,15 @@ read_checkpoint_file(uint64 row)
 List *
 metadata_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 {
-	static Statement statement = {"SELECT c.file_name, c.row_count, c.excluded_offsets, "
+	static Statement statement = {
+		"SELECT c.file_name, c.row_count, c.excluded_offsets, "
 		"c.byte_count FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
 		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-	"AND c.snapshot_id IS NULL ORDER BY c.prepared_at, c.file_name", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
+		"AND c.snapshot_id IS NULL ORDER BY c.prepared_at, c.file_name",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
 	return statement_collect(&statement, args, lengthof(args), 0, read_checkpoint_file);
-}
-
-/* read_checkpoint_id reads the checkpoint_id column of a row. */
-static void *
-read_checkpoint_id(uint64 row)
-{
-	int64	   *checkpoint_id = palloc(sizeof(int64));
-
-	*checkpoint_id = row_int8(row, "checkpoint_id");
-	return checkpoint_id;
 }
 
 /*
@@ -488,55 +452,44 @@ read_checkpoint_id(uint64 row)
 List *
 metadata_pending_checkpoints(int32 sink_id, const char *commit_user, int64 up_to)
 {
-	static Statement statement = {"SELECT DISTINCT c.checkpoint_id FROM paimon_sink.committable c "
+	static Statement statement = {
+		"SELECT DISTINCT c.checkpoint_id FROM paimon_sink.committable c "
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND c.snapshot_id IS NULL AND c.checkpoint_id OPERATOR(pg_catalog.<=) $3 "
-	"ORDER BY c.checkpoint_id", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(up_to)};
+		"ORDER BY c.checkpoint_id",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(up_to)};
 
-	return statement_collect(&statement, args, lengthof(args), 0, read_checkpoint_id);
-}
-
-/* read_count reads the count column of a row. */
-static void *
-read_count(uint64 row)
-{
-	int64	   *count = palloc(sizeof(int64));
-
-	*count = row_int8(row, "count");
-	return count;
+	return statement_int8s(&statement, args, lengthof(args), 0, "checkpoint_id");
 }
 
 /* metadata_count_pending_checkpoints counts a sink's prepared, uncommitted checkpoints (every commit user). */
 int
 metadata_count_pending_checkpoints(int32 sink_id)
 {
-	static Statement statement = {"SELECT pg_catalog.count(DISTINCT (c.commit_user, "
+	static Statement statement = {
+		"SELECT pg_catalog.count(DISTINCT (c.commit_user, "
 		"c.checkpoint_id)) AS count FROM paimon_sink.committable c "
-	"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id)};
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id)};
 
-	return (int) *(int64 *) statement_first(&statement, args, lengthof(args), 0, read_count);
+	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
 }
 
 /* metadata_count_pending_after counts a commit user's uncommitted checkpoints above restored. */
 int
 metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored)
 {
-	static Statement statement = {"SELECT pg_catalog.count(DISTINCT c.checkpoint_id) AS count "
+	static Statement statement = {
+		"SELECT pg_catalog.count(DISTINCT c.checkpoint_id) AS count "
 		"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
 		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 "
-	"AND c.snapshot_id IS NULL", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(restored)};
+		"AND c.snapshot_id IS NULL",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(restored)};
 
-	return (int) *(int64 *) statement_first(&statement, args, lengthof(args), 0, read_count);
-}
-
-/* read_file_name reads the file_name column of a row. */
-static void *
-read_file_name(uint64 row)
-{
-	return row_text(row, "file_name");
+	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
 }
 
 /*
@@ -546,23 +499,15 @@ read_file_name(uint64 row)
 List *
 metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored)
 {
-	static Statement statement = {"DELETE FROM paimon_sink.committable c "
+	static Statement statement = {
+		"DELETE FROM paimon_sink.committable c "
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND c.checkpoint_id OPERATOR(pg_catalog.>) $3 AND c.snapshot_id IS NULL "
-	"RETURNING c.file_name", SPI_OK_DELETE_RETURNING};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(restored)};
+		"RETURNING c.file_name",
+		SPI_OK_DELETE_RETURNING};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(restored)};
 
-	return statement_collect(&statement, args, lengthof(args), 0, read_file_name);
-}
-
-/* read_snapshot_id reads the snapshot_id column of a row. */
-static void *
-read_snapshot_id(uint64 row)
-{
-	int64	   *snapshot_id = palloc(sizeof(int64));
-
-	*snapshot_id = row_int8(row, "snapshot_id");
-	return snapshot_id;
+	return statement_texts(&statement, args, lengthof(args), 0, "file_name");
 }
 
 /*
@@ -573,26 +518,31 @@ read_snapshot_id(uint64 row)
 int64
 metadata_record_snapshot(const SnapshotEntry *entry)
 {
-	static Statement next_id = {"SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) "
+	static Statement next_id = {
+		"SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) "
 		"OPERATOR(pg_catalog.+) 1 AS snapshot_id FROM paimon_sink.snapshot_log l "
-	"WHERE l.sink_id OPERATOR(pg_catalog.=) $1", SPI_OK_SELECT};
+		"WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
+		SPI_OK_SELECT};
 	static Statement steps[] = {
 		{"INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
-			"commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
-		"VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)", SPI_OK_INSERT},
+		 "commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms) "
+		 "VALUES ($1, $2, $3, $4, 'APPEND', $5, $6, $7, $8)",
+		 SPI_OK_INSERT},
 		{"UPDATE paimon_sink.committable c SET snapshot_id = $2 "
-			"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $3 "
-		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL", SPI_OK_UPDATE},
+		 "WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $3 "
+		 "AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL",
+		 SPI_OK_UPDATE},
 		{"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
-			"last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
-			"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
-	SPI_OK_UPDATE}};
-	Arg			sink[] = {ARG_INT4(entry->sink_id)};
-	int64		snapshot_id = *(int64 *) statement_first(&next_id, sink, 1, 0, read_snapshot_id);
-	Arg			args[] = {ARG_INT4(entry->sink_id), ARG_INT8(snapshot_id),
-		ARG_TEXT(entry->commit_user), ARG_INT8(entry->checkpoint_id), ARG_INT8(entry->row_count),
-		ARG_INT4(entry->file_count), ARG_INT8(entry->byte_count),
-	ARG_DATUM(FLOAT8OID, Float8GetDatum(entry->load_ms), false)};
+		 "last_snapshot_id = $2, last_committed_at = pg_catalog.now() "
+		 "WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
+		 SPI_OK_UPDATE}};
+	Arg sink[] = {ARG_INT4(entry->sink_id)};
+	int64 snapshot_id = statement_int8(&next_id, sink, 1, 0, "snapshot_id", 1);
+	Arg args[] = {
+		ARG_INT4(entry->sink_id),	  ARG_INT8(snapshot_id),
+		ARG_TEXT(entry->commit_user), ARG_INT8(entry->checkpoint_id),
+		ARG_INT8(entry->row_count),	  ARG_INT4(entry->file_count),
+		ARG_INT8(entry->byte_count),  ARG_DATUM(FLOAT8OID, Float8GetDatum(entry->load_ms), false)};
 
 	/* the two updates take the first four arguments */
 	for (int i = 0; i < lengthof(steps); i++)
@@ -618,9 +568,11 @@ read_file_record(uint64 row)
 FileRecord
 metadata_file_record(const char *file_name)
 {
-	static Statement statement = {"SELECT c.snapshot_id IS NOT NULL AS committed "
-	"FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1", SPI_OK_SELECT};
-	Arg			args[] = {ARG_TEXT(file_name)};
+	static Statement statement = {
+		"SELECT c.snapshot_id IS NOT NULL AS committed "
+		"FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_TEXT(file_name)};
 	FileRecord *record = statement_first(&statement, args, lengthof(args), 0, read_file_record);
 
 	return record == NULL ? FILE_NOT_RECORDED : *record;
@@ -630,7 +582,7 @@ metadata_file_record(const char *file_name)
 static void *
 read_sink_file(uint64 row)
 {
-	SinkFile   *file = palloc(sizeof(SinkFile));
+	SinkFile *file = palloc(sizeof(SinkFile));
 
 	file->sink_id = row_int4(row, "sink_id");
 	file->file_name = row_text(row, "file_name");
@@ -646,7 +598,8 @@ List *
 metadata_committed_files(void)
 {
 	static Statement statement = {"SELECT c.sink_id, c.file_name FROM paimon_sink.committable c "
-	"WHERE c.snapshot_id IS NOT NULL", SPI_OK_SELECT};
+								  "WHERE c.snapshot_id IS NOT NULL",
+								  SPI_OK_SELECT};
 
 	return statement_collect(&statement, NULL, 0, 0, read_sink_file);
 }
@@ -671,11 +624,13 @@ read_bucket_sequence(uint64 row)
 List *
 metadata_bucket_sequences(void)
 {
-	static Statement statement = {"SELECT s.sink_id, s.bucket, "
+	static Statement statement = {
+		"SELECT s.sink_id, s.bucket, "
 		"pg_catalog.max(s.max_sequence) AS max_sequence FROM ("
 		"SELECT c.sink_id, c.bucket, c.max_sequence FROM paimon_sink.committable c UNION ALL "
 		"SELECT b.sink_id, b.bucket, b.max_sequence FROM paimon_sink.bucket_sequence b) s "
-	"GROUP BY s.sink_id, s.bucket", SPI_OK_SELECT};
+		"GROUP BY s.sink_id, s.bucket",
+		SPI_OK_SELECT};
 
 	return statement_collect(&statement, NULL, 0, RUN_READ_ONLY, read_bucket_sequence);
 }
@@ -685,7 +640,7 @@ static void *
 read_checkpoint_state(uint64 row)
 {
 	CheckpointState *state = palloc(sizeof(CheckpointState));
-	bool		isnull;
+	bool isnull;
 
 	state->sink_exists = row_bool(row, "sink_exists");
 	state->pending = row_bool(row, "pending");
@@ -702,15 +657,18 @@ read_checkpoint_state(uint64 row)
 CheckpointState
 metadata_checkpoint_state(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 {
-	static Statement statement = {"SELECT EXISTS (SELECT FROM paimon_sink.sink_definition d "
+	static Statement statement = {
+		"SELECT EXISTS (SELECT FROM paimon_sink.sink_definition d "
 		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) AS sink_exists, "
 		"(SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
 		"  WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
 		"  AND u.commit_user OPERATOR(pg_catalog.=) $2) AS last_committed, "
 		"EXISTS (SELECT FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-		"  AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-	"  AND c.snapshot_id IS NULL) AS pending", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
+		"  AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) "
+		"$3 "
+		"  AND c.snapshot_id IS NULL) AS pending",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
 	return *(CheckpointState *) statement_first(&statement, args, lengthof(args), RUN_READ_ONLY,
 												read_checkpoint_state);
@@ -729,7 +687,8 @@ int64
 metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 						  bool as_catalog_owner)
 {
-	static Statement statement = {"WITH expired AS ("
+	static Statement statement = {
+		"WITH expired AS ("
 		"  SELECT s.snapshot_id FROM ("
 		"    SELECT l.snapshot_id, l.committed_at, "
 		"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
@@ -751,12 +710,13 @@ metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 		"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
 		"DELETE FROM paimon_sink.snapshot_log l USING expired e "
 		"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
-	"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id", SPI_OK_DELETE};
+		"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
+		SPI_OK_DELETE};
 	/* now() is the transaction's start, as the commit times are */
-	TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
-													 -older_than_ms);
-	Arg			args[] = {ARG_INT4(sink_id), ARG_INT4(retain_last),
-	ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false)};
+	TimestampTz cutoff =
+		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
+	Arg args[] = {ARG_INT4(sink_id), ARG_INT4(retain_last),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false)};
 
 	return (int64) statement_execute(&statement, args, lengthof(args),
 									 as_catalog_owner ? RUN_AS_OWNER : 0);
@@ -770,9 +730,10 @@ metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 
 								bool removed)
 {
 	static Statement statement = {"INSERT INTO paimon_sink.maintenance_result (request_id, "
-	"file_name, byte_count, removed) VALUES ($1, $2, $3, $4)", SPI_OK_INSERT};
-	Arg			args[] = {ARG_INT8((int64) request_id), ARG_TEXT(file_name),
-	ARG_INT8(byte_count), ARG_BOOL(removed)};
+								  "file_name, byte_count, removed) VALUES ($1, $2, $3, $4)",
+								  SPI_OK_INSERT};
+	Arg args[] = {ARG_INT8((int64) request_id), ARG_TEXT(file_name), ARG_INT8(byte_count),
+				  ARG_BOOL(removed)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
@@ -785,7 +746,8 @@ metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 
 void
 metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
 {
-	static Statement statement = {"INSERT INTO paimon_sink.commit_statistics AS s "
+	static Statement statement = {
+		"INSERT INTO paimon_sink.commit_statistics AS s "
 		"(sink_id, commits, skipped, retries, rows_committed, bytes_committed, last_commit_ms, "
 		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
 		"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
@@ -799,11 +761,15 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
 		"last_commit_ms = coalesce($7, s.last_commit_ms), "
 		"failures = s.failures OPERATOR(pg_catalog.+) $8, "
 		"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
-	SPI_OK_INSERT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_INT8(tally->commits), ARG_INT8(tally->skipped),
-		ARG_INT8(tally->retries), ARG_INT8(tally->rows), ARG_INT8(tally->bytes),
-		ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
-	ARG_INT8(failed ? 1 : 0)};
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(sink_id),
+				  ARG_INT8(tally->commits),
+				  ARG_INT8(tally->skipped),
+				  ARG_INT8(tally->retries),
+				  ARG_INT8(tally->rows),
+				  ARG_INT8(tally->bytes),
+				  ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
+				  ARG_INT8(failed ? 1 : 0)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
@@ -812,15 +778,16 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
 void
 metadata_count_failure(int32 sink_id, int sqlerrcode, const char *message)
 {
-	static Statement statement = {"INSERT INTO paimon_sink.commit_failures AS f "
+	static Statement statement = {
+		"INSERT INTO paimon_sink.commit_failures AS f "
 		"(sink_id, sqlstate, failures, last_failed_at, last_message) "
 		"SELECT $1, $2, 1, pg_catalog.now(), $3 WHERE EXISTS (SELECT FROM "
 		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 		"ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
 		"failures = f.failures OPERATOR(pg_catalog.+) 1, last_failed_at = pg_catalog.now(), "
-	"last_message = $3", SPI_OK_INSERT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)),
-	ARG_TEXT(message)};
+		"last_message = $3",
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_TEXT(message)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
@@ -837,14 +804,16 @@ void
 metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
 							 int64 checkpoint_id, int32 writer_id)
 {
-	static Statement statement = {"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, "
+	static Statement statement = {
+		"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, "
 		"c.row_count, c.byte_count FROM paimon_sink.committable c "
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
 		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
-	"ORDER BY c.writer_id, c.bucket, c.file_name", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
-	ARG_INT4(writer_id)};
+		"ORDER BY c.writer_id, c.bucket, c.file_name",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
+				  ARG_INT4(writer_id)};
 
 	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
 }
@@ -859,16 +828,18 @@ void
 metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
 						  int64 after, int64 up_to, int64 also)
 {
-	static Statement statement = {"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, "
+	static Statement statement = {
+		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, "
 		"l.row_count, l.file_count, l.committed_at, "
 		"l.commit_identifier OPERATOR(pg_catalog.>) $3 AS newly_committed "
 		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
 		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
 		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
-	"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) ORDER BY l.commit_identifier", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after),
-	ARG_INT8(up_to), ARG_INT8(also)};
+		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) ORDER BY l.commit_identifier",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after), ARG_INT8(up_to),
+				  ARG_INT8(also)};
 
 	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
 }
@@ -881,11 +852,13 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 void
 metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id)
 {
-	static Statement statement = {"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
+	static Statement statement = {
+		"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
 		"  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
 		"  RETURNING r.file_name, r.byte_count, r.removed) "
-	"SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name", SPI_OK_SELECT};
-	Arg			args[] = {ARG_INT8((int64) request_id)};
+		"SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT8((int64) request_id)};
 
 	statement_return_rows(fcinfo, &statement, args, lengthof(args), RUN_AS_OWNER);
 }

@@ -23,112 +23,121 @@
 /* A commit user's high-water marks and fence epoch (commit_user_state). */
 typedef struct CommitUserMarks
 {
-	int64		last_prepared;
-	int64		last_committed;
-	uint64		fence_epoch;
+	int64 last_prepared;
+	int64 last_committed;
+	uint64 fence_epoch;
 } CommitUserMarks;
+
+/* How metadata_move_marks moves a commit user's marks. */
+typedef enum MarkMove
+{
+	MARK_RAISE_PREPARED,
+	MARK_RAISE_COMMITTED,
+	MARK_REWIND_PREPARED,
+	MARK_NEW_FENCE_EPOCH
+} MarkMove;
 
 /* What create_sink records of a new sink (sink_definition). */
 typedef struct SinkDefinition
 {
 	const char *name;
-	Oid			target;
-	Oid			owner;
+	Oid target;
+	Oid owner;
 	const char *mode;
-	int32		buckets;
-	Datum		bucket_key;		/* text[], or (Datum) 0 for none */
-	Interval   *checkpoint_interval;	/* NULL: the GUC's */
-	const char *row_kind_column;	/* NULL: none */
-	bool		partial_update;
-	Datum		key_columns;	/* text[], or (Datum) 0 for none */
+	int32 buckets;
+	Datum bucket_key;			   /* text[], or (Datum) 0 for none */
+	Interval *checkpoint_interval; /* NULL: the GUC's */
+	const char *row_kind_column;   /* NULL: none */
+	bool partial_update;
+	Datum key_columns; /* text[], or (Datum) 0 for none */
 } SinkDefinition;
 
 /* One committable to record: a sealed file of a checkpoint. */
 typedef struct CommittableEntry
 {
 	const char *file_name;
-	int32		sink_id;
+	int32 sink_id;
 	const char *commit_user;
-	int64		checkpoint_id;
-	int32		writer_id;
-	int32		bucket;
-	int64		row_count;
-	int64		byte_count;
-	int64		max_sequence;
-	int			excluded_count;
-	const int64 *excluded;		/* batch offsets left out of the file */
+	int64 checkpoint_id;
+	int32 writer_id;
+	int32 bucket;
+	int64 row_count;
+	int64 byte_count;
+	int64 max_sequence;
+	int excluded_count;
+	const int64 *excluded; /* batch offsets left out of the file */
 } CommittableEntry;
 
 /* One file of a checkpoint to commit, as the load reads it. */
 typedef struct CheckpointFile
 {
-	char	   *file_name;
-	int64		row_count;
-	int64		byte_count;
-	int			excluded_count;
-	int64	   *excluded;
+	char *file_name;
+	int64 row_count;
+	int64 byte_count;
+	int excluded_count;
+	int64 *excluded;
 } CheckpointFile;
 
 /* The snapshot a commit records, in the same transaction as its rows. */
 typedef struct SnapshotEntry
 {
-	int32		sink_id;
+	int32 sink_id;
 	const char *commit_user;
-	int64		checkpoint_id;
-	int64		row_count;
-	int32		file_count;
-	int64		byte_count;
-	double		load_ms;
+	int64 checkpoint_id;
+	int64 row_count;
+	int32 file_count;
+	int64 byte_count;
+	double load_ms;
 } SnapshotEntry;
 
 /* What a checkpoint named by a prepared transaction's gid is now. */
 typedef struct CheckpointState
 {
-	bool		sink_exists;
-	bool		commit_user_known;
-	int64		last_committed; /* when commit_user_known */
-	bool		pending;		/* recorded, not committed */
+	bool sink_exists;
+	bool commit_user_known;
+	int64 last_committed; /* when commit_user_known */
+	bool pending;		  /* recorded, not committed */
 } CheckpointState;
 
 /* A sink and its checkpoint interval, for the committer's schedule. */
 typedef struct ScheduledSinkRow
 {
-	int32		sink_id;
-	bool		has_interval;	/* false: the GUC's */
-	Interval	interval;
+	int32 sink_id;
+	bool has_interval; /* false: the GUC's */
+	Interval interval;
 } ScheduledSinkRow;
 
 /* A staged file of a sink (sink id and file name). */
 typedef struct SinkFile
 {
-	int32		sink_id;
-	char	   *file_name;
+	int32 sink_id;
+	char *file_name;
 } SinkFile;
 
 /* The highest sequence number a bucket of a sink has used. */
 typedef struct BucketSequenceRow
 {
-	int32		sink_id;
-	int32		bucket;
-	int64		max_sequence;
+	int32 sink_id;
+	int32 bucket;
+	int64 max_sequence;
 } BucketSequenceRow;
 
 /* What a request's commits did, for commit_statistics. */
 typedef struct CommitTally
 {
-	int64		commits;
-	int64		skipped;
-	int64		retries;
-	int64		rows;
-	int64		bytes;
-	double		last_ms;
+	int64 commits;
+	int64 skipped;
+	int64 retries;
+	int64 rows;
+	int64 bytes;
+	double last_ms;
 } CommitTally;
 
 /* Where a staged file stands in committable. */
 typedef enum FileRecord
 {
 	FILE_NOT_RECORDED,
-	FILE_PENDING,				/* recorded for a checkpoint not committed */
+	FILE_PENDING, /* recorded for a checkpoint not committed */
 	FILE_COMMITTED
 } FileRecord;
 
@@ -140,7 +149,7 @@ extern int32 metadata_insert_sink(const SinkDefinition *definition);
 extern void metadata_set_sink_layout(int32 sink_id, Oid foreign_table);
 extern char *metadata_add_default_commit_user(int32 sink_id);
 extern void metadata_drop_sink(int32 sink_id);
-extern List *metadata_dropped_sinks(void);
+extern List *metadata_dropped_sinks(void); /* int64 * */
 extern void metadata_forget_dropped_sink(int32 sink_id);
 extern List *metadata_schedule(void);
 
@@ -149,23 +158,16 @@ extern CommitUserMarks metadata_commit_user_marks(int32 sink_id, const char *com
 												  bool for_update);
 extern bool metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
 									  CommitUserMarks *marks);
-extern void metadata_raise_last_prepared(int32 sink_id, const char *commit_user,
-										 int64 checkpoint_id);
-extern void metadata_raise_last_committed(int32 sink_id, const char *commit_user,
-										  int64 checkpoint_id);
-extern void metadata_rewind_last_prepared(int32 sink_id, const char *commit_user,
-										  int64 restored);
-extern void metadata_bump_fence_epoch(int32 sink_id, const char *commit_user);
+extern void metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user,
+								int64 checkpoint_id);
 
 /* committables and snapshots */
 extern bool metadata_record_committable(const CommittableEntry *entry);
-extern List *metadata_checkpoint_files(int32 sink_id, const char *commit_user,
-									   int64 checkpoint_id);
+extern List *metadata_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id);
 extern List *metadata_pending_checkpoints(int32 sink_id, const char *commit_user, int64 up_to);
-extern int	metadata_count_pending_checkpoints(int32 sink_id);
-extern int	metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored);
-extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user,
-											int64 restored);
+extern int metadata_count_pending_checkpoints(int32 sink_id);
+extern int metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored);
+extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern int64 metadata_record_snapshot(const SnapshotEntry *entry);
 extern FileRecord metadata_file_record(const char *file_name);
 extern List *metadata_committed_files(void);
@@ -190,4 +192,4 @@ extern void metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id,
 									  int64 also);
 extern void metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id);
 
-#endif							/* PAIMON_SINK_METADATA_H */
+#endif /* PAIMON_SINK_METADATA_H */

@@ -89,7 +89,7 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 			recorded++;
 	}
 	if (recorded > 0 || record_empty)
-		metadata_raise_last_prepared(sink->sink_id, commit_user, checkpoint_id);
+		metadata_move_marks(MARK_RAISE_PREPARED, sink->sink_id, commit_user, checkpoint_id);
 	return recorded;
 }
 

@@ -358,7 +358,7 @@ recovery_remove_dropped_sinks(void)
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
 
 		foreach (lc, metadata_dropped_sinks())
-			doomed = lappend_int(doomed, *(int32 *) lfirst(lc));
+			doomed = lappend_int(doomed, (int32) *(int64 *) lfirst(lc));
 		MemoryContextSwitchTo(old);
 	}
 	work_end();
@@ -423,7 +423,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	 * writing before this commit are left out of every later checkpoint,
 	 * even those that reach a writer after the discard below.
 	 */
-	metadata_bump_fence_epoch(sink_id, commit_user);
+	metadata_move_marks(MARK_NEW_FENCE_EPOCH, sink_id, commit_user, 0);
 	work_end();
 
 	commit_up_to(sink_id, commit_user, restored, request);
@@ -466,7 +466,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 		}
 		MemoryContextSwitchTo(old);
 	}
-	metadata_rewind_last_prepared(sink_id, commit_user, restored);
+	metadata_move_marks(MARK_REWIND_PREPARED, sink_id, commit_user, restored);
 	work_end();
 
 	/* files of kept checkpoints are committed and gone; the rest are orphans */

@@ -34,11 +34,11 @@
 uint64
 statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 {
-	Oid			types[STATEMENT_MAX_ARGS];
-	Datum		values[STATEMENT_MAX_ARGS];
-	char		nulls[STATEMENT_MAX_ARGS];
-	RoleSwitch	saved;
-	int			result;
+	Oid types[STATEMENT_MAX_ARGS];
+	Datum values[STATEMENT_MAX_ARGS];
+	char nulls[STATEMENT_MAX_ARGS];
+	RoleSwitch saved;
+	int result;
 
 	Assert(nargs <= STATEMENT_MAX_ARGS);
 	for (int i = 0; i < nargs; i++)
@@ -49,7 +49,7 @@ statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 	}
 	if (statement->plan == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(statement->sql, nargs, types);
+		SPIPlanPtr plan = SPI_prepare(statement->sql, nargs, types);
 
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare \"%s\": %s", statement->sql,
@@ -78,7 +78,7 @@ statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 uint64
 statement_execute(Statement *statement, const Arg *args, int nargs, int flags)
 {
-	uint64		rows;
+	uint64 rows;
 
 	SPI_connect();
 	rows = statement_run(statement, args, nargs, flags);
@@ -95,8 +95,8 @@ List *
 statement_collect(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	List	   *result = NIL;
-	uint64		rows;
+	List *result = NIL;
+	uint64 rows;
 
 	SPI_connect();
 	rows = statement_run(statement, args, nargs, flags);
@@ -119,7 +119,7 @@ void *
 statement_first(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	void	   *result = NULL;
+	void *result = NULL;
 
 	SPI_connect();
 	if (statement_run(statement, args, nargs, flags) > 0)
@@ -127,6 +127,76 @@ statement_first(Statement *statement, const Arg *args, int nargs, int flags, Row
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
 		result = reader(0);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * statement_int8 runs the statement like statement_first and returns the
+ * bigint (or integer) column "column" of its first row, or if_none when it
+ * returned no row.
+ */
+int64
+statement_int8(Statement *statement, const Arg *args, int nargs, int flags, const char *column,
+			   int64 if_none)
+{
+	int64 value = if_none;
+
+	SPI_connect();
+	if (statement_run(statement, args, nargs, flags) > 0)
+		value = row_int8(0, column);
+	SPI_finish();
+	return value;
+}
+
+/*
+ * statement_texts runs the statement like statement_collect and returns
+ * its text column "column" of every row (char *; NULL ones left out).
+ */
+List *
+statement_texts(Statement *statement, const Arg *args, int nargs, int flags, const char *column)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List *result = NIL;
+	uint64 rows;
+
+	SPI_connect();
+	rows = statement_run(statement, args, nargs, flags);
+	for (uint64 i = 0; i < rows; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		char *value = row_text(i, column);
+
+		if (value != NULL)
+			result = lappend(result, value);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * statement_int8s runs the statement like statement_collect and returns
+ * its bigint (or integer) column "column" of every row (int64 *).
+ */
+List *
+statement_int8s(Statement *statement, const Arg *args, int nargs, int flags, const char *column)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List *result = NIL;
+	uint64 rows;
+
+	SPI_connect();
+	rows = statement_run(statement, args, nargs, flags);
+	for (uint64 i = 0; i < rows; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		int64 *value = palloc(sizeof(int64));
+
+		*value = row_int8(i, column);
+		result = lappend(result, value);
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
@@ -144,7 +214,7 @@ statement_return_rows(FunctionCallInfo fcinfo, Statement *statement, const Arg *
 					  int flags)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	uint64		rows;
+	uint64 rows;
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
@@ -161,9 +231,9 @@ statement_return_rows(FunctionCallInfo fcinfo, Statement *statement, const Arg *
 Datum
 row_datum(uint64 row, const char *name, bool *isnull)
 {
-	int			number = SPI_fnumber(SPI_tuptable->tupdesc, name);
-	bool		null;
-	Datum		value;
+	int number = SPI_fnumber(SPI_tuptable->tupdesc, name);
+	bool null;
+	Datum value;
 
 	if (number <= 0)
 		elog(ERROR, "paimon_sink: a query result has no column \"%s\"", name);
@@ -173,22 +243,26 @@ row_datum(uint64 row, const char *name, bool *isnull)
 	return null ? (Datum) 0 : value;
 }
 
-/* row_int8 returns a bigint column, 0 when NULL. */
+/* row_int8 returns a bigint (or integer) column, 0 when NULL. */
 int64
 row_int8(uint64 row, const char *name)
 {
-	bool		isnull;
-	Datum		value = row_datum(row, name, &isnull);
+	bool isnull;
+	Datum value = row_datum(row, name, &isnull);
 
-	return isnull ? 0 : DatumGetInt64(value);
+	if (isnull)
+		return 0;
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, SPI_fnumber(SPI_tuptable->tupdesc, name)) == INT4OID)
+		return DatumGetInt32(value);
+	return DatumGetInt64(value);
 }
 
 /* row_int4 returns an integer column, 0 when NULL. */
 int32
 row_int4(uint64 row, const char *name)
 {
-	bool		isnull;
-	Datum		value = row_datum(row, name, &isnull);
+	bool isnull;
+	Datum value = row_datum(row, name, &isnull);
 
 	return isnull ? 0 : DatumGetInt32(value);
 }
@@ -197,8 +271,8 @@ row_int4(uint64 row, const char *name)
 bool
 row_bool(uint64 row, const char *name)
 {
-	bool		isnull;
-	Datum		value = row_datum(row, name, &isnull);
+	bool isnull;
+	Datum value = row_datum(row, name, &isnull);
 
 	return !isnull && DatumGetBool(value);
 }
@@ -207,8 +281,8 @@ row_bool(uint64 row, const char *name)
 char *
 row_text(uint64 row, const char *name)
 {
-	bool		isnull;
-	Datum		value = row_datum(row, name, &isnull);
+	bool isnull;
+	Datum value = row_datum(row, name, &isnull);
 
 	return isnull ? NULL : TextDatumGetCString(value);
 }
@@ -217,16 +291,16 @@ row_text(uint64 row, const char *name)
 List *
 row_text_list(uint64 row, const char *name)
 {
-	bool		isnull;
-	Datum		array = row_datum(row, name, &isnull);
-	Datum	   *elements;
-	int			count;
-	List	   *list = NIL;
+	bool isnull;
+	Datum array = row_datum(row, name, &isnull);
+	Datum *elements;
+	int count;
+	List *list = NIL;
 
 	if (isnull)
 		return NIL;
-	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elements,
-					  NULL, &count);
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elements, NULL,
+					  &count);
 	for (int i = 0; i < count; i++)
 		list = lappend(list, TextDatumGetCString(elements[i]));
 	return list;
@@ -239,16 +313,16 @@ row_text_list(uint64 row, const char *name)
 int64 *
 row_int8_array(uint64 row, const char *name, int *count)
 {
-	bool		isnull;
-	Datum		array = row_datum(row, name, &isnull);
-	Datum	   *elements;
-	int64	   *values;
+	bool isnull;
+	Datum array = row_datum(row, name, &isnull);
+	Datum *elements;
+	int64 *values;
 
 	*count = 0;
 	if (isnull)
 		return palloc(sizeof(int64));
-	deconstruct_array(DatumGetArrayTypePCopy(array), INT8OID, 8, FLOAT8PASSBYVAL,
-					  TYPALIGN_DOUBLE, &elements, NULL, count);
+	deconstruct_array(DatumGetArrayTypePCopy(array), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elements, NULL, count);
 	values = palloc(sizeof(int64) * Max(1, *count));
 	for (int i = 0; i < *count; i++)
 		values[i] = DatumGetInt64(elements[i]);
