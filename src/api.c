@@ -22,9 +22,9 @@
 #include "commands/extension.h"
 #include "committer.h"
 #include "datatype/timestamp.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "handoff.h"
+#include "metadata.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
@@ -95,8 +95,6 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink =
 		start_request(fcinfo, &request, REQUEST_PREPARE, "prepare", "paimon_sink.prepare_commit()");
-	Oid types[4] = {INT4OID, TEXTOID, INT8OID, INT4OID};
-	Datum values[4];
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
@@ -108,46 +106,9 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 				 errhint("Pass NULL to prepare every writer id of the commit user.")));
 	submit(&request);
 
-	values[0] = Int32GetDatum(sink->sink_id);
-	values[1] = CStringGetTextDatum(request.commit_user);
-	values[2] = Int64GetDatum(request.checkpoint_id);
-	values[3] = Int32GetDatum(request.writer_id);
-	sql_return_query(
-		fcinfo,
-		"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, c.row_count, c.byte_count "
-		"FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-		"AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
-		"ORDER BY c.writer_id, c.bucket, c.file_name",
-		4, types, values, false);
+	metadata_return_committables(fcinfo, sink->sink_id, request.commit_user, request.checkpoint_id,
+								 request.writer_id);
 	return (Datum) 0;
-}
-
-/*
- * return_snapshots returns the snapshots a commit made for the commit user
- * (those above previous_last_committed, up to last_committed) and the one
- * of checkpoint "asked" when it exists, in commit()'s shape.
- */
-static void
-return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
-				 int64 previous_last_committed, int64 last_committed, int64 asked)
-{
-	Oid types[5] = {INT4OID, TEXTOID, INT8OID, INT8OID, INT8OID};
-	Datum values[5] = {Int32GetDatum(sink_id), CStringGetTextDatum(commit_user),
-					   Int64GetDatum(previous_last_committed), Int64GetDatum(last_committed),
-					   Int64GetDatum(asked)};
-
-	sql_return_query(
-		fcinfo,
-		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, l.row_count, l.file_count, "
-		"l.committed_at, l.commit_identifier OPERATOR(pg_catalog.>) $3 "
-		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
-		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
-		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
-		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
-		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) "
-		"ORDER BY l.commit_identifier",
-		5, types, values, false);
 }
 
 /*
@@ -168,8 +129,9 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 			sizeof(request.commit_user));
 	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
 	submit(&request);
-	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
-					 request.last_committed, request.checkpoint_id);
+	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
+							  request.previous_last_committed, request.last_committed,
+							  request.checkpoint_id);
 	return (Datum) 0;
 }
 
@@ -187,8 +149,8 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 
 	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
 	submit(&request);
-	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
-					 request.last_committed, -1);
+	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
+							  request.previous_last_committed, request.last_committed, -1);
 	return (Datum) 0;
 }
 
@@ -284,8 +246,9 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	submit(&request);
-	return_snapshots(fcinfo, sink->sink_id, request.commit_user, request.previous_last_committed,
-					 request.last_committed, PAIMON_SINK_END_INPUT_CHECKPOINT);
+	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
+							  request.previous_last_committed, request.last_committed,
+							  PAIMON_SINK_END_INPUT_CHECKPOINT);
 	return (Datum) 0;
 }
 
@@ -323,10 +286,8 @@ paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("older_than must be an age of zero or more"),
 						errhint("Pass an age such as interval '1 hour'.")));
-	SPI_connect();
-	expired = catalog_expire_snapshots(sink->sink_id, retain_last,
-									   interval_milliseconds(older_than), true);
-	SPI_finish();
+	expired = metadata_expire_snapshots(sink->sink_id, retain_last,
+										interval_milliseconds(older_than), true);
 	PG_RETURN_INT64(expired);
 }
 
@@ -342,8 +303,6 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
 	Interval *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
-	Oid type = INT8OID;
-	Datum value;
 
 	(void) start_request(fcinfo, &request, REQUEST_REMOVE_ORPHANS, "remove orphan files of",
 						 "paimon_sink.remove_orphan_files()");
@@ -360,14 +319,6 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
 	submit(&request);
 
-	value = Int64GetDatum((int64) request.seq);
-	/* the outcome is the extension's own table, read once */
-	sql_return_query(
-		fcinfo,
-		"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
-		"  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
-		"  RETURNING r.file_name, r.byte_count, r.removed) "
-		"SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
-		1, &type, &value, true);
+	metadata_return_maintenance_results(fcinfo, request.seq);
 	return (Datum) 0;
 }

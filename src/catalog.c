@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  Reading and writing paimon_sink's catalog tables with SPI.
+ *	  A sink and the checks on it: that it exists and the caller owns it,
+ *	  that its target and foreign table still have the layout and key it
+ *	  was created with; and what the extension's pg_extension row says.
  *
- * The catalog tables belong to the extension's owner and are readable by
- * everyone; writes from a user's session (create_sink, drop_sink) run as the
- * extension's owner after the caller's rights were checked, the way
- * PostgreSQL's own maintenance commands switch to a table's owner.
+ * The sink's row is read through metadata.c, the one file with SQL on the
+ * extension's tables; the checks here read PostgreSQL's own catalogs
+ * through the syscache.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,23 +24,15 @@
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/uuid.h"
 #include "access/genam.h"
+#include "metadata.h"
 #include "security.h"
-
-#define SINK_COLUMNS                                                                               \
-	"d.sink_id, d.sink_name, d.target_table::pg_catalog.oid, d.foreign_table::pg_catalog.oid, "    \
-	"d.owner_role::pg_catalog.oid, d.mode, d.buckets, d.bucket_key, d.default_commit_user, "       \
-	"d.sink_uuid, d.column_names, d.column_types::pg_catalog.oid[], d.row_kind_column, "           \
-	"d.partial_update, d.key_columns"
 
 /* What the extension's pg_extension row says. */
 typedef struct ExtensionRow
@@ -209,133 +202,6 @@ catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
 	if (column <= 0)
 		elog(ERROR, "query result has no column \"%s\"", name);
 	return SPI_getbinval(tuple, desc, column, isnull);
-}
-
-/* A text[] column as a List of char *, NIL when NULL. */
-static List *
-text_array_list(HeapTuple tuple, TupleDesc desc, int column)
-{
-	bool isnull;
-	Datum array = SPI_getbinval(tuple, desc, column, &isnull);
-	List *list = NIL;
-	Datum *elements;
-	int count;
-
-	if (isnull)
-		return NIL;
-	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elements, NULL,
-					  &count);
-	for (int i = 0; i < count; i++)
-		list = lappend(list, TextDatumGetCString(elements[i]));
-	return list;
-}
-
-/* lookup_sink reads the one sink a query with one parameter finds into info. */
-static bool
-lookup_sink(const char *query, Oid type, Datum value, SinkInfo *info)
-{
-	MemoryContext caller = CurrentMemoryContext;
-	bool found = false;
-
-	SPI_connect();
-	if (SPI_execute_plan(catalog_plan(query, 1, &type), &value, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read paimon_sink.sink_definition");
-	if (SPI_processed == 1)
-	{
-		HeapTuple tuple = SPI_tuptable->vals[0];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		bool isnull;
-		Datum key;
-		MemoryContext old = MemoryContextSwitchTo(caller);
-
-		found = true;
-		info->sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		info->name = SPI_getvalue(tuple, desc, 2);
-		info->target = DatumGetObjectId(SPI_getbinval(tuple, desc, 3, &isnull));
-		info->foreign_table = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
-		info->owner = DatumGetObjectId(SPI_getbinval(tuple, desc, 5, &isnull));
-		info->mode = SPI_getvalue(tuple, desc, 6);
-		info->buckets = DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull));
-		info->bucket_key = text_array_list(tuple, desc, 8);
-		info->default_commit_user = SPI_getvalue(tuple, desc, 9);
-		memcpy(&info->sink_uuid, DatumGetUUIDP(SPI_getbinval(tuple, desc, 10, &isnull)),
-			   sizeof(pg_uuid_t));
-		key = SPI_getbinval(tuple, desc, 11, &isnull);
-		info->column_count = 0;
-		if (!isnull)
-		{
-			Datum *names;
-			Datum *types;
-			int type_count;
-
-			deconstruct_array(DatumGetArrayTypeP(key), TEXTOID, -1, false, TYPALIGN_INT, &names,
-							  NULL, &info->column_count);
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 12, &isnull)), OIDOID,
-							  sizeof(Oid), true, TYPALIGN_INT, &types, NULL, &type_count);
-			info->column_names = palloc(sizeof(char *) * info->column_count);
-			info->column_types = palloc(sizeof(Oid) * info->column_count);
-			for (int i = 0; i < info->column_count; i++)
-			{
-				info->column_names[i] = TextDatumGetCString(names[i]);
-				info->column_types[i] = DatumGetObjectId(types[i]);
-			}
-		}
-		info->row_kind_column = SPI_getvalue(tuple, desc, 13);
-		info->partial_update = DatumGetBool(SPI_getbinval(tuple, desc, 14, &isnull)) && !isnull;
-		info->key_columns = text_array_list(tuple, desc, 15);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
-	return found;
-}
-
-/*
- * catalog_expire_snapshots forgets the snapshots of a sink beyond its newest
- * retain_last (>= 1) committed more than older_than_ms milliseconds ago,
- * except each commit user's last, with their committables; the highest
- * sequence number of each bucket those held is kept in bucket_sequence.
- * The caller is connected to SPI, in a transaction.  Returns the number of
- * snapshots expired.  Follows Paimon's snapshot expiry (num-retained,
- * time-retained); high-water marks live in commit_user_state, untouched.
- */
-int64
-catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-						 bool as_catalog_owner)
-{
-	/* now() is the transaction's start, as the commit times are */
-	TimestampTz cutoff =
-		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
-	Oid types[3] = {INT4OID, INT4OID, TIMESTAMPTZOID};
-	Datum values[3] = {Int32GetDatum(sink_id), Int32GetDatum(retain_last),
-					   TimestampTzGetDatum(cutoff)};
-
-	if (catalog_execute(
-			"WITH expired AS ("
-			"  SELECT s.snapshot_id FROM ("
-			"    SELECT l.snapshot_id, l.committed_at, "
-			"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
-			"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
-			"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
-			"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
-			"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
-			"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-			"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
-			"files AS ("
-			"  DELETE FROM paimon_sink.committable c USING expired e "
-			"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
-			"  AND c.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id "
-			"  RETURNING c.bucket, c.max_sequence), "
-			"sequences AS ("
-			"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
-			"  SELECT $1, f.bucket, pg_catalog.max(f.max_sequence) FROM files f GROUP BY f.bucket "
-			"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
-			"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
-			"DELETE FROM paimon_sink.snapshot_log l USING expired e "
-			"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
-			"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
-			3, types, values, NULL, as_catalog_owner) != SPI_OK_DELETE)
-		elog(ERROR, "could not expire snapshots of sink %d", sink_id);
-	return (int64) SPI_processed;
 }
 
 /*
@@ -546,31 +412,13 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 	}
 }
 
-/* catalog_sink_by_name looks a sink up by name; false when there is none. */
-bool
-catalog_sink_by_name(const char *name, SinkInfo *info)
-{
-	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition d "
-					   "WHERE d.sink_name OPERATOR(pg_catalog.=) $1",
-					   TEXTOID, CStringGetTextDatum(name), info);
-}
-
-/* catalog_sink_by_id looks a sink up by id; false when there is none. */
-bool
-catalog_sink_by_id(int32 sink_id, SinkInfo *info)
-{
-	return lookup_sink("SELECT " SINK_COLUMNS " FROM paimon_sink.sink_definition d "
-					   "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
-					   INT4OID, Int32GetDatum(sink_id), info);
-}
-
 /* catalog_require_sink returns a sink or raises ERRCODE_UNDEFINED_OBJECT. */
 SinkInfo *
 catalog_require_sink(const char *name)
 {
 	SinkInfo *info = palloc0(sizeof(SinkInfo));
 
-	if (name == NULL || !catalog_sink_by_name(name, info))
+	if (name == NULL || !metadata_sink_by_name(name, info))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("sink \"%s\" does not exist", name ? name : "(null)"),
 						errdetail("No row of paimon_sink.sinks has that name."),
@@ -601,4 +449,25 @@ catalog_check_owner(const SinkInfo *sink, const char *action)
 				 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
 				 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 	}
+}
+
+/*
+ * catalog_sink_by_id forwards to metadata_sink_by_id until the committer
+ * side calls it itself; it goes at the merge.
+ */
+bool
+catalog_sink_by_id(int32 sink_id, SinkInfo *info)
+{
+	return metadata_sink_by_id(sink_id, info);
+}
+
+/*
+ * catalog_expire_snapshots forwards to metadata_expire_snapshots until the
+ * committer side calls it itself; it goes at the merge.
+ */
+int64
+catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+						 bool as_catalog_owner)
+{
+	return metadata_expire_snapshots(sink_id, retain_last, older_than_ms, as_catalog_owner);
 }

@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  Access to paimon_sink's catalog tables (schema paimon_sink) through
- *	  SPI: sink definitions, commit users and their high-water marks,
- *	  committables and snapshots.
+ *	  A sink as paimon_sink's code sees it (SinkInfo, read by metadata.c)
+ *	  and the checks on it; the extension's owner and version.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,8 +37,6 @@ typedef struct SinkInfo
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
 
-extern bool catalog_sink_by_name(const char *name, SinkInfo *info);
-extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
 extern Oid catalog_extension_owner(void);
@@ -48,11 +45,18 @@ extern bool catalog_extension_changed_here(void);
 extern Relation catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
 extern Oid catalog_check_primary_key(const SinkInfo *sink, Relation target);
-extern int64 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-									  bool as_catalog_owner);
 extern Datum catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull);
 extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
 extern int catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
 						   const char *nulls, bool as_catalog_owner);
+
+/*
+ * Until the committer side (work.c, maintenance.c) calls metadata.c: these
+ * forward to it and go at the merge, with catalog_plan, catalog_execute and
+ * catalog_column above.
+ */
+extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
+extern int64 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+									  bool as_catalog_owner);
 
 #endif /* PAIMON_SINK_CATALOG_H */

@@ -31,6 +31,7 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "handoff.h"
+#include "metadata.h"
 #include "names.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -281,7 +282,7 @@ sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 	memset(&entry->layout, 0, sizeof(entry->layout));
 	sink_id = sink_id_option(relid);
 	old = MemoryContextSwitchTo(entry->context);
-	found = sink_id >= 0 && catalog_sink_by_id(sink_id, &entry->layout.sink) &&
+	found = sink_id >= 0 && metadata_sink_by_id(sink_id, &entry->layout.sink) &&
 			entry->layout.sink.foreign_table == relid;
 	if (found && rel != NULL)
 	{
@@ -396,38 +397,17 @@ sinkIsForeignRelUpdatable(Relation rel)
 }
 
 /*
- * The commit user's fence epoch now (see recover()); and a refusal when the
- * commit user's input has ended, since its rows could never be committed.
+ * read_commit_user_state returns the commit user's fence epoch now (see
+ * recover()), 0 for a commit user the sink has never seen, and refuses a
+ * commit user whose input has ended, since its rows could never be committed.
  */
 static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
-	Oid types[3] = {INT4OID, TEXTOID, INT8OID};
-	Datum values[3] = {Int32GetDatum(sink->sink_id), CStringGetTextDatum(commit_user),
-					   Int64GetDatum(PAIMON_SINK_END_INPUT_CHECKPOINT)};
-	bool ended = false;
-	uint64 fence_epoch = 0;
-	SPIPlanPtr plan;
+	CommitUserMarks marks;
+	bool found = metadata_read_commit_user(sink->sink_id, commit_user, false, &marks);
+	bool ended = found && marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT;
 
-	SPI_connect();
-	plan =
-		catalog_plan("SELECT u.last_committed_checkpoint OPERATOR(pg_catalog.=) $3, u.fence_epoch "
-					 "FROM paimon_sink.commit_user_state u "
-					 "WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-					 "AND u.commit_user OPERATOR(pg_catalog.=) $2",
-					 3, types);
-	if (SPI_execute_plan(plan, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read paimon_sink.commit_user_state");
-	if (SPI_processed > 0)
-	{
-		bool isnull;
-
-		ended =
-			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		fence_epoch = (uint64) DatumGetInt64(
-			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	SPI_finish();
 	if (ended)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
@@ -435,7 +415,7 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 						errdetail("end_input() committed its last checkpoint; rows written now "
 								  "could never be committed."),
 						errhint("Write with a new commit user (paimon_sink.commit_user).")));
-	return fence_epoch;
+	return found ? marks.fence_epoch : 0;
 }
 
 /*

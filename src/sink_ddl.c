@@ -30,6 +30,7 @@
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "handoff.h"
+#include "metadata.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "recovery.h"
@@ -409,54 +410,48 @@ check_bucket_key(const SinkOptions *options)
 }
 
 /*
- * insert_sink_definition inserts the sink's row into sink_definition, with
- * a new commit user of its own, and returns its sink id.  The caller is
- * connected to SPI.
+ * insert_sink_definition records the sink's definition, with a new commit
+ * user of its own, and returns its sink id.
  */
 static int32
 insert_sink_definition(const SinkOptions *options)
 {
-	Oid types[10] = {TEXTOID,	   OIDOID,		OIDOID,	 TEXTOID, INT4OID,
-					 TEXTARRAYOID, INTERVALOID, TEXTOID, BOOLOID, TEXTARRAYOID};
-	Datum values[10] = {CStringGetTextDatum(options->name),
-						ObjectIdGetDatum(options->target),
-						ObjectIdGetDatum(GetUserId()),
-						CStringGetTextDatum(options->mode),
-						Int32GetDatum(options->buckets),
-						options->bucket_key,
-						options->checkpoint_interval,
-						options->row_kind_column ? CStringGetTextDatum(options->row_kind_column)
-												 : (Datum) 0,
-						BoolGetDatum(options->partial_update),
-						options->key_names};
-	char nulls[10] = {' ',
-					  ' ',
-					  ' ',
-					  ' ',
-					  ' ',
-					  options->bucket_key ? ' ' : 'n',
-					  options->checkpoint_interval ? ' ' : 'n',
-					  options->row_kind_column ? ' ' : 'n',
-					  ' ',
-					  options->key_names ? ' ' : 'n'};
-	bool isnull;
+	SinkDefinition definition = {
+		.name = options->name,
+		.target = options->target,
+		.owner = GetUserId(),
+		.mode = options->mode,
+		.buckets = options->buckets,
+		.bucket_key = options->bucket_key,
+		.checkpoint_interval = options->checkpoint_interval == (Datum) 0
+								   ? NULL
+								   : DatumGetIntervalP(options->checkpoint_interval),
+		.row_kind_column = options->row_kind_column,
+		.partial_update = options->partial_update,
+		.key_columns = options->key_names,
+	};
 
-	catalog_execute(
-		"INSERT INTO paimon_sink.sink_definition (sink_name, target_table, owner_role, "
-		"mode, buckets, bucket_key, checkpoint_interval, row_kind_column, partial_update, "
-		"key_columns, default_commit_user) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-		"pg_catalog.gen_random_uuid()::pg_catalog.text) "
-		"RETURNING sink_id",
-		10, types, values, nulls, true);
-	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return metadata_insert_sink(&definition);
+}
+
+/*
+ * run_utility runs a utility statement (DDL on the sink's foreign table) as
+ * the caller, in an SPI connection of its own.
+ */
+static void
+run_utility(const char *statement)
+{
+	SPI_connect();
+	if (SPI_execute(statement, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not run \"%s\"", statement);
+	SPI_finish();
 }
 
 /*
  * foreign_table_columns returns the column list of the sink's foreign
  * table: the target's columns that are not generated, with their types,
- * collations and defaults, and an upsert sink's row kind column.  The
- * caller is connected to SPI.
+ * collations and defaults, and an upsert sink's row kind column (in the
+ * caller's memory context).  Read from pg_catalog as the caller, with SPI.
  */
 static char *
 foreign_table_columns(const SinkOptions *options)
@@ -465,34 +460,41 @@ foreign_table_columns(const SinkOptions *options)
 	Datum values[3] = {ObjectIdGetDatum(options->target), BoolGetDatum(options->partial_update),
 					   options->key_names};
 	char nulls[3] = {' ', ' ', options->key_names ? ' ' : 'n'};
+	MemoryContext caller = CurrentMemoryContext;
 	char *columns;
 
 	/*
 	 * With partial_update a column left out must read as NULL (keep the
 	 * target's value), so only key columns keep their defaults.
 	 */
-	catalog_execute(
-		"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
-		"pg_catalog.format_type(a.atttypid, a.atttypmod), "
-		"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-		"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
-		"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
-		"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
-		"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
-		"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
-		"a.attname::pg_catalog.text)) "
-		"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
-		"OPERATOR(pg_catalog.<>) ALL ($3)) "
-		"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
-		"ELSE '' END), ', ' ORDER BY a.attnum) "
-		"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
-		"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
-		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
-		"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
-		"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
-		3, types, values, nulls, false);
-	columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	SPI_connect();
+	if (SPI_execute_with_args(
+			"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
+			"pg_catalog.format_type(a.atttypid, a.atttypmod), "
+			"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+			"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
+			"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
+			"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
+			"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
+			"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
+			"a.attname::pg_catalog.text)) "
+			"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
+			"OPERATOR(pg_catalog.<>) ALL ($3)) "
+			"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+			"ELSE '' END), ', ' ORDER BY a.attnum) AS columns "
+			"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
+			"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+			"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+			"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
+			"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
+			"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
+			3, types, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the columns of table \"%s\"", get_rel_name(options->target));
+	columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+						   SPI_fnumber(SPI_tuptable->tupdesc, "columns"));
+	if (columns != NULL)
+		columns = MemoryContextStrdup(caller, columns);
+	SPI_finish();
 	if (columns == NULL)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 						errmsg("table \"%s\" has no columns a sink could write",
@@ -506,8 +508,7 @@ foreign_table_columns(const SinkOptions *options)
 /*
  * create_foreign_table creates the sink's foreign table in the target's
  * schema, owned by the caller, so that the target cannot be dropped from
- * under it, with a comment saying what it is for; returns its oid.  The
- * caller is connected to SPI.
+ * under it, with a comment saying what it is for; returns its oid.
  */
 static Oid
 create_foreign_table(const SinkOptions *options, int32 sink_id, const char *columns)
@@ -520,56 +521,21 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
 	ObjectAddress target_address;
 
 	/* The caller creates, and so owns, the foreign table. */
-	catalog_execute(
-		psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",
-				 foreign_table_name, columns, sink_id),
-		0, NULL, NULL, NULL, false);
+	run_utility(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",
+						 foreign_table_name, columns, sink_id));
 	CommandCounterIncrement();
 	foreign_table = get_relname_relid(options->name, namespace);
 	/* The target cannot be dropped from under its sink. */
 	ObjectAddressSet(foreign_table_address, RelationRelationId, foreign_table);
 	ObjectAddressSet(target_address, RelationRelationId, options->target);
 	recordDependencyOn(&foreign_table_address, &target_address, DEPENDENCY_NORMAL);
-	catalog_execute(
-		psprintf("COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
-				 quote_literal_cstr(
-					 psprintf("paimon_sink sink %s: INSERT or COPY rows here; they land in %s when "
-							  "a checkpoint commits",
-							  options->name,
-							  quote_qualified_identifier(schema, get_rel_name(options->target))))),
-		0, NULL, NULL, NULL, false);
+	run_utility(psprintf(
+		"COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
+		quote_literal_cstr(psprintf(
+			"paimon_sink sink %s: INSERT or COPY rows here; they land in "
+			"%s when a checkpoint commits",
+			options->name, quote_qualified_identifier(schema, get_rel_name(options->target))))));
 	return foreign_table;
-}
-
-/*
- * record_foreign_table records the foreign table and its column layout in
- * the sink's definition, and the sink's own commit user in
- * commit_user_state; returns that commit user.  The caller is connected to
- * SPI.
- */
-static char *
-record_foreign_table(int32 sink_id, Oid foreign_table)
-{
-	Oid types[2] = {INT4OID, OIDOID};
-	Datum values[2] = {Int32GetDatum(sink_id), ObjectIdGetDatum(foreign_table)};
-
-	catalog_execute(
-		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
-		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
-		"a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
-		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
-		2, types, values, NULL, true);
-	catalog_execute("INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user) "
-					"SELECT d.sink_id, d.default_commit_user FROM paimon_sink.sink_definition d "
-					"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 "
-					"RETURNING commit_user",
-					1, types, values, NULL, true);
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
 /*
@@ -603,25 +569,24 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	check_sink_basics(&options);
 	check_upsert_target(&options);
 	check_bucket_key(&options);
-	if (catalog_sink_by_name(options.name, &existing))
+	if (metadata_sink_by_name(options.name, &existing))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("sink \"%s\" already exists", options.name),
 				 errhint("Choose another name, or drop the sink with paimon_sink.drop_sink().")));
 
-	SPI_connect();
 	sink_id = insert_sink_definition(&options);
 	foreign_table = create_foreign_table(&options, sink_id, foreign_table_columns(&options));
-	commit_user = record_foreign_table(sink_id, foreign_table);
-	/* The commit user is SPI's until it is copied out. */
-	result_values[2] = SPI_datumTransfer(CStringGetTextDatum(commit_user), false, -1);
-	SPI_finish();
+	/* its layout is the foreign table's columns, and its commit user has its own row */
+	metadata_set_sink_layout(sink_id, foreign_table);
+	commit_user = metadata_add_default_commit_user(sink_id);
 
 	(void) shared_want_database(MyDatabaseId);
 	/* The committer reads its schedule of periodic checkpoints again. */
 	handoff_wake_committer_at_commit();
 	result_values[0] = CStringGetTextDatum(options.name);
 	result_values[1] = ObjectIdGetDatum(foreign_table);
+	result_values[2] = CStringGetTextDatum(commit_user);
 	PG_RETURN_DATUM(HeapTupleGetDatum(
 		heap_form_tuple(BlessTupleDesc(result_desc), result_values, result_nulls)));
 }
@@ -630,8 +595,9 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
  * staged_files_held counts the sink's staged files that no committed
  * checkpoint recorded: rows that
  * writers hold or a prepared checkpoint waits with (files of committed
- * checkpoints linger only until the committer removes them).  The caller is
- * connected to SPI.
+ * checkpoints linger only until the committer removes them).  Each file
+ * is looked up under a snapshot of its own, which sees what committed while
+ * drop_sink waited.
  */
 static int
 staged_files_held(int32 sink_id)
@@ -645,16 +611,9 @@ staged_files_held(int32 sink_id)
 	dir = AllocateDir(directory);
 	while (dir != NULL && (entry = ReadDir(dir, directory)) != NULL)
 	{
-		Oid type = TEXTOID;
-		Datum value;
-
 		if (!staged_file_name_is_valid(entry->d_name))
 			continue;
-		value = CStringGetTextDatum(entry->d_name);
-		catalog_execute("SELECT 1 FROM paimon_sink.committable c "
-						"WHERE c.file_name OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NOT NULL",
-						1, &type, &value, NULL, false);
-		if (SPI_processed == 0)
+		if (metadata_file_record(entry->d_name) != FILE_COMMITTED)
 			held++;
 	}
 	if (dir != NULL)
@@ -675,9 +634,6 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 {
 	SinkInfo *sink = sql_owned_sink(fcinfo, "drop");
 	bool force = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
-	Oid type = INT4OID;
-	Datum value = Int32GetDatum(sink->sink_id);
-	bool isnull;
 	ListCell *lc;
 
 	/*
@@ -691,12 +647,8 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	if (OidIsValid(sink->foreign_table))
 		LockRelationOid(sink->foreign_table, ShareRowExclusiveLock);
 
-	SPI_connect();
 	/* a query of its own sees what committed while we waited */
-	catalog_execute(
-		"SELECT 1 FROM paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1", 1,
-		&type, &value, NULL, false);
-	if (SPI_processed == 0)
+	if (!metadata_sink_exists(sink->sink_id))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("sink \"%s\" does not exist", sink->name),
 						errdetail("It was dropped while this call waited.")));
@@ -714,12 +666,7 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 							errhint("Wait until the committer finished it (see "
 									"paimon_sink.in_doubt), then drop the sink.")));
 	}
-	catalog_execute("SELECT pg_catalog.count(DISTINCT (c.commit_user, c.checkpoint_id)) "
-					"FROM paimon_sink.committable c "
-					"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL",
-					1, &type, &value, NULL, false);
-	if (!force &&
-		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 0)
+	if (!force && metadata_count_pending_checkpoints(sink->sink_id) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("sink \"%s\" has prepared checkpoints that are not committed", sink->name),
@@ -736,28 +683,13 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 			 errhint("Commit them with paimon_sink.checkpoint() (or the job's prepare_commit and "
 					 "commit), or drop with force => true to discard them.")));
 
-	catalog_execute(
-		"DELETE FROM paimon_sink.committable x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1, &type,
-		&value, NULL, true);
-	catalog_execute(
-		"DELETE FROM paimon_sink.snapshot_log x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
-		&type, &value, NULL, true);
-	catalog_execute(
-		"DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
-		&type, &value, NULL, true);
-	catalog_execute(
-		"DELETE FROM paimon_sink.sink_definition x WHERE x.sink_id OPERATOR(pg_catalog.=) $1", 1,
-		&type, &value, NULL, true);
-	/* its files go once this commits (the committer reads this record) */
+	metadata_drop_sink(sink->sink_id);
+	/* its files go once this commits (the committer reads the dropped_sink record) */
 	handoff_wake_committer_at_commit();
-	catalog_execute("INSERT INTO paimon_sink.dropped_sink (sink_id) VALUES ($1)", 1, &type, &value,
-					NULL, true);
 	if (OidIsValid(sink->foreign_table) && get_rel_name(sink->foreign_table) != NULL)
-		catalog_execute(psprintf("DROP FOREIGN TABLE %s",
-								 quote_qualified_identifier(
-									 get_namespace_name(get_rel_namespace(sink->foreign_table)),
-									 get_rel_name(sink->foreign_table))),
-						0, NULL, NULL, NULL, false);
-	SPI_finish();
+		run_utility(psprintf(
+			"DROP FOREIGN TABLE %s",
+			quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink->foreign_table)),
+									   get_rel_name(sink->foreign_table))));
 	PG_RETURN_VOID();
 }

@@ -2,9 +2,8 @@
  *
  * sql_call.c
  *	  The steps every SQL-callable function of paimon_sink shares: reading
- *	  its arguments, refusing a call it cannot serve (a transaction block,
- *	  no prepared transactions, a sink the caller does not own), and
- *	  returning a query's rows as its result set.
+ *	  its arguments and refusing a call it cannot serve (a transaction
+ *	  block, no prepared transactions, a sink the caller does not own).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,14 +12,10 @@
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog.h"
-#include "executor/spi.h"
-#include "funcapi.h"
 #include "names.h"
 #include "paimon_sink.h"
-#include "security.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
-#include "utils/snapmgr.h"
 
 /* sql_text_argument returns a text argument as a C string, or NULL. */
 char *
@@ -110,36 +105,4 @@ sql_require_prepared_transactions(void)
 								  "with PREPARE TRANSACTION and COMMIT PREPARED."),
 						errhint("Set max_prepared_transactions to at least 1 per database with "
 								"sinks and restart the server.")));
-}
-
-/*
- * sql_return_query runs a query under the latest snapshot and returns its
- * rows as the result set; as_catalog_owner runs it as the extension's owner
- * (see catalog_execute), for a table of the extension's own that the caller
- * may not read.
- */
-void
-sql_return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types, Datum *values,
-				 bool as_catalog_owner)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	SPIPlanPtr plan;
-	RoleSwitch saved;
-	int result;
-
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	plan = catalog_plan(query, nargs, types);
-	if (as_catalog_owner)
-		security_switch_role(catalog_extension_owner(), &saved);
-	/* The committer committed after this statement's snapshot was taken. */
-	result = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-								  !as_catalog_owner, false, 0);
-	if (as_catalog_owner)
-		security_restore_role(&saved);
-	if (result != SPI_OK_SELECT)
-		elog(ERROR, "could not run \"%s\"", query);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
-	SPI_finish();
 }

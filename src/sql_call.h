@@ -2,8 +2,7 @@
  *
  * sql_call.h
  *	  The steps every SQL-callable function of paimon_sink shares: reading
- *	  its arguments, refusing a call it cannot serve, and returning a
- *	  query's rows as its result set.
+ *	  its arguments and refusing a call it cannot serve.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +19,5 @@ extern int sql_interval_sign(const Interval *interval);
 extern SinkInfo *sql_owned_sink(FunctionCallInfo fcinfo, const char *action);
 extern void sql_refuse_transaction_block(const char *function);
 extern void sql_require_prepared_transactions(void);
-extern void sql_return_query(FunctionCallInfo fcinfo, const char *query, int nargs, Oid *types,
-							 Datum *values, bool as_catalog_owner);
 
 #endif /* PAIMON_SINK_SQL_CALL_H */

@@ -14,8 +14,8 @@
 #include "postgres.h"
 
 #include "catalog.h"
-#include "executor/spi.h"
 #include "funcapi.h"
+#include "metadata.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
@@ -39,32 +39,15 @@ Datum
 paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 {
 	SinkInfo *sink;
-	char *commit_user;
-	Oid types[2] = {INT4OID, TEXTOID};
-	Datum values[2];
-	SPIPlanPtr plan;
-	bool isnull = true;
-	Datum result = (Datum) 0;
+	CommitUserMarks marks;
 
 	paimon_sink_require_ready();
 	sink = catalog_require_sink(sql_text_argument(fcinfo, 0));
-	commit_user = sql_commit_user_argument(fcinfo, 1, sink);
-	values[0] = Int32GetDatum(sink->sink_id);
-	values[1] = CStringGetTextDatum(commit_user);
-
-	SPI_connect();
-	plan = catalog_plan("SELECT u.last_committed_checkpoint FROM paimon_sink.commit_user_state u "
-						"WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-						"AND u.commit_user OPERATOR(pg_catalog.=) $2",
-						2, types);
-	if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false,
-							 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	SPI_finish();
-	if (isnull)
+	/* the latest snapshot: the committer may have committed after this statement began */
+	if (!metadata_read_commit_user(sink->sink_id, sql_commit_user_argument(fcinfo, 1, sink), true,
+								   &marks))
 		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_INT64(marks.last_committed);
 }
 
 /*
@@ -174,7 +157,7 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 	{
 		SinkInfo sink;
 
-		nulls[10] = progress.gid[0] == '\0' || !catalog_sink_by_id(progress.sink_id, &sink) ||
+		nulls[10] = progress.gid[0] == '\0' || !metadata_sink_by_id(progress.sink_id, &sink) ||
 					!has_privs_of_role(GetUserId(), sink.owner);
 		if (!nulls[10])
 			values[10] = CStringGetTextDatum(progress.gid);

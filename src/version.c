@@ -177,8 +177,9 @@ refuse_foreign_objects(Oid schema, const char *statement)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool isnull;
-		Oid owner = DatumGetObjectId(
-			catalog_column(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, "owner", &isnull));
+		Oid owner =
+			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+										   SPI_fnumber(SPI_tuptable->tupdesc, "owner"), &isnull));
 
 		if (!superuser_arg(owner))
 		{

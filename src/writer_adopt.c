@@ -20,8 +20,8 @@
 
 #include "access/xact.h"
 #include "catalog.h"
-#include "executor/spi.h"
 #include "handoff.h"
+#include "metadata.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -33,19 +33,14 @@
 #include "writer_adopt.h"
 #include "writer_internal.h"
 
-/* file_is_recorded tells whether a staged file is recorded as a committable. */
+/*
+ * file_is_recorded tells whether a staged file is recorded as a committable
+ * (of a pending or a committed checkpoint).
+ */
 static bool
 file_is_recorded(const char *file_name)
 {
-	Oid type = TEXTOID;
-	Datum value = CStringGetTextDatum(file_name);
-
-	if (SPI_execute_plan(catalog_plan("SELECT 1 FROM paimon_sink.committable c "
-									  "WHERE c.file_name OPERATOR(pg_catalog.=) $1",
-									  1, &type),
-						 &value, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read paimon_sink.committable");
-	return SPI_processed > 0;
+	return metadata_file_record(file_name) != FILE_NOT_RECORDED;
 }
 
 /*
@@ -77,7 +72,7 @@ adopt_file(const char *path, const char *name)
 		return;
 	}
 	/* a file of an earlier sink with the same id (before DROP EXTENSION) */
-	if (!catalog_sink_by_id(id.sink_id, &sink) ||
+	if (!metadata_sink_by_id(id.sink_id, &sink) ||
 		memcmp(&sink.sink_uuid, &id.sink_uuid, sizeof(pg_uuid_t)) != 0)
 	{
 		ereport(LOG, (errmsg("paimon_sink writer leaves staged file \"%s\" alone: it belongs to no "
@@ -157,6 +152,7 @@ writer_adopt_files(void)
 	char database_path[MAXPGPATH];
 	DIR *sinks;
 	struct dirent *sink_entry;
+	ListCell *lc;
 
 	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY, MyDatabaseId);
 	sinks = AllocateDir(database_path);
@@ -165,27 +161,15 @@ writer_adopt_files(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* committed files are gone: their committables (or, expired, bucket_sequence) keep their numbers */
-	if (SPI_execute(
-			"SELECT s.sink_id, s.bucket, pg_catalog.max(s.max_sequence) AS max_sequence FROM ("
-			"SELECT c.sink_id, c.bucket, c.max_sequence FROM paimon_sink.committable c UNION ALL "
-			"SELECT b.sink_id, b.bucket, b.max_sequence FROM paimon_sink.bucket_sequence b) s "
-			"GROUP BY s.sink_id, s.bucket",
-			true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read paimon_sink.committable");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach (lc, metadata_bucket_sequences())
 	{
-		HeapTuple tuple = SPI_tuptable->vals[i];
-		TupleDesc desc = SPI_tuptable->tupdesc;
-		bool isnull;
-		int32 sink_id = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-		int32 bucket = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		BucketSequenceRow *sequence = lfirst(lc);
 
-		if (handoff_writer_for(sink_id, bucket) == MyWriterIndex)
-			writer_raise_sequence(sink_id, bucket,
-								  (uint64) DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull)));
+		if (handoff_writer_for(sequence->sink_id, sequence->bucket) == MyWriterIndex)
+			writer_raise_sequence(sequence->sink_id, sequence->bucket,
+								  (uint64) sequence->max_sequence);
 	}
 	while ((sink_entry = ReadDir(sinks, database_path)) != NULL)
 	{
@@ -220,6 +204,5 @@ writer_adopt_files(void)
 	}
 	FreeDir(sinks);
 	PopActiveSnapshot();
-	SPI_finish();
 	CommitTransactionCommand();
 }
