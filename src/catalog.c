@@ -27,12 +27,10 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "access/genam.h"
 #include "metadata.h"
-#include "security.h"
 
 /* What the extension's pg_extension row says. */
 typedef struct ExtensionRow
@@ -111,97 +109,6 @@ bool
 catalog_extension_changed_here(void)
 {
 	return read_extension_row().changed_here;
-}
-
-/* Plans kept for the life of the process, by query text. */
-typedef struct KeptPlan
-{
-	const char *caller_query; /* the caller's string: usually a constant */
-	const char *query;		  /* a copy, for callers that build the text */
-	SPIPlanPtr plan;
-} KeptPlan;
-
-static List *kept_plans = NIL;
-
-/*
- * catalog_plan returns a plan of query (with nargs parameters of types),
- * prepared on first use and kept for the process (SPI_keepplan; the plan
- * cache replans it when the catalog changes).  The caller is connected to
- * SPI.  The committer runs two dozen catalog statements per checkpoint:
- * parsing and planning them each time cost more than running them.  Raises
- * ERRCODE_INTERNAL_ERROR when SPI cannot prepare the query.
- */
-SPIPlanPtr
-catalog_plan(const char *query, int nargs, Oid *types)
-{
-	ListCell *lc;
-	KeptPlan *kept;
-	SPIPlanPtr plan;
-	MemoryContext old;
-
-	/* a constant query text is found by its address, checked once */
-	foreach (lc, kept_plans)
-	{
-		kept = lfirst(lc);
-		if (kept->caller_query == query && strcmp(kept->query, query) == 0)
-			return kept->plan;
-	}
-	foreach (lc, kept_plans)
-	{
-		kept = lfirst(lc);
-		if (strcmp(kept->query, query) == 0)
-			return kept->plan;
-	}
-	plan = SPI_prepare(query, nargs, types);
-	if (plan == NULL || SPI_keepplan(plan) != 0)
-		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	kept = palloc(sizeof(KeptPlan));
-	kept->caller_query = query;
-	kept->query = pstrdup(query);
-	kept->plan = plan;
-	kept_plans = lappend(kept_plans, kept);
-	MemoryContextSwitchTo(old);
-	return plan;
-}
-
-/*
- * catalog_execute runs one statement with SPI (the caller is connected) and
- * returns SPI's result code; as_catalog_owner runs it as the extension's
- * owner, in a security-restricted operation with search_path pinned (see
- * security.c), after the caller's rights were checked.  The statement
- * names every object with its schema either way.  Errors propagate.
- */
-int
-catalog_execute(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
-				bool as_catalog_owner)
-{
-	RoleSwitch saved;
-	int result;
-
-	if (!as_catalog_owner)
-		return SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
-
-	security_switch_role(catalog_extension_owner(), &saved);
-	result = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
-	security_restore_role(&saved);
-	return result;
-}
-
-/*
- * catalog_column returns the value of a result column by its name (SPI's
- * result of the caller's query), so that no reader depends on the order of
- * a select list.  Raises ERRCODE_INTERNAL_ERROR for a name the result does
- * not have.
- */
-Datum
-catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
-{
-	int column = SPI_fnumber(desc, name);
-
-	if (column <= 0)
-		elog(ERROR, "query result has no column \"%s\"", name);
-	return SPI_getbinval(tuple, desc, column, isnull);
 }
 
 /*
@@ -449,25 +356,4 @@ catalog_check_owner(const SinkInfo *sink, const char *action)
 				 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
 				 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 	}
-}
-
-/*
- * catalog_sink_by_id forwards to metadata_sink_by_id until the committer
- * side calls it itself; it goes at the merge.
- */
-bool
-catalog_sink_by_id(int32 sink_id, SinkInfo *info)
-{
-	return metadata_sink_by_id(sink_id, info);
-}
-
-/*
- * catalog_expire_snapshots forwards to metadata_expire_snapshots until the
- * committer side calls it itself; it goes at the merge.
- */
-int64
-catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-						 bool as_catalog_owner)
-{
-	return metadata_expire_snapshots(sink_id, retain_last, older_than_ms, as_catalog_owner);
 }

@@ -45,18 +45,5 @@ extern bool catalog_extension_changed_here(void);
 extern Relation catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode);
 extern void catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact);
 extern Oid catalog_check_primary_key(const SinkInfo *sink, Relation target);
-extern Datum catalog_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull);
-extern SPIPlanPtr catalog_plan(const char *query, int nargs, Oid *types);
-extern int catalog_execute(const char *query, int nargs, Oid *types, Datum *values,
-						   const char *nulls, bool as_catalog_owner);
-
-/*
- * Until the committer side (work.c, maintenance.c) calls metadata.c: these
- * forward to it and go at the merge, with catalog_plan, catalog_execute and
- * catalog_column above.
- */
-extern bool catalog_sink_by_id(int32 sink_id, SinkInfo *info);
-extern int64 catalog_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-									  bool as_catalog_owner);
 
 #endif /* PAIMON_SINK_CATALOG_H */
