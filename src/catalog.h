@@ -9,7 +9,6 @@
 #ifndef PAIMON_SINK_CATALOG_H
 #define PAIMON_SINK_CATALOG_H
 
-#include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "paimon_sink.h"
 #include "utils/rel.h"

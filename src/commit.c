@@ -27,6 +27,7 @@
 #include "commands/dbcommands.h"
 #include "commands/trigger.h"
 #include "commit.h"
+#include "executor/spi.h"
 #include "fault.h"
 #include "load.h"
 #include "miscadmin.h"

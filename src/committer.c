@@ -27,6 +27,7 @@
 #include "commands/dbcommands.h"
 #include "commit.h"
 #include "committer.h"
+#include "executor/spi.h"
 #include "load.h"
 #include "maintenance.h"
 #include "mb/pg_wchar.h"

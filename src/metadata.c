@@ -59,11 +59,15 @@ read_sink(uint64 row)
 		Datum *name_values;
 		Datum *type_values;
 		int type_count;
+		Datum types = row_datum(row, "column_types", &isnull);
 
 		deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT, &name_values,
 						  NULL, &info->column_count);
-		deconstruct_array(DatumGetArrayTypeP(row_datum(row, "column_types", NULL)), OIDOID,
-						  sizeof(Oid), true, TYPALIGN_INT, &type_values, NULL, &type_count);
+
+		if (isnull)
+			elog(ERROR, "sink %d has column names but no column types", info->sink_id);
+		deconstruct_array(DatumGetArrayTypeP(types), OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+						  &type_values, NULL, &type_count);
 		if (type_count != info->column_count)
 			elog(ERROR, "sink %d has %d column names and %d column types", info->sink_id,
 				 info->column_count, type_count);

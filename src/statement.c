@@ -47,6 +47,9 @@ statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 		values[i] = args[i].value;
 		nulls[i] = args[i].isnull ? 'n' : ' ';
 	}
+	/* parsed as the role it runs as, so that name look-up sees what that role sees */
+	if (flags & RUN_AS_OWNER)
+		security_switch_role(catalog_extension_owner(), &saved);
 	if (statement->plan == NULL)
 	{
 		SPIPlanPtr plan = SPI_prepare(statement->sql, nargs, types);
@@ -56,8 +59,6 @@ statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 				 SPI_result_code_string(SPI_result));
 		statement->plan = plan;
 	}
-	if (flags & RUN_AS_OWNER)
-		security_switch_role(catalog_extension_owner(), &saved);
 	if (flags & RUN_LATEST)
 		result = SPI_execute_snapshot(statement->plan, values, nulls, GetLatestSnapshot(),
 									  InvalidSnapshot, (flags & RUN_AS_OWNER) == 0, false, 0);

@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
 #include "launcher.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
