@@ -153,6 +153,7 @@ want_all_databases(void)
 	}
 }
 
+/* launcher_exit forgets the launcher in shared memory as it exits (on_shmem_exit). */
 static void
 launcher_exit(int code, Datum arg)
 {

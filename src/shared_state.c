@@ -20,6 +20,7 @@
 
 PaimonSinkShared *PaimonSinkState = NULL;
 
+/* queue_bytes returns the size in bytes of one hand-off or reply queue. */
 static Size
 queue_bytes(void)
 {
@@ -40,6 +41,7 @@ snapshot_xid_capacity(void)
 	return (Size) MaxBackends + max_prepared_xacts + 1;
 }
 
+/* writer_entry_size returns the bytes of one writer: its entry, slots, queues and snapshot xids. */
 static Size
 writer_entry_size(void)
 {
@@ -52,6 +54,7 @@ writer_entry_size(void)
 	return size;
 }
 
+/* database_entry_size returns the bytes of one database entry and its writers. */
 static Size
 database_entry_size(void)
 {
@@ -63,6 +66,7 @@ database_entry_size(void)
 	return size;
 }
 
+/* header_size returns the bytes of the state's header and its offsets. */
 static Size
 header_size(void)
 {
@@ -70,6 +74,7 @@ header_size(void)
 					sizeof(Size) * PaimonSinkMaxDatabases);
 }
 
+/* total_size returns the bytes of the whole state. */
 static Size
 total_size(void)
 {
@@ -91,6 +96,7 @@ shared_address(Size offset)
 	return (char *) PaimonSinkState + offset;
 }
 
+/* shared_database returns the database entry of an index. */
 DatabaseEntry *
 shared_database(int index)
 {
@@ -98,6 +104,7 @@ shared_database(int index)
 	return (DatabaseEntry *) shared_address(PaimonSinkState->database_offsets[index]);
 }
 
+/* shared_writer returns writer index of a database entry. */
 WriterEntry *
 shared_writer(DatabaseEntry *db, int index)
 {
