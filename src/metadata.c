@@ -38,7 +38,7 @@
 
 /* read_sink reads a SinkInfo from a row of SINK_SELECT. */
 static void *
-read_sink(uint64 row)
+read_sink(uint64 row, const void *arg)
 {
 	SinkInfo *info = palloc0(sizeof(SinkInfo));
 	bool isnull;
@@ -89,7 +89,7 @@ read_sink(uint64 row)
 static bool
 lookup_sink(Statement *statement, Arg key, SinkInfo *info)
 {
-	SinkInfo *found = statement_first(statement, &key, 1, RUN_READ_ONLY, read_sink);
+	SinkInfo *found = statement_first(statement, &key, 1, RUN_READ_ONLY, read_sink, NULL);
 
 	if (found != NULL)
 		*info = *found;
@@ -256,7 +256,7 @@ metadata_forget_dropped_sink(int32 sink_id)
 
 /* read_scheduled_sink reads a ScheduledSinkRow. */
 static void *
-read_scheduled_sink(uint64 row)
+read_scheduled_sink(uint64 row, const void *arg)
 {
 	ScheduledSinkRow *sink = palloc0(sizeof(ScheduledSinkRow));
 	bool isnull;
@@ -277,7 +277,7 @@ metadata_schedule(void)
 								  "FROM paimon_sink.sink_definition d ORDER BY d.sink_id",
 								  SPI_OK_SELECT};
 
-	return statement_collect(&statement, NULL, 0, 0, read_scheduled_sink);
+	return statement_collect(&statement, NULL, 0, 0, read_scheduled_sink, NULL);
 }
 
 /* --------------------------------------------------------- commit users */
@@ -289,7 +289,7 @@ metadata_schedule(void)
 
 /* read_marks reads a CommitUserMarks from a row of MARKS_SELECT. */
 static void *
-read_marks(uint64 row)
+read_marks(uint64 row, const void *arg)
 {
 	CommitUserMarks *marks = palloc(sizeof(CommitUserMarks));
 
@@ -316,7 +316,8 @@ metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_upda
 	CommitUserMarks *marks;
 
 	(void) statement_execute(&create, args, lengthof(args), 0);
-	marks = statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks);
+	marks =
+		statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks, NULL);
 	if (marks == NULL)
 		elog(ERROR, "commit user \"%s\" of sink %d has no row", commit_user, sink_id);
 	return *marks;
@@ -334,7 +335,7 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
 	static Statement statement = {MARKS_SELECT, SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
 	CommitUserMarks *found = statement_first(&statement, args, lengthof(args),
-											 latest ? RUN_LATEST : RUN_READ_ONLY, read_marks);
+											 latest ? RUN_LATEST : RUN_READ_ONLY, read_marks, NULL);
 
 	if (found != NULL)
 		*marks = *found;
@@ -420,7 +421,7 @@ metadata_record_committable(const CommittableEntry *entry)
 
 /* read_checkpoint_file reads a CheckpointFile. */
 static void *
-read_checkpoint_file(uint64 row)
+read_checkpoint_file(uint64 row, const void *arg)
 {
 	CheckpointFile *file = palloc0(sizeof(CheckpointFile));
 
@@ -446,7 +447,7 @@ metadata_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoi
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
-	return statement_collect(&statement, args, lengthof(args), 0, read_checkpoint_file);
+	return statement_collect(&statement, args, lengthof(args), 0, read_checkpoint_file, NULL);
 }
 
 /*
@@ -556,7 +557,7 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 
 /* read_file_record reads a FileRecord from the committed column. */
 static void *
-read_file_record(uint64 row)
+read_file_record(uint64 row, const void *arg)
 {
 	FileRecord *record = palloc(sizeof(FileRecord));
 
@@ -577,14 +578,15 @@ metadata_file_record(const char *file_name)
 		"FROM paimon_sink.committable c WHERE c.file_name OPERATOR(pg_catalog.=) $1",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_TEXT(file_name)};
-	FileRecord *record = statement_first(&statement, args, lengthof(args), 0, read_file_record);
+	FileRecord *record =
+		statement_first(&statement, args, lengthof(args), 0, read_file_record, NULL);
 
 	return record == NULL ? FILE_NOT_RECORDED : *record;
 }
 
 /* read_sink_file reads a SinkFile. */
 static void *
-read_sink_file(uint64 row)
+read_sink_file(uint64 row, const void *arg)
 {
 	SinkFile *file = palloc(sizeof(SinkFile));
 
@@ -605,12 +607,12 @@ metadata_committed_files(void)
 								  "WHERE c.snapshot_id IS NOT NULL",
 								  SPI_OK_SELECT};
 
-	return statement_collect(&statement, NULL, 0, 0, read_sink_file);
+	return statement_collect(&statement, NULL, 0, 0, read_sink_file, NULL);
 }
 
 /* read_bucket_sequence reads a BucketSequenceRow. */
 static void *
-read_bucket_sequence(uint64 row)
+read_bucket_sequence(uint64 row, const void *arg)
 {
 	BucketSequenceRow *sequence = palloc(sizeof(BucketSequenceRow));
 
@@ -636,12 +638,12 @@ metadata_bucket_sequences(void)
 		"GROUP BY s.sink_id, s.bucket",
 		SPI_OK_SELECT};
 
-	return statement_collect(&statement, NULL, 0, RUN_READ_ONLY, read_bucket_sequence);
+	return statement_collect(&statement, NULL, 0, RUN_READ_ONLY, read_bucket_sequence, NULL);
 }
 
 /* read_checkpoint_state reads a CheckpointState. */
 static void *
-read_checkpoint_state(uint64 row)
+read_checkpoint_state(uint64 row, const void *arg)
 {
 	CheckpointState *state = palloc(sizeof(CheckpointState));
 	bool isnull;
@@ -675,7 +677,7 @@ metadata_checkpoint_state(int32 sink_id, const char *commit_user, int64 checkpoi
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
 	return *(CheckpointState *) statement_first(&statement, args, lengthof(args), RUN_READ_ONLY,
-												read_checkpoint_state);
+												read_checkpoint_state, NULL);
 }
 
 /*

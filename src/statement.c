@@ -89,11 +89,12 @@ statement_execute(Statement *statement, const Arg *args, int nargs, int flags)
 
 /*
  * statement_collect runs the statement in an SPI connection of its own and
- * returns what reader makes of each row, as a List allocated in the memory
+ * returns what reader makes of each row (given reader_arg), as a List allocated in the memory
  * context current at the call.  Needs a transaction.
  */
 List *
-statement_collect(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader)
+statement_collect(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader,
+				  const void *reader_arg)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	List *result = NIL;
@@ -105,7 +106,7 @@ statement_collect(Statement *statement, const Arg *args, int nargs, int flags, R
 	{
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		result = lappend(result, reader(i));
+		result = lappend(result, reader(i, reader_arg));
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
@@ -117,7 +118,8 @@ statement_collect(Statement *statement, const Arg *args, int nargs, int flags, R
  * what reader makes of its first row, or NULL when it returned none.
  */
 void *
-statement_first(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader)
+statement_first(Statement *statement, const Arg *args, int nargs, int flags, RowReader reader,
+				const void *reader_arg)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	void *result = NULL;
@@ -127,7 +129,7 @@ statement_first(Statement *statement, const Arg *args, int nargs, int flags, Row
 	{
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		result = reader(0);
+		result = reader(0, reader_arg);
 		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
@@ -152,30 +154,31 @@ statement_int8(Statement *statement, const Arg *args, int nargs, int flags, cons
 	return value;
 }
 
+/* read_text reads the text column named by arg of a row. */
+static void *
+read_text(uint64 row, const void *arg)
+{
+	return row_text(row, arg);
+}
+
+/* read_int8 reads the bigint (or integer) column named by arg of a row. */
+static void *
+read_int8(uint64 row, const void *arg)
+{
+	int64 *value = palloc(sizeof(int64));
+
+	*value = row_int8(row, arg);
+	return value;
+}
+
 /*
  * statement_texts runs the statement like statement_collect and returns
- * its text column "column" of every row (char *; NULL ones left out).
+ * its text column "column" of every row (char *).
  */
 List *
 statement_texts(Statement *statement, const Arg *args, int nargs, int flags, const char *column)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	List *result = NIL;
-	uint64 rows;
-
-	SPI_connect();
-	rows = statement_run(statement, args, nargs, flags);
-	for (uint64 i = 0; i < rows; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-		char *value = row_text(i, column);
-
-		if (value != NULL)
-			result = lappend(result, value);
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	return result;
+	return statement_collect(statement, args, nargs, flags, read_text, column);
 }
 
 /*
@@ -185,23 +188,7 @@ statement_texts(Statement *statement, const Arg *args, int nargs, int flags, con
 List *
 statement_int8s(Statement *statement, const Arg *args, int nargs, int flags, const char *column)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	List *result = NIL;
-	uint64 rows;
-
-	SPI_connect();
-	rows = statement_run(statement, args, nargs, flags);
-	for (uint64 i = 0; i < rows; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-		int64 *value = palloc(sizeof(int64));
-
-		*value = row_int8(i, column);
-		result = lappend(result, value);
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	return result;
+	return statement_collect(statement, args, nargs, flags, read_int8, column);
 }
 
 /*

@@ -74,14 +74,14 @@ typedef struct Arg
 #define STATEMENT_MAX_ARGS 10
 
 /* Reads row "row" of the result into a new object (in the caller's context). */
-typedef void *(*RowReader)(uint64 row);
+typedef void *(*RowReader)(uint64 row, const void *arg);
 
 extern uint64 statement_run(Statement *statement, const Arg *args, int nargs, int flags);
 extern uint64 statement_execute(Statement *statement, const Arg *args, int nargs, int flags);
 extern List *statement_collect(Statement *statement, const Arg *args, int nargs, int flags,
-							   RowReader reader);
+							   RowReader reader, const void *reader_arg);
 extern void *statement_first(Statement *statement, const Arg *args, int nargs, int flags,
-							 RowReader reader);
+							 RowReader reader, const void *reader_arg);
 extern int64 statement_int8(Statement *statement, const Arg *args, int nargs, int flags,
 							const char *column, int64 if_none);
 extern List *statement_texts(Statement *statement, const Arg *args, int nargs, int flags,
