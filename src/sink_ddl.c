@@ -38,6 +38,7 @@
 #include "sink_ddl.h"
 #include "sql_call.h"
 #include "staged_file.h"
+#include "statement.h"
 #include "storage/fd.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -456,45 +457,36 @@ run_utility(const char *statement)
 static char *
 foreign_table_columns(const SinkOptions *options)
 {
-	Oid types[3] = {OIDOID, BOOLOID, TEXTARRAYOID};
-	Datum values[3] = {ObjectIdGetDatum(options->target), BoolGetDatum(options->partial_update),
-					   options->key_names};
-	char nulls[3] = {' ', ' ', options->key_names ? ' ' : 'n'};
-	MemoryContext caller = CurrentMemoryContext;
-	char *columns;
-
 	/*
 	 * With partial_update a column left out must read as NULL (keep the
 	 * target's value), so only key columns keep their defaults.
 	 */
-	SPI_connect();
-	if (SPI_execute_with_args(
-			"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
-			"pg_catalog.format_type(a.atttypid, a.atttypmod), "
-			"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-			"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
-			"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
-			"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
-			"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
-			"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
-			"a.attname::pg_catalog.text)) "
-			"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
-			"OPERATOR(pg_catalog.<>) ALL ($3)) "
-			"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
-			"ELSE '' END), ', ' ORDER BY a.attnum) AS columns "
-			"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
-			"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-			"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
-			"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
-			"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
-			"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
-			3, types, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the columns of table \"%s\"", get_rel_name(options->target));
-	columns = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-						   SPI_fnumber(SPI_tuptable->tupdesc, "columns"));
-	if (columns != NULL)
-		columns = MemoryContextStrdup(caller, columns);
-	SPI_finish();
+	static Statement statement = {
+		"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
+		"pg_catalog.format_type(a.atttypid, a.atttypmod), "
+		"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
+		"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
+		"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
+		"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
+		"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
+		"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
+		"a.attname::pg_catalog.text)) "
+		"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
+		"OPERATOR(pg_catalog.<>) ALL ($3)) "
+		"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
+		"ELSE '' END), ', ' ORDER BY a.attnum) AS columns "
+		"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
+		"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
+		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
+		"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
+		"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_OID(options->target), ARG_BOOL(options->partial_update),
+				  ARG_DATUM(TEXTARRAYOID, options->key_names, options->key_names == (Datum) 0)};
+	List *found = statement_texts(&statement, args, lengthof(args), 0, "columns");
+	char *columns = found == NIL ? NULL : linitial(found);
+
 	if (columns == NULL)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 						errmsg("table \"%s\" has no columns a sink could write",

@@ -28,6 +28,7 @@
 #include "paimon_sink.h"
 #include "recovery.h"
 #include "shared_state.h"
+#include "statement.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -146,47 +147,42 @@ refuse_drop_while_in_doubt(DropStmt *drop)
 static void
 refuse_foreign_objects(Oid schema, const char *statement)
 {
-	Oid type = OIDOID;
-	Datum value = ObjectIdGetDatum(schema);
+	static Statement objects = {
+		"SELECT o.kind, o.name, o.owner FROM ("
+		"SELECT 'relation' AS kind, c.relname::pg_catalog.text AS name, c.relowner AS owner "
+		"  FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'function', p.proname::pg_catalog.text, p.proowner "
+		"  FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'type', t.typname::pg_catalog.text, t.typowner "
+		"  FROM pg_catalog.pg_type t WHERE t.typnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'operator', o.oprname::pg_catalog.text, o.oprowner "
+		"  FROM pg_catalog.pg_operator o WHERE o.oprnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'collation', l.collname::pg_catalog.text, l.collowner "
+		"  FROM pg_catalog.pg_collation l WHERE l.collnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'conversion', v.conname::pg_catalog.text, v.conowner "
+		"  FROM pg_catalog.pg_conversion v WHERE v.connamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'operator class', k.opcname::pg_catalog.text, k.opcowner "
+		"  FROM pg_catalog.pg_opclass k WHERE k.opcnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'operator family', f.opfname::pg_catalog.text, f.opfowner "
+		"  FROM pg_catalog.pg_opfamily f WHERE f.opfnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'text search configuration', g.cfgname::pg_catalog.text, g.cfgowner "
+		"  FROM pg_catalog.pg_ts_config g WHERE g.cfgnamespace OPERATOR(pg_catalog.=) $1 "
+		"UNION ALL SELECT 'text search dictionary', d.dictname::pg_catalog.text, d.dictowner "
+		"  FROM pg_catalog.pg_ts_dict d WHERE d.dictnamespace OPERATOR(pg_catalog.=) $1) o",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_OID(schema)};
+	uint64 rows;
 
 	SPI_connect();
-	if (SPI_execute_with_args(
-			"SELECT o.kind, o.name, o.owner FROM ("
-			"SELECT 'relation' AS kind, c.relname::pg_catalog.text AS name, c.relowner AS owner "
-			"  FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'function', p.proname::pg_catalog.text, p.proowner "
-			"  FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'type', t.typname::pg_catalog.text, t.typowner "
-			"  FROM pg_catalog.pg_type t WHERE t.typnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'operator', o.oprname::pg_catalog.text, o.oprowner "
-			"  FROM pg_catalog.pg_operator o WHERE o.oprnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'collation', l.collname::pg_catalog.text, l.collowner "
-			"  FROM pg_catalog.pg_collation l WHERE l.collnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'conversion', v.conname::pg_catalog.text, v.conowner "
-			"  FROM pg_catalog.pg_conversion v WHERE v.connamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'operator class', k.opcname::pg_catalog.text, k.opcowner "
-			"  FROM pg_catalog.pg_opclass k WHERE k.opcnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'operator family', f.opfname::pg_catalog.text, f.opfowner "
-			"  FROM pg_catalog.pg_opfamily f WHERE f.opfnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'text search configuration', g.cfgname::pg_catalog.text, g.cfgowner "
-			"  FROM pg_catalog.pg_ts_config g WHERE g.cfgnamespace OPERATOR(pg_catalog.=) $1 "
-			"UNION ALL SELECT 'text search dictionary', d.dictname::pg_catalog.text, d.dictowner "
-			"  FROM pg_catalog.pg_ts_dict d WHERE d.dictnamespace OPERATOR(pg_catalog.=) $1) o",
-			1, &type, &value, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list the objects of schema paimon_sink");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	rows = statement_run(&objects, args, lengthof(args), RUN_READ_ONLY);
+	for (uint64 i = 0; i < rows; i++)
 	{
-		bool isnull;
-		Oid owner =
-			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-										   SPI_fnumber(SPI_tuptable->tupdesc, "owner"), &isnull));
+		Oid owner = DatumGetObjectId(row_datum(i, "owner", NULL));
 
 		if (!superuser_arg(owner))
 		{
-			char *kind = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									  SPI_fnumber(SPI_tuptable->tupdesc, "kind"));
-			char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									  SPI_fnumber(SPI_tuptable->tupdesc, "name"));
+			char *kind = row_text(i, "kind");
+			char *name = row_text(i, "name");
 			char *owner_name = GetUserNameFromId(owner, true);
 
 			ereport(
