@@ -18,8 +18,7 @@
 /* Between a gid's commit user and its random suffix: no commit user has it. */
 #define GID_NONCE_SEPARATOR "~"
 
-#define COMMIT_USER_CHARACTERS \
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
+#define COMMIT_USER_CHARACTERS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
 
 /*
  * paimon_sink_commit_user_is_valid checks a commit user: 1 to 64
@@ -29,7 +28,7 @@
 bool
 paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
 {
-	size_t		length = commit_user ? strlen(commit_user) : 0;
+	size_t length = commit_user ? strlen(commit_user) : 0;
 
 	if (length == 0)
 	{
@@ -43,7 +42,8 @@ paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
 	}
 	if (strspn(commit_user, COMMIT_USER_CHARACTERS) != length)
 	{
-		*problem = "A commit user consists of the characters A-Z, a-z, 0-9, '.', '_', ':' and '-' only.";
+		*problem =
+			"A commit user consists of the characters A-Z, a-z, 0-9, '.', '_', ':' and '-' only.";
 		return false;
 	}
 	return true;
@@ -59,11 +59,10 @@ paimon_sink_check_commit_user(const char *commit_user)
 	const char *problem;
 
 	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
-				 errdetail("%s", problem),
-				 errhint("Use a stable identifier of the writing job, such as a UUID.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
+						errdetail("%s", problem),
+						errhint("Use a stable identifier of the writing job, such as a UUID.")));
 }
 
 /*
@@ -78,16 +77,15 @@ paimon_sink_check_commit_user(const char *commit_user)
  * ERRCODE_INTERNAL_ERROR when no random bytes can be had.
  */
 void
-gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
-		  const char *commit_user)
+gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id, const char *commit_user)
 {
-	uint64		nonce;
+	uint64 nonce;
 
 	if (!pg_strong_random(&nonce, sizeof(nonce)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random gid suffix")));
-	snprintf(gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+						errmsg("could not generate a random gid suffix")));
+	snprintf(gid, GIDSIZE,
+			 "%s%u:%d:" INT64_FORMAT ":%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
 			 PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, nonce);
 }
 
@@ -107,7 +105,7 @@ static bool
 parse_number(const char **cursor, uint64 max, uint64 *value)
 {
 	const char *p = *cursor;
-	uint64		result = 0;
+	uint64 result = 0;
 
 	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != ':'))
 		return false;
@@ -135,12 +133,12 @@ gid_parse(const char *gid, GidParts *parts)
 {
 	const char *cursor = gid;
 	const char *nonce = strstr(gid, GID_NONCE_SEPARATOR);
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	const char *problem;
-	uint64		database_id;
-	uint64		sink_id;
-	uint64		checkpoint_id;
-	size_t		length;
+	uint64 database_id;
+	uint64 sink_id;
+	uint64 checkpoint_id;
+	size_t length;
 
 	if (!gid_has_prefix(gid))
 		return false;
@@ -150,8 +148,7 @@ gid_parse(const char *gid, GidParts *parts)
 		!parse_number(&cursor, PG_INT64_MAX, &checkpoint_id))
 		return false;
 	length = nonce ? (size_t) (nonce - cursor) : strlen(cursor);
-	if (nonce != NULL &&
-		(strlen(nonce + 1) != 16 || strspn(nonce + 1, "0123456789abcdef") != 16))
+	if (nonce != NULL && (strlen(nonce + 1) != 16 || strspn(nonce + 1, "0123456789abcdef") != 16))
 		return false;
 	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
 		return false;

@@ -20,21 +20,20 @@
 /* What a gid of ours names. */
 typedef struct GidParts
 {
-	Oid			database_id;
-	int32		sink_id;
-	int64		checkpoint_id;
-	char		commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	Oid database_id;
+	int32 sink_id;
+	int64 checkpoint_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } GidParts;
 
 /* The prefix every gid of ours starts with, separator included. */
 #define PAIMON_SINK_GID_START PAIMON_SINK_GID_PREFIX ":"
 
-extern bool paimon_sink_commit_user_is_valid(const char *commit_user,
-											 const char **problem);
+extern bool paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem);
 extern void paimon_sink_check_commit_user(const char *commit_user);
 extern void gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
 					  const char *commit_user);
 extern bool gid_has_prefix(const char *gid);
 extern bool gid_parse(const char *gid, GidParts *parts);
 
-#endif							/* PAIMON_SINK_NAMES_H */
+#endif /* PAIMON_SINK_NAMES_H */

@@ -98,11 +98,12 @@ checkpoint_problem(const GidParts *parts)
 List *
 recovery_prepared_gids(MemoryContext context)
 {
-	static Statement statement = {"SELECT p.gid, p.prepared, p.ownerid "
-								  "FROM pg_catalog.pg_prepared_xact() p "
-								  "WHERE p.dbid OPERATOR(pg_catalog.=) $1 "
-								  "AND pg_catalog.starts_with(p.gid, $2) ORDER BY p.prepared, p.gid",
-								  SPI_OK_SELECT};
+	static Statement statement = {
+		"SELECT p.gid, p.prepared, p.ownerid "
+		"FROM pg_catalog.pg_prepared_xact() p "
+		"WHERE p.dbid OPERATOR(pg_catalog.=) $1 "
+		"AND pg_catalog.starts_with(p.gid, $2) ORDER BY p.prepared, p.gid",
+		SPI_OK_SELECT};
 	Arg args[] = {ARG_OID(MyDatabaseId), ARG_TEXT(PAIMON_SINK_GID_START)};
 	List *result = NIL;
 	MemoryContext old;
@@ -358,7 +359,7 @@ recovery_remove_dropped_sinks(void)
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
 
 		foreach (lc, metadata_dropped_sinks())
-			doomed = lappend_int(doomed, (int32) *(int64 *) lfirst(lc));
+			doomed = lappend_int(doomed, (int32) * (int64 *) lfirst(lc));
 		MemoryContextSwitchTo(old);
 	}
 	work_end();

@@ -42,7 +42,7 @@ security_switch_role(Oid role, RoleSwitch *saved)
 {
 	GetUserIdAndSecContext(&saved->saved_user, &saved->saved_context);
 	SetUserIdAndSecContext(role, saved->saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+									 SECURITY_RESTRICTED_OPERATION);
 	saved->nest_level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PAIMON_SINK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -85,7 +85,7 @@ static const struct
 {
 	const char *name;
 	const char *value;
-}			worker_settings[] = {
+} worker_settings[] = {
 	{"search_path", PAIMON_SINK_SAFE_SEARCH_PATH},
 	{"role", "none"},
 	{"synchronous_commit", "on"},
@@ -113,8 +113,8 @@ security_pin_worker_settings(void)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	/* the name lookups of session_authorization need a transaction */
-	SetConfigOption("session_authorization",
-					GetUserNameFromId(security_committer_role(), false), PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("session_authorization", GetUserNameFromId(security_committer_role(), false),
+					PGC_SUSET, PGC_S_SESSION);
 	for (int i = 0; i < lengthof(worker_settings); i++)
 		SetConfigOption(worker_settings[i].name, worker_settings[i].value, PGC_SUSET,
 						PGC_S_SESSION);

@@ -22,15 +22,15 @@
 /* What security_switch_role saved, for security_restore_role. */
 typedef struct RoleSwitch
 {
-	Oid			saved_user;
-	int			saved_context;
-	int			nest_level;
+	Oid saved_user;
+	int saved_context;
+	int nest_level;
 } RoleSwitch;
 
 extern void security_switch_role(Oid role, RoleSwitch *saved);
 extern void security_restore_role(const RoleSwitch *saved);
 extern void security_pin_worker_settings(void);
 extern void security_forget_session_state(void);
-extern Oid	security_committer_role(void);
+extern Oid security_committer_role(void);
 
-#endif							/* PAIMON_SINK_SECURITY_H */
+#endif /* PAIMON_SINK_SECURITY_H */
