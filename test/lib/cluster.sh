@@ -30,7 +30,7 @@ PS_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
-	libipc-run-perl perl make gcc python3 python3-psycopg2 git)
+	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format)
 
 if [[ $EUID -eq 0 ]]; then
 	PS_PG_USER=${PS_PG_USER:-postgres}
