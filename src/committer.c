@@ -146,6 +146,9 @@ set_ready(bool ready)
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	CommitterDatabase->committer_ready = ready;
 	LWLockRelease(PaimonSinkState->lock);
+	/* sessions waiting for this database's workers look again */
+	if (ready)
+		ConditionVariableBroadcast(&CommitterDatabase->workers_ready);
 }
 
 /*

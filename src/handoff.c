@@ -438,9 +438,9 @@ remaining_wait(TimestampTz start, long limit)
  * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
  * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
  * when they do not in time, and at once when this transaction created or
- * updated the extension (they start on it only after it commits).  No
- * worker signals a session when it becomes ready, so this wait polls, every
- * 100 ms.
+ * updated the extension (they start on it only after it commits).  The
+ * committer and each writer broadcast the database's workers_ready as they
+ * start serving, so the wait sleeps on it.
  */
 int
 handoff_database_index(bool wait_for_writers)
@@ -449,9 +449,15 @@ handoff_database_index(bool wait_for_writers)
 	DatabaseEntry *db = shared_database(index);
 	TimestampTz start = GetCurrentTimestamp();
 
-	while (wait_for_writers && !workers_ready(db))
+	if (!wait_for_writers)
+		return index;
+	for (;;)
 	{
 		long timeout;
+
+		ConditionVariablePrepareToSleep(&db->workers_ready);
+		if (workers_ready(db))
+			break;
 
 		/* they wait for our commit, and we for them: say so at once */
 		if (catalog_extension_changed_here())
@@ -461,7 +467,7 @@ handoff_database_index(bool wait_for_writers)
 					 errdetail("This transaction created or updated extension paimon_sink; its "
 							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
-		timeout = remaining_wait(start, 100);
+		timeout = remaining_wait(start, -1);
 		if (timeout == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -471,11 +477,9 @@ handoff_database_index(bool wait_for_writers)
 					 errhint("Check that paimon_sink is in shared_preload_libraries and that "
 							 "max_worker_processes leaves room for the launcher, one committer and "
 							 "paimon_sink.writers_per_database writers per database.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		(void) ConditionVariableTimedSleep(&db->workers_ready, timeout, PG_WAIT_EXTENSION);
 	}
+	ConditionVariableCancelSleep();
 	return index;
 }
 

@@ -137,6 +137,7 @@ shared_state_init(void)
 			PaimonSinkState->database_offsets[d] = offset;
 			db = shared_database(d);
 			ConditionVariableInit(&db->request_done);
+			ConditionVariableInit(&db->workers_ready);
 			SpinLockInit(&db->progress.mutex);
 			db->progress.phase = COMMIT_PHASE_IDLE;
 			writer_offset = offset + MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +

@@ -246,6 +246,7 @@ typedef struct DatabaseEntry
 	TimestampTz committer_failed_at; /* last exit with an error */
 	uint64 next_request_seq;
 	ConditionVariable request_done;
+	ConditionVariable workers_ready; /* broadcast as the committer or a writer starts serving */
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
 	CommitProgress progress;
 	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */

@@ -834,6 +834,7 @@ paimon_sink_writer_main(Datum main_arg)
 	SpinLockRelease(&MyWriter->mutex);
 	/* Senders that waited for this writer find its slots now. */
 	ConditionVariableBroadcast(&MyWriter->slot_freed);
+	ConditionVariableBroadcast(&MyDatabaseEntry->workers_ready);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	for (;;)
