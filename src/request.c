@@ -81,7 +81,6 @@ encode_error(const ErrorData *edata, char *buffer)
 {
 	ErrorField fields[18]; /* one per ADD_FIELD below */
 	int count = 0;
-	char cursorpos[12];
 	char internalpos[12];
 	char lineno[12];
 	Size total = 1;
@@ -107,11 +106,7 @@ encode_error(const ErrorData *edata, char *buffer)
 			  true);
 	ADD_FIELD(PG_DIAG_MESSAGE_DETAIL, edata->detail, true);
 	ADD_FIELD(PG_DIAG_MESSAGE_HINT, edata->hint, true);
-	if (edata->cursorpos > 0)
-	{
-		snprintf(cursorpos, sizeof(cursorpos), "%d", edata->cursorpos);
-		ADD_FIELD(PG_DIAG_STATEMENT_POSITION, cursorpos, false);
-	}
+	/* no cursor position: it would point into a query text the client does not have */
 	/* the statement of a trigger function that failed in the load, and where */
 	if (edata->internalpos > 0)
 	{
@@ -260,6 +255,7 @@ committer_submit(int database_index, CommitterRequest *request)
 				slot->state = REQUEST_QUEUED;
 				slot->seq = ++db->next_request_seq;
 				slot->requester = MyProc;
+				slot->abandoned = false;
 				slot->sqlerrcode = 0;
 				slot->error_length = 0;
 				break;
@@ -301,7 +297,15 @@ committer_submit(int database_index, CommitterRequest *request)
 	PG_CATCH();
 	{
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		slot->state = slot->state == REQUEST_DONE ? REQUEST_FREE : REQUEST_ABANDONED;
+		/*
+		 * A cancelled wait leaves the request to run (queued) or finish
+		 * (running) all the same, as the README promises; the committer
+		 * frees it then.
+		 */
+		if (slot->state == REQUEST_DONE)
+			slot->state = REQUEST_FREE;
+		else
+			slot->abandoned = true;
 		LWLockRelease(PaimonSinkState->lock);
 		PG_RE_THROW();
 	}
@@ -354,7 +358,7 @@ request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
 	CommitterRequest *request = &db->requests[slot];
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	if (request->state == REQUEST_ABANDONED)
+	if (request->abandoned)
 		request->state = REQUEST_FREE;
 	else
 	{
@@ -386,7 +390,8 @@ request_any_queued(DatabaseEntry *db)
 /*
  * request_fail_running answers the requests the exiting committer was
  * serving with a connection failure (their outcome is not known) and
- * frees the abandoned ones.  It raises no error (an exit callback).
+ * frees the abandoned ones; queued requests, abandoned or not, wait for
+ * the next committer.  It raises no error (an exit callback).
  */
 void
 request_fail_running(DatabaseEntry *db)
@@ -408,15 +413,15 @@ request_fail_running(DatabaseEntry *db)
 	{
 		CommitterRequest *request = &db->requests[i];
 
-		if (request->state == REQUEST_RUNNING)
+		if (request->state == REQUEST_RUNNING && request->abandoned)
+			request->state = REQUEST_FREE;
+		else if (request->state == REQUEST_RUNNING)
 		{
 			request->state = REQUEST_DONE;
 			request->sqlerrcode = edata.sqlerrcode;
 			memcpy(request->error, failure, failure_length);
 			request->error_length = failure_length;
 		}
-		else if (request->state == REQUEST_ABANDONED)
-			request->state = REQUEST_FREE;
 	}
 	LWLockRelease(PaimonSinkState->lock);
 	ConditionVariableBroadcast(&db->request_done);

@@ -137,8 +137,7 @@ typedef enum RequestState
 	REQUEST_FREE = 0,
 	REQUEST_QUEUED,
 	REQUEST_RUNNING,
-	REQUEST_DONE,
-	REQUEST_ABANDONED /* the requester left; free when done */
+	REQUEST_DONE
 } RequestState;
 
 #define PAIMON_SINK_REQUESTS_PER_DATABASE 64
@@ -149,13 +148,13 @@ typedef enum RequestState
 /*
  * The bytes a request's error (or warning) may take.  The committer writes
  * the whole ErrorData there in the fields of the protocol's ErrorResponse
- * (see request.c): every field a client reads but the internal query,
- * the names of the schema, table, column, data type and constraint
- * included.  8 kB holds any error
- * of ours and a detail of several kB; a longer one has its longest fields
- * cut, with a marker saying so, rather than being lost.  With 64 requests
- * that is 512 kB of shared memory per database entry (it was 5 fields of
- * 1 kB each, 320 kB).
+ * (see request.c): every field a client reads, the internal query and the
+ * names of the schema, table, column, data type and constraint included,
+ * but the cursor position (it would point into a query the client does
+ * not have).  8 kB holds any error of ours and a detail of several kB; a
+ * longer one has its longest fields cut, with a marker saying so, rather
+ * than being lost.  With 64 requests that is 512 kB of shared memory per
+ * database entry (it was 5 fields of 1 kB each, 320 kB).
  */
 #define PAIMON_SINK_ERROR_SIZE 8192
 
@@ -170,6 +169,7 @@ typedef struct CommitterRequest
 	int kind;
 	uint64 seq; /* made from next_request_seq, never reused */
 	PGPROC *requester;
+	bool abandoned; /* the requester left: served all the same, then freed */
 	int32 sink_id;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;

@@ -70,5 +70,29 @@ sql("SELECT paimon_sink.checkpoint('c')");
 is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM target WHERE note = 'load'"), '3000 3000',
 	'3000 rows from 6 concurrent sessions, each once');
 
+# a request whose caller is cancelled while it waits in the queue still runs
+# (its work goes on, as for a running one), and its slot is freed after it
+sql("INSERT INTO c VALUES (9001, 'queued')");
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'pause')");
+my $busy = start_psql("SELECT count(*) FROM paimon_sink.checkpoint('c')");
+ok($node->poll_query_until('postgres',
+	"SELECT hits > 0 FROM paimon_sink.faults WHERE point = 'committer_before_prepare'"),
+	'the committer is held inside a checkpoint');
+my @cancelled;
+for my $n (1 .. 5)
+{
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SET statement_timeout = '200ms'; SELECT * FROM paimon_sink.prepare_commit('c', 'cancelled-$n', 7)");
+	push @cancelled, $err =~ /57014|statement timeout/ ? 1 : 0;
+}
+is(join('', @cancelled), '11111', 'five prepare_commit calls were cancelled while queued');
+sql("SELECT paimon_sink.release_fault('committer_before_prepare')");
+$busy->{handle}->finish;
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 5 FROM paimon_sink.commit_user_state WHERE commit_user LIKE 'cancelled-%' AND last_prepared_checkpoint = 7"),
+	'every cancelled prepare_commit ran once the committer was free');
+sql("SELECT paimon_sink.clear_faults()");
+is(sql("SELECT count(*) FROM target WHERE note = 'queued'"), '1', 'the held checkpoint committed its row');
+
 $node->stop;
 done_testing();
