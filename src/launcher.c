@@ -62,7 +62,7 @@ launcher_register(void)
  * (so its handle works), and the postmaster never restarts it (its starter
  * does that).  NULL when no worker slot is free.
  */
-BackgroundWorkerHandle *
+static BackgroundWorkerHandle *
 launcher_start_worker(const char *function, const char *type, const char *name, Datum main_arg)
 {
 	BackgroundWorker worker;

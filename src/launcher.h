@@ -19,7 +19,5 @@ extern PGDLLEXPORT void paimon_sink_launcher_main(Datum main_arg);
 extern void launcher_register(void);
 extern BackgroundWorkerHandle *launcher_start_committer(int database_index);
 extern BackgroundWorkerHandle *launcher_start_writer(int database_index, int writer_index);
-extern BackgroundWorkerHandle *launcher_start_worker(const char *function, const char *type,
-													 const char *name, Datum main_arg);
 
 #endif /* PAIMON_SINK_LAUNCHER_H */

@@ -83,7 +83,6 @@ extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32
 							 uint64 full_xid, uint64 fence_epoch, bool dead);
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
 extern void writer_sync(File file, const char *path);
-extern void writer_close_file(OpenFile *file);
 extern void writer_acknowledge_handoffs(void);
 extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
 							   uint64 fence_epoch);
