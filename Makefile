@@ -20,6 +20,7 @@ OBJS = \
 	src/handoff.o \
 	src/fdw.o \
 	src/staged_file.o \
+	src/staged_wal.o \
 	src/catalog.o \
 	src/metadata.o \
 	src/statement.o \
@@ -47,7 +48,7 @@ SHLIB_LINK = -luuid
 
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
-REGRESS = setup append errors upsert upgrade
+REGRESS = setup wal append errors upsert upgrade
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

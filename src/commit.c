@@ -109,7 +109,7 @@ commit_remove_files(void)
 
 	foreach (lc, committed_paths)
 	{
-		if (unlink(lfirst(lc)) != 0 && errno != ENOENT)
+		if (staged_file_remove(lfirst(lc), false) != 0 && errno != ENOENT)
 			ereport(LOG, (errcode_for_file_access(),
 						  errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc))));
 	}

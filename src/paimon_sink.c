@@ -3,7 +3,8 @@
  * paimon_sink.c
  *	  The module's root: _PG_init, and nothing else.
  *
- * _PG_init defines the settings (guc.c) and, when the library is preloaded
+ * _PG_init defines the settings (guc.c) and, when the library is preloaded,
+ * registers the WAL resource manager of staged files (staged_wal.c) and,
  * outside a binary upgrade, installs the shared-memory hooks
  * (shmem_hooks.c), the utility hook (version.c) and the transaction
  * callbacks (handoff.c), and registers the launcher (launcher.c).  Kept
@@ -19,6 +20,7 @@
 #include "launcher.h"
 #include "miscadmin.h"
 #include "shmem_hooks.h"
+#include "staged_wal.h"
 #include "version.h"
 
 PG_MODULE_MAGIC;
@@ -33,7 +35,11 @@ void
 _PG_init(void)
 {
 	guc_define_settings();
-	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	/* every node that replays the WAL needs the redo of staged files */
+	staged_wal_register();
+	if (IsBinaryUpgrade)
 		return;
 
 	PaimonSinkPreloaded = true;

@@ -291,7 +291,7 @@ recovery_remove_committed_files(void)
 			continue;
 		staged_file_path(path, MyDatabaseId, sink_id, name);
 		if (stat(path, &st) == 0)
-			(void) durable_unlink(path, LOG);
+			(void) staged_file_remove(path, false);
 	}
 	work_end();
 }
@@ -372,7 +372,7 @@ recovery_remove_dropped_sinks(void)
 		struct stat st;
 
 		staged_file_directory(path, MyDatabaseId, lfirst_int(lc));
-		if (stat(path, &st) == 0 && rmtree(path, true))
+		if (stat(path, &st) == 0 && staged_file_remove_directory(MyDatabaseId, lfirst_int(lc)))
 			ereport(LOG,
 					(errmsg("paimon_sink committer removed the staged files of dropped sink %d",
 							lfirst_int(lc))));
@@ -473,7 +473,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	/* files of kept checkpoints are committed and gone; the rest are orphans */
 	foreach (lc, paths)
 	{
-		if (unlink(lfirst(lc)) == 0)
+		if (staged_file_remove(lfirst(lc), true) == 0)
 			request->discarded_files++;
 		else if (errno != ENOENT)
 			ereport(WARNING,

@@ -8,6 +8,12 @@
  * their folders are fsynced before anything refers to them, as fd.c's
  * durable_rename does for renames.
  *
+ * Every change made here is first a WAL record of paimon_sink's resource
+ * manager (staged_wal.c): the creation with its header, each batch record,
+ * a torn tail cut and a removal.  So every node that replays the WAL has
+ * the same files, and a batch is in the WAL before the commit record of the
+ * transaction it belongs to (its writer logs it before acknowledging).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -16,10 +22,12 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/pg_crc32c.h"
 #include "staged_file.h"
+#include "staged_wal.h"
 
 /* staged_file_directory fills path (MAXPGPATH) with a sink's folder. */
 void
@@ -48,6 +56,27 @@ staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_na
 					 "restored dump may have brought it).")));
 	snprintf(path, MAXPGPATH, "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, database_id, sink_id,
 			 file_name);
+}
+
+/*
+ * path_identity reads the database oid, sink id and file name back from a
+ * path staged_file_path built (or a temporary header's); the WAL records
+ * name files by these.  Any other path is a bug: an error.
+ */
+static void
+path_identity(const char *path, Oid *database_id, int32 *sink_id, char *name)
+{
+	char rebuilt[MAXPGPATH];
+	char format[64];
+
+	snprintf(format, sizeof(format), "%s/%%u/%%d/%%%ds", PAIMON_SINK_DIRECTORY,
+			 STAGED_WAL_NAME_BYTES - 1);
+	if (sscanf(path, format, database_id, sink_id, name) != 3)
+		elog(ERROR, "\"%s\" is not the path of a staged file", path);
+	snprintf(rebuilt, sizeof(rebuilt), "%s/%u/%d/%s", PAIMON_SINK_DIRECTORY, *database_id, *sink_id,
+			 name);
+	if (strcmp(rebuilt, path) != 0)
+		elog(ERROR, "\"%s\" is not the path of a staged file", path);
 }
 
 /* staged_file_name_is_valid accepts "<lower-case uuid>.stage" only. */
@@ -141,12 +170,6 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	staged_file_path(path, database_id, stream->sink_id, file_name);
 	snprintf(temporary, sizeof(temporary), "%s.%d.tmp", path, creator);
 
-	/* a file appears under its name only with its header durable */
-	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
-	if (file < 0)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not create staged file \"%s\": %m", path)));
-
 	memset(&header, 0, sizeof(header));
 	header.magic = STAGED_FILE_MAGIC;
 	header.version = STAGED_FILE_VERSION;
@@ -156,6 +179,16 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	header.writer_id = stream->writer_id;
 	header.bucket = stream->bucket;
 	strlcpy(header.commit_user, stream->commit_user, sizeof(header.commit_user));
+
+	/* the WAL first; redo makes the file under its own name at once */
+	(void) staged_wal_log(XLOG_STAGED_CREATE, database_id, stream->sink_id, file_name, 0,
+						  (char *) &header, sizeof(header), NULL, 0);
+
+	/* a file appears under its name only with its header durable */
+	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
+	if (file < 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not create staged file \"%s\": %m", path)));
 
 	errno = 0;
 	if (FileWrite(file, (char *) &header, sizeof(header), 0, PG_WAIT_IO) != sizeof(header))
@@ -249,14 +282,22 @@ batch_checksum(StagedBatchHeader *header, const char *payload)
 
 /*
  * staged_file_append writes one batch record at offset and returns the
- * offset after it.  The caller fsyncs (grouped) before acknowledging.
+ * offset after it, its WAL record first.  The caller fsyncs (grouped)
+ * before acknowledging.
  */
 off_t
 staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader *header,
 				   const char *payload)
 {
+	Oid database_id;
+	int32 sink_id;
+	char name[STAGED_WAL_NAME_BYTES];
+
 	header->magic = STAGED_BATCH_MAGIC;
 	header->checksum = batch_checksum(header, payload);
+	path_identity(path, &database_id, &sink_id, name);
+	(void) staged_wal_log(XLOG_STAGED_APPEND, database_id, sink_id, name, (uint64) offset,
+						  (char *) header, sizeof(*header), payload, header->payload_length);
 
 	errno = 0;
 	if (FileWrite(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header) ||
@@ -269,6 +310,64 @@ staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader 
 						errmsg("could not write staged file \"%s\": %m", path)));
 	}
 	return offset + sizeof(*header) + header->payload_length;
+}
+
+/*
+ * staged_file_truncate cuts a staged file at length (a torn tail), its WAL
+ * record first, and fsyncs it.  Raises an I/O error on failure.
+ */
+void
+staged_file_truncate(File file, const char *path, off_t length)
+{
+	Oid database_id;
+	int32 sink_id;
+	char name[STAGED_WAL_NAME_BYTES];
+
+	path_identity(path, &database_id, &sink_id, name);
+	(void) staged_wal_log(XLOG_STAGED_TRUNCATE, database_id, sink_id, name, (uint64) length, NULL,
+						  0, NULL, 0);
+	if (FileTruncate(file, length, PG_WAIT_IO) != 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not truncate staged file \"%s\": %m", path)));
+	staged_file_sync(file, path);
+}
+
+/*
+ * staged_file_remove removes a staged file (or a temporary header), its WAL
+ * record first; returns unlink's result, with errno.  flush makes the record
+ * durable before the file goes, for a removal that nothing written later
+ * in the WAL depends on: otherwise, after a crash, redo of the file's
+ * earlier records could bring it back, and a writer adopt it.
+ */
+int
+staged_file_remove(const char *path, bool flush)
+{
+	Oid database_id;
+	int32 sink_id;
+	char name[STAGED_WAL_NAME_BYTES];
+	XLogRecPtr lsn;
+
+	path_identity(path, &database_id, &sink_id, name);
+	lsn = staged_wal_log(XLOG_STAGED_REMOVE, database_id, sink_id, name, 0, NULL, 0, NULL, 0);
+	if (flush)
+		XLogFlush(lsn);
+	return unlink(path);
+}
+
+/*
+ * staged_file_remove_directory removes a dropped sink's folder with its
+ * files, after a durable WAL record of it; returns rmtree's result (false
+ * when some file could not go, with a warning).
+ */
+bool
+staged_file_remove_directory(Oid database_id, int32 sink_id)
+{
+	char directory[MAXPGPATH];
+
+	staged_file_directory(directory, database_id, sink_id);
+	XLogFlush(
+		staged_wal_log(XLOG_STAGED_REMOVE_SINK, database_id, sink_id, NULL, 0, NULL, 0, NULL, 0));
+	return rmtree(directory, true);
 }
 
 /* staged_file_sync fsyncs a staged file; a failure is an error, never ignored. */

@@ -83,6 +83,9 @@ extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *da
 extern off_t staged_file_append(File file, const char *path, off_t offset,
 								StagedBatchHeader *header, const char *payload);
 extern void staged_file_sync(File file, const char *path);
+extern void staged_file_truncate(File file, const char *path, off_t length);
+extern int staged_file_remove(const char *path, bool flush);
+extern bool staged_file_remove_directory(Oid database_id, int32 sink_id);
 extern bool staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
 									StagedBatchHeader *header);
 extern bool staged_file_read_batch(File file, const char *path, off_t offset, off_t file_size,

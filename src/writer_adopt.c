@@ -125,10 +125,8 @@ adopt_file(const char *path, const char *name)
 		ereport(LOG, (errmsg("paimon_sink writer truncates the torn tail of staged file \"%s\" at "
 							 "%lld of %lld bytes",
 							 path, (long long) offset, (long long) size)));
-		if (FileTruncate(handle, offset, PG_WAIT_IO) != 0)
-			ereport(ERROR, (errcode_for_file_access(),
-							errmsg("could not truncate staged file \"%s\": %m", path)));
-		writer_sync(handle, path);
+		staged_file_truncate(handle, path, offset);
+		pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
 	}
 	file->size = offset;
 	file->appendable = false;
@@ -187,7 +185,11 @@ writer_adopt_files(void)
 			char path[MAXPGPATH];
 
 			snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
-			/* a header this writer was making when it ended never became a file */
+			/*
+			 * A header this writer was making when it ended never became a
+			 * file.  Its removal needs no WAL record: redo never makes
+			 * temporary files (it creates a file under its name at once).
+			 */
 			if (staged_file_temporary_creator(file_entry->d_name) == MyWriterIndex)
 			{
 				if (unlink(path) != 0 && errno != ENOENT)

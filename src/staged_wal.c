@@ -1,0 +1,357 @@
+/*-------------------------------------------------------------------------
+ *
+ * staged_wal.c
+ *	  paimon_sink's custom WAL resource manager: writing the records of
+ *	  staged-file changes, their redo, and their description.
+ *
+ * staged_file.c writes a record before each change it makes to a staged
+ * file (WAL before data, as the buffer manager does for pages), so that
+ * the WAL holds every byte of every staged file in the order it was
+ * written.  Redo applies a record to the same path and fsyncs it at once,
+ * as PostgreSQL's own redo of files outside the buffer manager does
+ * (relmap_redo, heap_xlog_logical_rewrite): a restartpoint may move the
+ * redo start past the record, and nothing else would sync the file.
+ *
+ * Redo is idempotent.  Crash recovery replays records whose changes are
+ * already on disk; writing the same bytes at the same offset again changes
+ * nothing.  A file that an APPEND or TRUNCATE names and that is missing
+ * was removed later in the WAL (a base backup may copy the folder after
+ * the removal): the record is skipped, as PostgreSQL skips pages of a
+ * relation dropped later.  A CREATE never empties a file that exists.
+ *
+ * The records carry the database oid, the sink id and the file's name
+ * only; the path is rebuilt from them (staged_file_path), so a record can
+ * name no other file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "pgstat.h"
+#include "staged_file.h"
+#include "staged_wal.h"
+#include "storage/fd.h"
+
+static void staged_wal_redo(XLogReaderState *record);
+static void staged_wal_desc(StringInfo buf, XLogReaderState *record);
+static const char *staged_wal_identify(uint8 info);
+
+static const RmgrData staged_rmgr = {
+	.rm_name = PAIMON_SINK_RMGR_NAME,
+	.rm_redo = staged_wal_redo,
+	.rm_desc = staged_wal_desc,
+	.rm_identify = staged_wal_identify,
+};
+
+/*
+ * staged_wal_register registers the resource manager; from _PG_init, while
+ * shared_preload_libraries is processed (RegisterCustomRmgr raises an error
+ * otherwise, and FATAL-s at start when the id is taken).
+ */
+void
+staged_wal_register(void)
+{
+	RegisterCustomRmgr(PAIMON_SINK_RMGR_ID, unconstify(RmgrData *, &staged_rmgr));
+}
+
+/*
+ * staged_wal_log writes one record of kind info (XLOG_STAGED_*) for a file
+ * of a sink, followed by up to two pieces of data (NULL for none), and
+ * returns its end LSN.  Nothing flushes it: a record that a commit depends
+ * on precedes that commit's record, whose flush covers it.
+ */
+XLogRecPtr
+staged_wal_log(uint8 info, Oid database_id, int32 sink_id, const char *file_name, uint64 offset,
+			   const char *data1, int length1, const char *data2, int length2)
+{
+	xl_staged_file xlrec;
+
+	memset(&xlrec, 0, sizeof(xlrec));
+	xlrec.database_id = database_id;
+	xlrec.sink_id = sink_id;
+	xlrec.offset = offset;
+	if (file_name != NULL)
+		strlcpy(xlrec.file_name, file_name, sizeof(xlrec.file_name));
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+	if (data1 != NULL && length1 > 0)
+		XLogRegisterData(unconstify(char *, data1), length1);
+	if (data2 != NULL && length2 > 0)
+		XLogRegisterData(unconstify(char *, data2), length2);
+	return XLogInsert(PAIMON_SINK_RMGR_ID, info);
+}
+
+/*
+ * record_path fills path (MAXPGPATH) with the file a record names, and
+ * directory with its sink's folder.  A name that is neither a staged file's
+ * nor a temporary header's is corrupt WAL: an error, never a path.
+ */
+static void
+record_path(const xl_staged_file *xlrec, char *directory, char *path, bool temporary_allowed)
+{
+	char name[STAGED_WAL_NAME_BYTES];
+
+	staged_file_directory(directory, xlrec->database_id, xlrec->sink_id);
+	memcpy(name, xlrec->file_name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (!staged_file_name_is_valid(name) &&
+		!(temporary_allowed && staged_file_temporary_creator(name) >= 0))
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+						errmsg("paimon_sink WAL record names no staged file: \"%s\"", name)));
+	snprintf(path, MAXPGPATH, "%s/%s", directory, name);
+}
+
+/* Create a folder of the staged-file tree if it is missing; fsync its parent then. */
+static void
+redo_directory(const char *path, const char *parent)
+{
+	if (MakePGDirectory(path) == 0)
+		fsync_fname(parent, true);
+	else if (errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(), errmsg("could not create directory \"%s\": %m", path)));
+}
+
+/* Write length bytes at offset to a file open for redo, and fsync it. */
+static void
+redo_write(int fd, const char *path, const char *data, int length, off_t offset)
+{
+	pgstat_report_wait_start(WAIT_EVENT_DATA_FILE_WRITE);
+	errno = 0;
+	if (length > 0 && pg_pwrite(fd, data, length, offset) != length)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not write staged file \"%s\" in redo: %m", path)));
+	}
+	pgstat_report_wait_end();
+	if (pg_fsync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync staged file \"%s\" in redo: %m", path)));
+}
+
+/* redo_create makes the file with its header (and its folders), never emptying one that exists. */
+static void
+redo_create(const xl_staged_file *xlrec, const char *data, int length)
+{
+	char root_path[MAXPGPATH];
+	char database_path[MAXPGPATH];
+	char directory[MAXPGPATH];
+	char path[MAXPGPATH];
+	int fd;
+
+	record_path(xlrec, directory, path, false);
+	snprintf(root_path, sizeof(root_path), "%s", PAIMON_SINK_DIRECTORY);
+	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY,
+			 xlrec->database_id);
+	redo_directory(root_path, ".");
+	redo_directory(database_path, root_path);
+	redo_directory(directory, database_path);
+
+	fd = OpenTransientFile(path, O_RDWR | O_CREAT | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not create staged file \"%s\" in redo: %m", path)));
+	redo_write(fd, path, data, length, 0);
+	CloseTransientFile(fd);
+	fsync_fname(directory, true);
+}
+
+/*
+ * redo_open opens the file a record names for writing; -1 when it is
+ * missing (removed later in the WAL).
+ */
+static int
+redo_open(const char *path)
+{
+	int fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+
+	if (fd < 0 && errno != ENOENT)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not open staged file \"%s\" in redo: %m", path)));
+	if (fd < 0)
+		elog(DEBUG1, "paimon_sink redo skips staged file \"%s\": it is removed later", path);
+	return fd;
+}
+
+/* redo_append writes a batch record's bytes at its offset. */
+static void
+redo_append(const xl_staged_file *xlrec, const char *data, int length)
+{
+	char directory[MAXPGPATH];
+	char path[MAXPGPATH];
+	int fd;
+
+	record_path(xlrec, directory, path, false);
+	fd = redo_open(path);
+	if (fd < 0)
+		return;
+	redo_write(fd, path, data, length, (off_t) xlrec->offset);
+	CloseTransientFile(fd);
+}
+
+/*
+ * redo_truncate cuts a file to the record's length; only ever shorter: a
+ * node whose copy lacks the torn bytes keeps its length.
+ */
+static void
+redo_truncate(const xl_staged_file *xlrec)
+{
+	char directory[MAXPGPATH];
+	char path[MAXPGPATH];
+	struct stat st;
+	int fd;
+
+	record_path(xlrec, directory, path, false);
+	fd = redo_open(path);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not stat staged file \"%s\" in redo: %m", path)));
+	if (st.st_size > (off_t) xlrec->offset && ftruncate(fd, (off_t) xlrec->offset) != 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not truncate staged file \"%s\" in redo: %m", path)));
+	redo_write(fd, path, NULL, 0, 0);
+	CloseTransientFile(fd);
+}
+
+/* redo_remove removes a file (already gone is fine) and syncs its folder. */
+static void
+redo_remove(const xl_staged_file *xlrec)
+{
+	char directory[MAXPGPATH];
+	char path[MAXPGPATH];
+	struct stat st;
+
+	record_path(xlrec, directory, path, true);
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not remove staged file \"%s\" in redo: %m", path)));
+	if (stat(directory, &st) == 0)
+		fsync_fname(directory, true);
+}
+
+/* redo_remove_sink removes a dropped sink's folder with its files. */
+static void
+redo_remove_sink(const xl_staged_file *xlrec)
+{
+	char directory[MAXPGPATH];
+	char database_path[MAXPGPATH];
+	struct stat st;
+
+	staged_file_directory(directory, xlrec->database_id, xlrec->sink_id);
+	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY,
+			 xlrec->database_id);
+	if (stat(directory, &st) != 0)
+		return;
+	if (!rmtree(directory, true))
+		ereport(ERROR, (errmsg("could not remove staged-file folder \"%s\" in redo", directory)));
+	fsync_fname(database_path, true);
+}
+
+/* staged_wal_redo applies one record of ours (rm_redo). */
+static void
+staged_wal_redo(XLogReaderState *record)
+{
+	uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	const char *data = XLogRecGetData(record);
+	int length = (int) XLogRecGetDataLen(record) - (int) sizeof(xl_staged_file);
+	xl_staged_file xlrec;
+
+	if (length < 0)
+		elog(PANIC, "paimon_sink WAL record is too short");
+	memcpy(&xlrec, data, sizeof(xlrec));
+	data += sizeof(xlrec);
+	switch (info)
+	{
+		case XLOG_STAGED_CREATE:
+			redo_create(&xlrec, data, length);
+			break;
+		case XLOG_STAGED_APPEND:
+			redo_append(&xlrec, data, length);
+			break;
+		case XLOG_STAGED_TRUNCATE:
+			redo_truncate(&xlrec);
+			break;
+		case XLOG_STAGED_REMOVE:
+			redo_remove(&xlrec);
+			break;
+		case XLOG_STAGED_REMOVE_SINK:
+			redo_remove_sink(&xlrec);
+			break;
+		default:
+			elog(PANIC, "paimon_sink redo: unknown op code %u", info);
+	}
+}
+
+/*
+ * staged_wal_desc describes a record (rm_desc), as pg_walinspect's
+ * pg_get_wal_records_info() shows it: the file, and for a batch its
+ * offset, length, rows and transaction.
+ */
+static void
+staged_wal_desc(StringInfo buf, XLogReaderState *record)
+{
+	uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	const char *data = XLogRecGetData(record);
+	int length = (int) XLogRecGetDataLen(record) - (int) sizeof(xl_staged_file);
+	xl_staged_file xlrec;
+
+	if (length < 0)
+		return;
+	memcpy(&xlrec, data, sizeof(xlrec));
+	xlrec.file_name[sizeof(xlrec.file_name) - 1] = '\0';
+	if (info == XLOG_STAGED_REMOVE_SINK)
+	{
+		appendStringInfo(buf, "sink %d of database %u", xlrec.sink_id, xlrec.database_id);
+		return;
+	}
+	appendStringInfo(buf, "file %s/%u/%d/%s", PAIMON_SINK_DIRECTORY, xlrec.database_id,
+					 xlrec.sink_id, xlrec.file_name);
+	if (info == XLOG_STAGED_APPEND)
+	{
+		StagedBatchHeader header;
+
+		appendStringInfo(buf, " offset %llu length %d", (unsigned long long) xlrec.offset, length);
+		if (length >= (int) sizeof(header))
+		{
+			memcpy(&header, data + sizeof(xlrec), sizeof(header));
+			appendStringInfo(buf, " rows %u xid %llu", header.row_count,
+							 (unsigned long long) header.full_xid);
+		}
+	}
+	else if (info == XLOG_STAGED_TRUNCATE)
+		appendStringInfo(buf, " length %llu", (unsigned long long) xlrec.offset);
+}
+
+/* staged_wal_identify names a record kind (rm_identify). */
+static const char *
+staged_wal_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_STAGED_CREATE:
+			return "CREATE";
+		case XLOG_STAGED_APPEND:
+			return "APPEND";
+		case XLOG_STAGED_TRUNCATE:
+			return "TRUNCATE";
+		case XLOG_STAGED_REMOVE:
+			return "REMOVE";
+		case XLOG_STAGED_REMOVE_SINK:
+			return "REMOVE_SINK";
+	}
+	return NULL;
+}
