@@ -32,7 +32,8 @@ OBJS = \
 	src/fault.o \
 	src/names.o \
 	src/security.o \
-	src/recovery.o
+	src/recovery.o \
+	src/missing_files.o
 
 EXTENSION = paimon_sink
 # The library's version is the control file's default_version: the catalog

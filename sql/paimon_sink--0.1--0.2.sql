@@ -5,7 +5,9 @@
 -- 0.2's library checks the extension's version: until this script has run,
 -- its committer waits and its functions refuse with 55000.  Nothing staged,
 -- prepared or in doubt changes: the staged-file format (4) and the catalog
--- tables are 0.1's.
+-- tables are 0.1's, but for two columns added to maintenance_result (the
+-- scratch table that carries a request's outcome to its caller; see
+-- discard_missing_files below).
 
 CREATE FUNCTION paimon_sink.library_version() RETURNS text
 	AS 'MODULE_PATHNAME', 'paimon_sink_library_version' LANGUAGE C STRICT STABLE;
@@ -147,3 +149,33 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id;
 COMMENT ON VIEW paimon_sink.commit_stats IS
 	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed.';
+
+-- A pending checkpoint whose staged files are gone (deleted by hand, never
+-- on a promoted standby) failed every later commit of its commit user with
+-- 58P01, and for the sink's own commit user (which recover() refuses) there
+-- was no way out but drop_sink.  discard_missing_files forgets the files
+-- that are gone, their rows lost, so that the rest commits; the
+-- requester reads what it forgot from maintenance_result.
+ALTER TABLE paimon_sink.maintenance_result
+	ADD COLUMN checkpoint_id bigint,
+	ADD COLUMN row_count bigint;
+
+CREATE FUNCTION paimon_sink.discard_missing_files(sink_name text, commit_user text DEFAULT NULL)
+	RETURNS TABLE (checkpoint_id bigint, file_name text, row_count bigint, byte_count bigint)
+	AS 'MODULE_PATHNAME', 'paimon_sink_discard_missing_files' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.discard_missing_files(text, text) IS
+$$The way forward from 58P01 (staged files of a pending checkpoint are missing) without restoring the files: in the commit user's prepared, uncommitted checkpoints (commit_user NULL: the sink's own, which SQL sessions write with), forgets the committables whose staged files do not exist, so that the next commit() or checkpoint() commits what exists; a checkpoint left with no file commits with no snapshot (the commit user's marks move over it). Their rows are lost: returns them (checkpoint_id bigint, file_name text, row_count bigint, byte_count bigint), warns with the totals and logs them; no row when no file is missing, and then nothing changes. A file that exists, or that no pending checkpoint records, is never touched. Runs in the committer, between commits; not undone by a later rollback; refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user; 25001 inside a transaction block; 55000 max_prepared_transactions = 0, writers not running; 58030 (or another file-access SQLSTATE) a staged file that cannot be looked at (nothing discarded). Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+GRANT EXECUTE ON FUNCTION paimon_sink.discard_missing_files(text, text) TO PUBLIC;
+
+-- commit() names the way forward from a missing staged file
+DO $$
+DECLARE
+	f pg_catalog.regprocedure := 'paimon_sink.commit(text, text, bigint)';
+BEGIN
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+		pg_catalog.replace(pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'58P01 a staged file is missing;',
+			'58P01 a staged file is missing (nothing applied; restore it, or go on without its rows with discard_missing_files());'));
+END
+$$;

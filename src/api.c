@@ -2,8 +2,9 @@
  *
  * api.c
  *	  The thin SQL entry points that hand a sink's work to its database's
- *	  committer: prepare_commit, commit, checkpoint, recover, end_input and
- *	  remove_orphan_files; also expire_snapshots and start_workers.
+ *	  committer: prepare_commit, commit, checkpoint, recover, end_input,
+ *	  remove_orphan_files and discard_missing_files; also expire_snapshots
+ *	  and start_workers.
  *
  * Each checks its arguments and the caller's rights, submits one request
  * and returns what the committer did, read from the extension's tables.
@@ -40,6 +41,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_recover);
 PG_FUNCTION_INFO_V1(paimon_sink_end_input);
 PG_FUNCTION_INFO_V1(paimon_sink_remove_orphan_files);
 PG_FUNCTION_INFO_V1(paimon_sink_expire_snapshots);
+PG_FUNCTION_INFO_V1(paimon_sink_discard_missing_files);
 
 /*
  * start_request starts a request to the committer for a sink the caller
@@ -319,6 +321,46 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
 	submit(&request);
 
-	metadata_return_maintenance_results(fcinfo, request.seq);
+	metadata_return_maintenance_results(fcinfo, request.seq, false);
+	return (Datum) 0;
+}
+
+/*
+ * discard_missing_files(sink_name text, commit_user text) forgets, in the
+ * commit user's pending checkpoints (NULL: the sink's own commit user), the
+ * committables whose staged files are missing, so that the next commit()
+ * or checkpoint() commits the rest; their rows are lost.  Returns the
+ * committables forgotten (checkpoint_id bigint, file_name text, row_count
+ * bigint, byte_count bigint), none when no file is missing, and warns with
+ * the totals.  Errors: 42704, 42501, 22023 invalid commit user, 25001,
+ * 55000, 58030 (or another file-access SQLSTATE) a staged file that
+ * cannot be looked at (nothing discarded).
+ */
+Datum
+paimon_sink_discard_missing_files(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink =
+		start_request(fcinfo, &request, REQUEST_DISCARD_MISSING, "discard missing files of",
+					  "paimon_sink.discard_missing_files()");
+
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
+			sizeof(request.commit_user));
+	submit(&request);
+	if (request.discarded_files > 0)
+		ereport(WARNING,
+				(errmsg_plural("discarded %d missing staged file of commit user \"%s\" of sink "
+							   "\"%s\": its %lld rows are lost",
+							   "discarded %d missing staged files of commit user \"%s\" of sink "
+							   "\"%s\": their %lld rows are lost",
+							   request.discarded_files, request.discarded_files,
+							   request.commit_user, sink->name, (long long) request.discarded_rows),
+				 errdetail("Pending checkpoints affected: %d. The next commit() or checkpoint() "
+						   "commits what remains of them; one left with no file commits with no "
+						   "snapshot, the commit user's marks moving over it.",
+						   request.discarded_checkpoints),
+				 errhint("The rows were committed by their transactions: write them again if they "
+						 "can be found elsewhere.")));
+	metadata_return_maintenance_results(fcinfo, request.seq, true);
 	return (Datum) 0;
 }

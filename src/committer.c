@@ -32,6 +32,7 @@
 #include "maintenance.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "missing_files.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
 #include "prepare.h"
@@ -282,6 +283,9 @@ run_request(CommitterRequest *outcome)
 				break;
 			case REQUEST_REMOVE_ORPHANS:
 				maintenance_remove_orphans(outcome->sink_id, outcome);
+				break;
+			case REQUEST_DISCARD_MISSING:
+				missing_files_discard(outcome->sink_id, outcome->commit_user, outcome);
 				break;
 		}
 	}

@@ -516,6 +516,31 @@ metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 res
 }
 
 /*
+ * metadata_forget_files forgets a commit user's pending committables of files (text[]), keeping
+ * their buckets' top sequence numbers, and lists them for request_id; returns how many.
+ */
+int64
+metadata_forget_files(int32 sink_id, const char *commit_user, Datum files, uint64 request_id)
+{
+	static Statement statement = {
+		"WITH gone AS (DELETE FROM paimon_sink.committable c WHERE c.snapshot_id IS NULL AND "
+		"c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 AND "
+		"c.file_name OPERATOR(pg_catalog.=) ANY ($3) RETURNING c.checkpoint_id, c.file_name, "
+		"c.row_count, c.byte_count, c.bucket, c.max_sequence), sequences AS (INSERT INTO "
+		"paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) SELECT $1, g.bucket, "
+		"pg_catalog.max(g.max_sequence) FROM gone g GROUP BY g.bucket ON CONFLICT (sink_id, "
+		"bucket) DO UPDATE SET max_sequence = greatest(paimon_sink.bucket_sequence.max_sequence, "
+		"excluded.max_sequence)) INSERT INTO paimon_sink.maintenance_result (request_id, "
+		"file_name, byte_count, removed, checkpoint_id, row_count) SELECT $4, g.file_name, "
+		"g.byte_count, false, g.checkpoint_id, g.row_count FROM gone g",
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_DATUM(TEXTARRAYOID, files, false),
+				  ARG_INT8((int64) request_id)};
+
+	return (int64) statement_execute(&statement, args, lengthof(args), 0);
+}
+
+/*
  * metadata_record_snapshot records a committed checkpoint as the sink's
  * next snapshot, marks its committables and moves the commit user's marks,
  * all in the caller's (to be prepared) transaction; returns the snapshot id.
@@ -851,20 +876,25 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 }
 
 /*
- * metadata_return_maintenance_results returns, and forgets, what an orphan
- * removal request found, as the result set (file_name, byte_count,
- * removed).  As the extension's owner: no user reads that table.
+ * metadata_return_maintenance_results returns, and forgets, what a request found, as the result
+ * set: an orphan removal's (file_name, byte_count, removed), or (discarded) the committables
+ * discard_missing_files forgot (checkpoint_id, file_name, row_count, byte_count).  As the owner.
  */
 void
-metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id)
+metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id, bool discarded)
 {
-	static Statement statement = {
-		"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
-		"  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
-		"  RETURNING r.file_name, r.byte_count, r.removed) "
-		"SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
-		SPI_OK_SELECT};
+	static Statement statements[] = {
+		{"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
+		 "  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+		 "  RETURNING r.file_name, r.byte_count, r.removed) "
+		 "SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
+		 SPI_OK_SELECT},
+		{"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r WHERE r.request_id "
+		 "OPERATOR(pg_catalog.=) $1 RETURNING r.checkpoint_id, r.file_name, r.row_count, "
+		 "r.byte_count) SELECT o.checkpoint_id, o.file_name, o.row_count, o.byte_count "
+		 "FROM outcome o ORDER BY o.checkpoint_id, o.file_name",
+		 SPI_OK_SELECT}};
 	Arg args[] = {ARG_INT8((int64) request_id)};
 
-	statement_return_rows(fcinfo, &statement, args, lengthof(args), RUN_AS_OWNER);
+	statement_return_rows(fcinfo, &statements[discarded], args, lengthof(args), RUN_AS_OWNER);
 }

@@ -168,6 +168,8 @@ extern List *metadata_pending_checkpoints(int32 sink_id, const char *commit_user
 extern int metadata_count_pending_checkpoints(int32 sink_id);
 extern int metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored);
+extern int64 metadata_forget_files(int32 sink_id, const char *commit_user, Datum files,
+								   uint64 request_id);
 extern int64 metadata_record_snapshot(const SnapshotEntry *entry);
 extern FileRecord metadata_file_record(const char *file_name);
 extern List *metadata_committed_files(void);
@@ -190,6 +192,7 @@ extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,
 extern void metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id,
 									  const char *commit_user, int64 after, int64 up_to,
 									  int64 also);
-extern void metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id);
+extern void metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id,
+												bool discarded);
 
 #endif /* PAIMON_SINK_METADATA_H */

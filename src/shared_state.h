@@ -129,7 +129,8 @@ typedef enum RequestKind
 	REQUEST_CHECKPOINT,
 	REQUEST_RECOVER,
 	REQUEST_END_INPUT,
-	REQUEST_REMOVE_ORPHANS
+	REQUEST_REMOVE_ORPHANS,
+	REQUEST_DISCARD_MISSING
 } RequestKind;
 
 typedef enum RequestState
@@ -185,7 +186,8 @@ typedef struct CommitterRequest
 	int32 committable_count;
 	int32 discarded_checkpoints;
 	int32 discarded_files;
-	int sqlerrcode; /* 0 when it succeeded */
+	int64 discarded_rows; /* discard_missing_files: rows of the files forgotten */
+	int sqlerrcode;		  /* 0 when it succeeded */
 
 	/*
 	 * The error of a failed request, or the warning of a successful one (a

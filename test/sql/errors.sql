@@ -16,6 +16,8 @@ SELECT * FROM paimon_sink.prepare_commit('no_such_sink', 'job-e', 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.drop_sink('no_such_sink');
 \echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.discard_missing_files('no_such_sink');
+\echo :LAST_ERROR_SQLSTATE
 
 -- invalid commit users, as an argument and as a setting
 SELECT * FROM paimon_sink.prepare_commit('orders_sink', '', 1);
@@ -68,6 +70,9 @@ SELECT * FROM paimon_sink.checkpoint('orders_sink');
 ROLLBACK;
 BEGIN;
 SELECT * FROM paimon_sink.prepare_commit('orders_sink', 'job-e', 6);
+ROLLBACK;
+BEGIN;
+SELECT * FROM paimon_sink.discard_missing_files('orders_sink');
 ROLLBACK;
 
 -- a user transaction that wrote to a sink cannot be prepared
@@ -132,6 +137,8 @@ SELECT * FROM paimon_sink.checkpoint('orders_sink');
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.drop_sink('orders_sink');
 \echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.discard_missing_files('orders_sink', 'job-x');
+\echo :LAST_ERROR_SQLSTATE
 -- it may still write, if granted INSERT on the foreign table
 INSERT INTO orders_sink VALUES (40, 4, 'from another role');
 SELECT * FROM paimon_sink.create_sink('others_sink', 'orders');
@@ -155,6 +162,9 @@ SELECT * FROM paimon_sink.create_sink('x', 'orders_view');
 -- drop_sink refuses while a checkpoint is prepared, unless forced
 INSERT INTO orders_sink VALUES (50, 5, 'pending');
 SELECT checkpoint_id FROM paimon_sink.prepare_commit('orders_sink', NULL, 100);
+-- its files are all there: discard_missing_files finds nothing to discard
+SELECT * FROM paimon_sink.discard_missing_files('orders_sink');
+SELECT checkpoint_id, file_count, row_count FROM paimon_sink.pending_checkpoints;
 SELECT paimon_sink.drop_sink('orders_sink');
 \echo :LAST_ERROR_SQLSTATE
 SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('orders_sink');

@@ -173,5 +173,17 @@ sub upgrade_from
 	is($sql->("SELECT count(*) FROM pg_prepared_xacts"), '0', "$version: nothing in doubt");
 	is($sql->("SELECT count(*) FROM (SELECT sink_name, commit_user, commit_identifier FROM paimon_sink.snapshots
 			GROUP BY 1, 2, 3 HAVING count(*) > 1) d"), '0', "$version: one snapshot per checkpoint");
+
+	# discard_missing_files, new in 0.2, on the updated catalog
+	$sql->("SET paimon_sink.commit_user = 'lost'; INSERT INTO a SELECT g, 'lost' FROM generate_series(5001, 5005) g");
+	my $files = $sql->("SELECT string_agg(file_name, ' ' ORDER BY file_name) FROM paimon_sink.prepare_commit('a', 'lost', 1)");
+	unlink glob($new->data_dir . "/pg_paimon_sink/*/*/$_") or die "cannot remove $_" for split / /, $files;
+	is($sql->("SELECT string_agg(file_name, ' ' ORDER BY file_name) || ' ' || sum(row_count)
+			FROM paimon_sink.discard_missing_files('a', 'lost')"),
+		"$files 5", "$version: discard_missing_files() forgets the files deleted by hand");
+	is($sql->("SELECT count(*) FROM paimon_sink.commit('a', 'lost', 1)") . ' '
+		. $sql->("SELECT paimon_sink.last_committed_checkpoint('a', 'lost')") . ' '
+		. $sql->("SELECT count(*) FROM target WHERE note = 'lost'"),
+		'0 1 0', "$version: and the emptied checkpoint commits with no snapshot and no row");
 	$new->stop;
 }

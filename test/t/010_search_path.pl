@@ -369,6 +369,7 @@ my $log_offset = -s $node->logfile;
 	SELECT paimon_sink.expire_snapshots('m_sink', 1, '0') IS NOT NULL;
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('m_sink', '0', true);
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('m_sink', '0');
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.discard_missing_files('m_sink');
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.writer_status();
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.commit_progress();
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.fault_status();
@@ -391,7 +392,7 @@ my $log_offset = -s $node->logfile;
 	SELECT paimon_sink.clear_faults();
 });
 is($ret, 0, 'mallory\'s calls ran') or diag($err);
-is($out, join("\n", qw(m_sink m_kv_sink m_gone_sink 4 4 1 1 1 1 1|1 1), ('t') x 17, ''),
+is($out, join("\n", qw(m_sink m_kv_sink m_gone_sink 4 4 1 1 1 1 1|1 1), ('t') x 18, ''),
 	'each gave what it should');
 is(scalar(() = $err =~ /ERROR:  42501: permission denied for function (start_workers|inject_fault|release_fault|clear_faults)/g),
 	4, 'the functions she may not call refuse her (42501)') or diag($err);
@@ -428,6 +429,7 @@ is(clean("SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM mallory.m_kv"), 
 	SELECT paimon_sink.expire_snapshots('su_sink', 1, '0') IS NOT NULL;
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('su_sink', '0', true);
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.remove_orphan_files('su_sink', '0');
+	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.discard_missing_files('su_sink', 'su-job');
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.writer_status();
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.commit_progress();
 	SELECT pg_catalog.count(*) IS NOT NULL FROM paimon_sink.fault_status();
@@ -443,7 +445,7 @@ is(clean("SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM mallory.m_kv"), 
 	SELECT paimon_sink.drop_sink('su_gone_sink');
 });
 is($ret, 0, 'the superuser\'s calls ran') or diag($err);
-is($out, join("\n", qw(su_sink su_kv_sink su_p_sink su_gone_sink 100 3 2 1 1 1 1|1 1 1), ('t') x 15, ''),
+is($out, join("\n", qw(su_sink su_kv_sink su_p_sink su_gone_sink 100 3 2 1 1 1 1|1 1 1), ('t') x 16, ''),
 	'each gave what it should');
 is(clean("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE v_lower = lower(v)) FROM public.su_t"),
 	'102 102 102', 'the commits ran the trigger, with pg_catalog\'s lower()');
@@ -483,6 +485,22 @@ ok($node->poll_query_until('victim', "SELECT pg_catalog.pg_stat_file('$orphan', 
 # expiry after commits keeps one snapshot per commit user at most
 cmp_ok(clean(q{SELECT count(*) FROM paimon_sink.snapshots WHERE sink_name = 'su_sink'}), '<=', 3,
 	'expiry after commits forgets old snapshots');
+
+# a staged file of a pending checkpoint deleted by hand: discard_missing_files()
+# forgets it (the committer's statement on the catalog), the rest commits
+$node->safe_psql('victim', q{SET paimon_sink.commit_user = 'su-lost';
+	INSERT INTO public.su_sink (id, v) VALUES (301, 'Kept');
+	SET paimon_sink.writer_id = 1;
+	INSERT INTO public.su_sink (id, v) VALUES (302, 'Lost')});
+clean(q{SELECT count(*) FROM paimon_sink.prepare_commit('su_sink', 'su-lost', 1)});
+my $lost = clean(q{SELECT file_name FROM paimon_sink.committable WHERE commit_user = 'su-lost' AND writer_id = 1});
+unlink($node->data_dir . "/pg_paimon_sink/$dboid/$sink_id/$lost") or die "cannot remove $lost: $!";
+($ret, $out, $err) = as_role($superuser, q{
+	SELECT row_count FROM paimon_sink.discard_missing_files('su_sink', 'su-lost');
+	SELECT row_count FROM paimon_sink.commit('su_sink', 'su-lost', 1);
+});
+is($out, "1\n1", 'discard_missing_files() forgets the missing file, and the rest commits') or diag($err);
+is(clean(q{SELECT string_agg(v, ',') FROM public.su_t WHERE id IN (301, 302)}), 'Kept', 'without the lost row');
 
 # drop_sink's staged files go once it commits
 ok($node->poll_query_until('victim', 'SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0 FROM paimon_sink.dropped_sink'),

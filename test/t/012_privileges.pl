@@ -1,5 +1,6 @@
 # The privilege model: who may create a sink, write to one, prepare,
-# commit, recover, maintain and drop it, see the views and inject faults.
+# commit, recover, maintain (orphans, snapshots, missing files) and drop it,
+# see the views and inject faults.
 # The matrix (role kind x operation -> yes or SQLSTATE) is the README's
 # table, read from README.md: every cell is run against a server here.
 # Then the refusals that are the extension's own say what to grant; CREATE
@@ -81,6 +82,7 @@ my %script = (
 	'`last_committed_checkpoint`' => ["SELECT paimon_sink.last_committed_checkpoint('%S', 'job')"],
 	'`remove_orphan_files`' => ["SELECT count(*) FROM paimon_sink.remove_orphan_files('%S', '1 day', true)"],
 	'`expire_snapshots`' => ["SELECT paimon_sink.expire_snapshots('%S')"],
+	'`discard_missing_files`' => ["SELECT count(*) FROM paimon_sink.discard_missing_files('%S', 'job')"],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
 	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `faults`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
