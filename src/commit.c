@@ -169,14 +169,37 @@ refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user
 }
 
 /*
+ * missing_files_hint returns the way forward from a checkpoint whose
+ * staged files are missing: restore them; or go on without them
+ * (discard_missing_files, their rows lost); or, for a job's own commit
+ * user, restore the job from an earlier checkpoint (recover(), which the
+ * sink's own commit user may not use).
+ */
+static char *
+missing_files_hint(const SinkInfo *sink, const char *commit_user)
+{
+	if (strcmp(commit_user, sink->default_commit_user) == 0)
+		return psprintf("Restore the files and commit again; or call "
+						"paimon_sink.discard_missing_files(%s) to commit the rest without them "
+						"(their rows are lost).",
+						quote_literal_cstr(sink->name));
+	return psprintf("Restore the files and commit again; or call "
+					"paimon_sink.discard_missing_files(%s, %s) to commit the rest without them "
+					"(their rows are lost); or restore the job from an earlier checkpoint with "
+					"paimon_sink.recover().",
+					quote_literal_cstr(sink->name), quote_literal_cstr(commit_user));
+}
+
+/*
  * read_checkpoint_files is the first step: the committables of the
  * checkpoint, as LoadFiles in the request's memory, with their rows and
  * bytes added up; an error when a file is missing (nothing is applied).
  */
 static List *
-read_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id, int64 *rows,
-					  int64 *bytes)
+read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+					  int64 *rows, int64 *bytes)
 {
+	int32 sink_id = sink->sink_id;
 	MemoryContext old_context = MemoryContextSwitchTo(CommitterContext);
 	List *files = NIL;
 	ListCell *lc;
@@ -207,8 +230,7 @@ read_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_i
 				 errmsg("staged files of checkpoint %lld of commit user \"%s\" are missing",
 						(long long) checkpoint_id, commit_user),
 				 errdetail("Missing: %s. Nothing of the checkpoint was applied.", missing.data),
-				 errhint("The checkpoint cannot be committed without them; restore the files, or "
-						 "restore the job from an earlier checkpoint.")));
+				 errhint("%s", missing_files_hint(sink, commit_user))));
 	return files;
 }
 
@@ -376,7 +398,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 
-	files = read_checkpoint_files(sink_id, commit_user, checkpoint_id, &rows, &bytes);
+	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes);
 	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes);
 	snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded, list_length(files),
 								  bytes, start);

@@ -37,10 +37,11 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 my $next_id = 1;
 sub insert_rows
 {
-	my ($n, $note, $commit_user) = @_;
+	my ($n, $note, $commit_user, $writer_id) = @_;
 	my $first = $next_id;
 	$next_id += $n;
 	my $set = $commit_user ? "SET paimon_sink.commit_user = '$commit_user';" : '';
+	$set .= "SET paimon_sink.writer_id = $writer_id;" if defined $writer_id;
 	sql("$set BEGIN; INSERT INTO f SELECT g, '$note' FROM generate_series($first, $first + $n - 1) g;
 	   INSERT INTO ledger SELECT g FROM generate_series($first, $first + $n - 1) g; COMMIT;");
 	return $first;
@@ -263,6 +264,136 @@ is(count_note('zombie') . ' ' . count_note('handed off') . ' ' . count_note('rej
 ok($node->log_contains(qr/paimon_sink left out \d+ rows of commit user "job-z"/),
 	'the writer logs the rows it left out');
 clean('a transaction of the failed attempt commits after recover()');
+
+# --- a staged file deleted by hand: the commit fails naming it, nothing
+# applied, and its hint names the way forward; discard_missing_files() goes
+# on without the file (its rows lost, and said so), for the sink's own commit
+# user (which recover() refuses) as for a job's; the rest commits once
+my $staged_dir = $node->data_dir . '/pg_paimon_sink';
+# remove_staged(WHERE): deletes by hand the files of the pending committables
+# WHERE picks; returns their rows and "checkpoint:file:rows" of each, sorted
+sub remove_staged
+{
+	my ($where) = @_;
+	my ($rows, @removed) = (0);
+	for my $line (split /\n/, sql("SELECT checkpoint_id || ':' || file_name || ':' || row_count
+			FROM paimon_sink.committable WHERE snapshot_id IS NULL AND $where
+			ORDER BY checkpoint_id, file_name"))
+	{
+		my (undef, $file, $count) = split /:/, $line;
+		my @paths = glob("$staged_dir/*/*/$file");
+		die "no staged file $file" unless @paths == 1;
+		unlink $paths[0] or die "cannot remove $paths[0]: $!";
+		$rows += $count;
+		push @removed, $line;
+	}
+	return ($rows, @removed);
+}
+sub pending_files
+{
+	return sql("SELECT string_agg(commit_user || ':' || checkpoint_id || ':' || file_name, ',' ORDER BY 1)
+		FROM paimon_sink.committable WHERE snapshot_id IS NULL");
+}
+# target_matches_ledger(FROM): the ids from FROM on in the target, each once, are the ledger's
+sub target_matches_ledger
+{
+	my ($from) = @_;
+	my $range = "id >= $from AND id < $next_id";
+	return sql("SELECT count(*) FROM target t JOIN ledger l USING (id) WHERE $range") . '/'
+	  . sql("SELECT count(*) FROM ledger WHERE $range") . '/'
+	  . sql("SELECT count(*) || '/' || count(DISTINCT id) FROM target WHERE $range");
+}
+my $own = sql("SELECT default_commit_user FROM paimon_sink.sinks WHERE sink_name = 'f'");
+
+# the sink's own commit user: SQL sessions' rows, a checkpoint left prepared
+my $own_first = insert_rows(20, 'own kept');
+my $own_lost = insert_rows(12, 'own lost', undef, 7);
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'error')");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('f')");
+like($err, qr/fault injected at committer_before_prepare/, 'a checkpoint() whose commit fails leaves its checkpoint prepared');
+my $own_ckpt = sql("SELECT checkpoint_id FROM paimon_sink.pending_checkpoints WHERE commit_user = '$own'");
+like($own_ckpt, qr/^\d+$/, "the own commit user's checkpoint $own_ckpt is pending");
+my ($own_lost_rows, @own_removed) = remove_staged("commit_user = '$own' AND writer_id = 7");
+is($own_lost_rows, 12, 'the files deleted by hand held the 12 rows of writer id 7');
+insert_rows(5, 'own later');
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('f')");
+like($err, qr/58P01: staged files of checkpoint $own_ckpt of commit user "$own" are missing/,
+	'checkpoint() fails with 58P01');
+my (undef, $first_lost_file) = split /:/, $own_removed[0];
+like($err, qr/DETAIL:  Missing: [^\n]*\Q$first_lost_file\E/, 'naming the missing files');
+like($err, qr/HINT:  Restore the files and commit again; or call paimon_sink\.discard_missing_files\('f'\) to commit the rest without them \(their rows are lost\)\.\n/,
+	'its hint names the way forward for the sink\'s own commit user, which recover() refuses');
+is(count_note('own kept') + count_note('own later'), 0, 'nothing applied');
+my $pending = pending_files();
+my $staged = staged_files($node);
+
+# refused, changing nothing: another role, an unknown sink, a transaction block
+sql("CREATE ROLE outsider LOGIN");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.discard_missing_files('f')", 'outsider');
+like($err, qr/ERROR:  42501: /, 'discard_missing_files() refuses a role that is not the sink\'s owner (42501)');
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.discard_missing_files('no_such_sink')");
+like($err, qr/ERROR:  42704: /, 'and an unknown sink (42704)');
+($ret, $out, $err) = try_sql($node, "BEGIN; SELECT * FROM paimon_sink.discard_missing_files('f')");
+like($err, qr/ERROR:  25001: /, 'and a transaction block (25001)');
+is(pending_files(), $pending, 'the refusals changed nothing');
+
+($ret, $out, $err) = try_sql($node, "SELECT checkpoint_id || ':' || file_name || ':' || row_count
+	FROM paimon_sink.discard_missing_files('f')");
+is($out, join("\n", @own_removed), 'discard_missing_files() returns each missing file with its rows');
+my $files = scalar(@own_removed);
+like($err, qr/WARNING:  01000: discarded $files missing staged files? of commit user "$own" of sink "f": (its|their) 12 rows are lost\nDETAIL:  Pending checkpoints affected: 1\./,
+	'and warns with the totals');
+ok($node->log_contains(qr/paimon_sink discarded $files missing staged files? of commit user "$own" of sink "f": 12 rows lost\n[^\n]*DETAIL:  Pending checkpoints affected: 1\. Missing: [^\n]*\Q$first_lost_file\E/),
+	'and logs them');
+is(staged_files($node), $staged, 'no staged file was touched');
+($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.discard_missing_files('f')");
+is($out . ' ' . ($err =~ /WARNING/ ? 'warned' : 'quiet'), '0 quiet', 'a second call finds nothing missing');
+is(sql("SELECT string_agg(checkpoint_id || ':' || row_count, ',' ORDER BY checkpoint_id) FROM paimon_sink.checkpoint('f')"),
+	"$own_ckpt:20," . ($own_ckpt + 1) . ':5', 'the next checkpoint() commits the rest, and what was written since');
+is(count_note('own kept') . ' ' . count_note('own lost') . ' ' . count_note('own later'), '20 0 5',
+	'the rows of existing files once, none of the deleted ones');
+sql("DELETE FROM ledger WHERE id BETWEEN $own_lost AND $own_lost + 11");
+is(target_matches_ledger($own_first), '25/25/25/25', 'target equals the ledger, less the lost rows');
+insert_rows(3, 'own after');
+is(sql("SELECT row_count FROM paimon_sink.checkpoint('f')"), '3', 'later writes and checkpoints work');
+clean('staged file deleted by hand, own commit user');
+
+# a job's commit user: one checkpoint loses some files, the next all of its own
+my $job_first = insert_rows(8, 'job kept', 'job-h');
+my $job_lost = insert_rows(6, 'job lost', 'job-h', 3);
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('f', 'job-h', 1)");
+my $job_lost2 = insert_rows(4, 'job lost', 'job-h', 3);
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('f', 'job-h', 2)");
+$pending = pending_files();
+($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.discard_missing_files('f', 'job-h')");
+is($out . ' ' . ($err =~ /WARNING/ ? 'warned' : 'quiet'), '0 quiet', 'with no file missing, discard_missing_files() returns nothing');
+is(pending_files(), $pending, 'and changes nothing');
+my ($job_lost_rows, @job_removed) = remove_staged("commit_user = 'job-h' AND writer_id = 3");
+is($job_lost_rows, 10, 'the files deleted by hand held the 10 rows of writer id 3');
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-h', 2)");
+like($err, qr/58P01: staged files of checkpoint 1 of commit user "job-h" are missing/, 'commit() fails with 58P01');
+like($err, qr/HINT:  Restore the files and commit again; or call paimon_sink\.discard_missing_files\('f', 'job-h'\) to commit the rest without them \(their rows are lost\); or restore the job from an earlier checkpoint with paimon_sink\.recover\(\)\./,
+	'its hint names the ways forward of a job');
+is(count_note('job kept'), '0', 'nothing applied');
+($ret, $out, $err) = try_sql($node, "SELECT checkpoint_id || ':' || file_name || ':' || row_count
+	FROM paimon_sink.discard_missing_files('f', 'job-h')");
+is($out, join("\n", @job_removed), 'discard_missing_files() returns the missing files of both checkpoints');
+like($err, qr/discarded ${\ scalar(@job_removed)} missing staged files? of commit user "job-h" of sink "f": (its|their) 10 rows are lost\nDETAIL:  Pending checkpoints affected: 2\./,
+	'and warns with the totals');
+is(sql("SELECT string_agg(checkpoint_id::text, ',') FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-h'"),
+	'1', 'checkpoint 2, left with no file, is no longer pending');
+is(sql("SELECT string_agg(checkpoint_id || ':' || row_count || ':' || newly_committed, ',') FROM paimon_sink.commit('f', 'job-h', 2)"),
+	'1:8:true', 'commit(2) commits what checkpoint 1 kept');
+is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-h')"), '2',
+	'and moves the mark over the empty checkpoint 2');
+is(count_note('job kept') . ' ' . count_note('job lost'), '8 0', 'the kept rows once, the lost ones never');
+insert_rows(4, 'job after', 'job-h');
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('f', 'job-h', 3)");
+is(sql("SELECT checkpoint_id || ':' || row_count FROM paimon_sink.commit('f', 'job-h', 3)"), '3:4',
+	'the job goes on with checkpoint 3');
+sql("DELETE FROM ledger WHERE id BETWEEN $job_lost AND $job_lost + 5 OR id BETWEEN $job_lost2 AND $job_lost2 + 3");
+is(target_matches_ledger($job_first), '12/12/12/12', 'target equals the ledger, less the lost rows');
+clean('staged file deleted by hand, a job\'s commit user');
 
 # --- end of input: committed at once; a later prepare is an error, never a skip
 insert_rows(9, 'bounded', 'job-x');
