@@ -30,27 +30,33 @@ SELECT count(*) AS files_missing
   FROM (SELECT DISTINCT substring(description FROM '^file ([^ ]+)') AS path
           FROM wal_records) f
  WHERE pg_stat_file(f.path, true) IS NULL;
+SELECT set_config('wal.after_lsn', :'after_lsn', false) IS NOT NULL AS noted;
 SELECT snapshot_id IS NOT NULL AS committed, row_count
   FROM paimon_sink.checkpoint('wal_sink');
--- the committer removes the committed files after its reply: wait for it (10 s at most)
+-- The committer removes the committed files after its reply, each removal
+-- a record first; pg_current_wal_lsn() shows a record once the WAL writer
+-- wrote it.  Wait for both (10 s at most).
+CREATE FUNCTION pg_temp.removals_not_logged(since pg_lsn) RETURNS bigint
+LANGUAGE sql AS $$
+	SELECT count(*)
+	  FROM (SELECT DISTINCT substring(description FROM '^file ([^ ]+)') AS path
+	          FROM wal_records) f
+	 WHERE pg_stat_file(f.path, true) IS NOT NULL
+	    OR NOT EXISTS (
+		SELECT FROM pg_get_wal_records_info(since, pg_current_wal_lsn()) r
+		 WHERE r.resource_manager = 'paimon_sink' AND r.record_type = 'REMOVE'
+		   AND r.description = 'file ' || f.path)
+$$;
 DO $$
 BEGIN
 	FOR i IN 1..100 LOOP
-		EXIT WHEN NOT EXISTS (
-			SELECT FROM wal_records
-			 WHERE pg_stat_file(substring(description FROM '^file ([^ ]+)'), true) IS NOT NULL);
+		EXIT WHEN pg_temp.removals_not_logged(current_setting('wal.after_lsn')::pg_lsn) = 0;
 		PERFORM pg_sleep(0.1);
 	END LOOP;
 END
 $$;
--- each removal is a record too: no file of the load lacks one
-SELECT count(*) AS removals_not_logged
-  FROM (SELECT DISTINCT substring(description FROM '^file ([^ ]+)') AS path
-          FROM wal_records) f
- WHERE NOT EXISTS (
-	SELECT FROM pg_get_wal_records_info(:'after_lsn', pg_current_wal_lsn()) r
-	 WHERE r.resource_manager = 'paimon_sink' AND r.record_type = 'REMOVE'
-	   AND r.description = 'file ' || f.path);
+-- every file of the load is gone, and its removal is a record
+SELECT pg_temp.removals_not_logged(:'after_lsn');
 SELECT count(*) FROM wal_target;
 SELECT paimon_sink.drop_sink('wal_sink');
 DROP TABLE wal_target;
