@@ -11,6 +11,10 @@ OS user postgres can read it wherever the checkout is.  It holds:
   start and cleanup, which test/check and test/demo use too);
 * Server: connections as the cluster's OS user over its unix socket, one
   statement on a fresh connection, the "writers ready" check;
+* Node: one server that a program drives itself with pg_ctl, laid out as
+  test/lib/cluster.sh lays a cluster out, for the soak's failover mode (a
+  streaming standby made with pg_basebackup, promoted when its primary is
+  killed);
 * the small helpers the programs wrote each for themselves: a one-line
   error text, closing a connection quietly, nearest-rank percentiles, the
   installed library's identity, the staged files left in a data directory.
@@ -24,6 +28,8 @@ import math
 import os
 import pwd
 import re
+import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -302,3 +308,175 @@ class Cluster:
             self.sh("ps_cleanup", check=False)
         except BaseException as e:  # a second Ctrl-C
             print("%s: cleanup interrupted (%s); temp dir %s" % (self.label, e, self.work), file=sys.stderr)
+
+
+def listening_ports():
+    """listening_ports returns the TCP ports some process listens on (v4 and
+    v6), as test/lib/cluster.sh's _ps_listening_ports reads them."""
+    ports = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[3] == "0A":
+                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            pass
+    return ports
+
+
+def process_state(pid):
+    """process_state returns the state letter of process pid (R, S, Z, ...)
+    from /proc, or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def child_pids(pid):
+    """child_pids returns the pids of the live processes whose parent is pid
+    (a postmaster's backends and workers)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(pid) and fields[0] != "Z":
+            out.append(int(d))
+    return out
+
+
+class Node:
+    """Node is one server that a program drives itself, as the cluster's OS
+    user, with PostgreSQL's pg_ctl, pg_basebackup and the like (of PGBIN):
+    its folder cdir holds data/, sock/, port and server.log, as
+    test/lib/cluster.sh lays a cluster out, so that the shell's cleanup
+    (ps_stop_all: every postmaster below $PS_WORK) and its log keeping
+    (clusters/*/server.log) cover it too.  Unix socket only."""
+
+    def __init__(self, cdir, name=None):
+        """__init__ names the node's folder (an existing cluster's, or one
+        create_standby fills) and its name in messages (the folder's)."""
+        self.cdir = cdir
+        self.name = name or os.path.basename(cdir)
+
+    @property
+    def datadir(self):
+        """datadir is the node's data directory."""
+        return os.path.join(self.cdir, "data")
+
+    @property
+    def sockdir(self):
+        """sockdir is the folder of the node's unix socket (its host)."""
+        return os.path.join(self.cdir, "sock")
+
+    @property
+    def port(self):
+        """port is the node's port, from its folder's port file."""
+        with open(os.path.join(self.cdir, "port")) as f:
+            return int(f.read().strip())
+
+    @property
+    def server_log(self):
+        """server_log is the path of the node's server log."""
+        return os.path.join(self.cdir, "server.log")
+
+    def server(self, **kw):
+        """server returns a Server for this node (keyword arguments as
+        Server's)."""
+        return Server(self.sockdir, self.port, pg_user(), **kw)
+
+    def run(self, prog, *args, timeout=120):
+        """run runs PostgreSQL's program prog (of PGBIN) with args and returns
+        its output (stdout and stderr); a failure raises RuntimeError with
+        the output."""
+        cmd = [os.path.join(PGBIN, prog)] + [str(a) for a in args]
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError("%s: timed out after %ds: %s" % (" ".join(cmd), timeout, e.output or ""))
+        if r.returncode != 0:
+            raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stdout.strip()))
+        return r.stdout
+
+    def start(self, timeout=60):
+        """start starts the node (pg_ctl start -w) with its log in server_log."""
+        self.run("pg_ctl", "start", "-D", self.datadir, "-l", self.server_log, "-w", "-t", timeout,
+                 timeout=timeout + 30)
+
+    def stop(self, mode="fast", timeout=60):
+        """stop stops the node with pg_ctl stop -m mode (fast, immediate, ...)
+        and waits until it is down."""
+        self.run("pg_ctl", "stop", "-D", self.datadir, "-m", mode, "-w", "-t", timeout, timeout=timeout + 30)
+
+    def promote(self, timeout=60):
+        """promote ends the standby's recovery (pg_ctl promote -w): it then
+        accepts writes."""
+        self.run("pg_ctl", "promote", "-D", self.datadir, "-w", "-t", timeout, timeout=timeout + 30)
+
+    def postmaster_pid(self):
+        """postmaster_pid returns the pid in postmaster.pid when that process
+        is alive, otherwise None."""
+        try:
+            with open(os.path.join(self.datadir, "postmaster.pid")) as f:
+                pid = int(f.readline().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if process_state(pid) not in (None, "Z") else None
+
+    def kill9(self, timeout=30):
+        """kill9 ends the node as a machine loss would: SIGKILL to the
+        postmaster and, at once, to every process it started (collected
+        first), then waits until they are gone; returns how many processes
+        were killed (0: the node was not running)."""
+        pm = self.postmaster_pid()
+        if pm is None:
+            return 0
+        pids = [pm] + child_pids(pm)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while any(process_state(p) not in (None, "Z") for p in pids):
+            if time.monotonic() >= deadline:
+                raise RuntimeError("%s: processes %s still alive %ds after SIGKILL" % (self.name, pids, timeout))
+            time.sleep(0.05)
+        return len(pids)
+
+    def discard(self):
+        """discard kills the node if it still runs and removes its data
+        directory; its folder keeps server.log (for the evidence)."""
+        self.kill9()
+        shutil.rmtree(self.datadir, ignore_errors=True)
+
+    @classmethod
+    def create_standby(cls, primary, cdir, conf="", timeout=120):
+        """create_standby makes a streaming standby of the running primary (a
+        Node) in folder cdir: pg_basebackup -R (a fast checkpoint, WAL
+        streamed, no fsync: a throwaway copy) as application_name the
+        folder's name, its own port and socket dir, then conf; it returns the
+        Node, not started."""
+        node = cls(cdir)
+        os.makedirs(node.sockdir, exist_ok=True)
+        used = listening_ports() | {primary.port}
+        port = next(p for p in (random.randint(20000, 49999) for _ in range(200)) if p not in used)
+        with open(os.path.join(cdir, "port"), "w") as f:
+            f.write("%d\n" % port)
+        node.run("pg_basebackup", "-h", primary.sockdir, "-p", primary.port, "-U", pg_user(),
+                 "-D", node.datadir, "-R", "-X", "stream", "-c", "fast", "--no-sync",
+                 "-d", "application_name=%s" % node.name, timeout=timeout)
+        with open(os.path.join(node.datadir, "postgresql.conf"), "a") as f:
+            f.write("\n# ---- harness.py Node.create_standby ----\n"
+                    "port = %d\nunix_socket_directories = '%s'\ncluster_name = '%s'\n%s"
+                    % (port, node.sockdir, node.name, conf))
+        return node

@@ -3,8 +3,9 @@
 
 Configuration from the environment (SOAK_*), see test/soak.  Writes after
 each trial "trials crashes missing duplicated phantom in_doubt leftovers
-failed wrong_keys" to SOAK_STATE.  Exit 0: all trials ok; 1: a check failed; 2: a trial
-could not recover (the soak stopped early).
+failed wrong_keys" to SOAK_STATE (failover mode: crashes counts the
+failovers).  Exit 0: all trials ok; 1: a check failed; 2: a trial could not
+recover (the soak stopped early).
 """
 import glob
 import io
@@ -20,7 +21,7 @@ import traceback
 import psycopg2
 
 import harness
-from harness import Server, close_quietly, error_text
+from harness import Node, Server, close_quietly, error_text
 
 E = os.environ
 HOST, PORT, USER = E["SOAK_HOST"], E["SOAK_PORT"], E["SOAK_USER"]
@@ -35,9 +36,19 @@ RECOVERY_TIMEOUT = float(E.get("SOAK_RECOVERY_TIMEOUT") or 60)
 STOP_ON_FAIL = E.get("SOAK_STOP_ON_FAIL", "0") == "1"
 VERBOSE = E.get("SOAK_VERBOSE", "0") == "1"
 MODE = E.get("SOAK_MODE") or "append"
-if MODE not in ("append", "upsert"):
+if MODE not in ("append", "upsert", "failover"):
     sys.exit(f"soak: unknown SOAK_MODE {MODE!r}")
 UPSERT = MODE == "upsert"
+# failover: the append sink on a primary with a streaming standby, which is
+# promoted when the primary is killed (run_failover_trial)
+FAILOVER = MODE == "failover"
+# failover: PS_WORK (the standbys' folders go in its clusters/) and the
+# folder of the first primary, the cluster the wrapper made
+WORK = E.get("SOAK_WORK", "")
+CLUSTER_DIR = E.get("SOAK_CLUSTER_DIR", "")
+SYNC = E.get("SOAK_SYNC") or "alternate"
+if SYNC not in ("alternate", "random", "sync", "async"):
+    sys.exit(f"soak: SOAK_SYNC must be alternate, random, sync or async, not {SYNC!r}")
 KEYS = int(E.get("SOAK_KEYS") or 50)  # upsert: keys per client and trial
 if not 1 <= KEYS <= 10 ** 6:
     sys.exit("soak: SOAK_KEYS must be 1..1000000")
@@ -60,8 +71,12 @@ for p in POINTS:
     if p not in ALL_POINTS:
         sys.exit(f"soak: unknown fault point {p!r}")
 for a in ACTIONS:
-    if a not in ("error", "fatal", "panic", "kill", "pause"):
-        sys.exit(f"soak: unknown fault action {a!r}")
+    if a not in (("kill", "immediate") if FAILOVER else ("error", "fatal", "panic", "kill", "pause")):
+        sys.exit(f"soak: unknown {'failover ' if FAILOVER else 'fault '}action {a!r}")
+if FAILOVER and (not WORK or not CLUSTER_DIR):
+    sys.exit("soak: failover mode needs SOAK_WORK and SOAK_CLUSTER_DIR")
+if FAILOVER and any(t not in ("missing", "duplicated", "phantom", "in_doubt") for t in TAMPER):
+    sys.exit("soak: failover mode tampers with missing, duplicated, phantom, in_doubt only")
 
 CRASH_LINE = "all server processes terminated; reinitializing"
 ID_TRIAL = 10 ** 9      # id = trial * ID_TRIAL + client * ID_CLIENT + n
@@ -99,15 +114,28 @@ def check_stop():
         raise Stop("stop file")
 
 
+# The server the trials run against, its data directory and its log: the
+# primary of the moment in failover mode (use_node switches them).
 SERVER = Server(HOST, PORT, USER, default_app="soak_control")
-# query(sql, args=None, app=None, timeout_ms=30000): one statement on a fresh
-# connection; all rows (or None).
-query = SERVER.query
+
+
+def use_node(node):
+    """use_node makes node (a harness Node) the server that query, connect,
+    the checks and the new sessions use (failover mode, after a promotion)."""
+    global SERVER, DATA, SERVER_LOG
+    SERVER = node.server(default_app="soak_control")
+    DATA, SERVER_LOG = node.datadir, node.server_log
+
+
+def query(sql, args=None, app=None, timeout_ms=30000):
+    """query runs one statement on a fresh connection to the current server
+    and returns all its rows (or None)."""
+    return SERVER.query(sql, args, app=app, timeout_ms=timeout_ms)
 
 
 def connect(app, statement_timeout_ms=30000):
-    """connect opens an autocommit connection named app with that statement
-    timeout (0: none)."""
+    """connect opens an autocommit connection named app to the current
+    server with that statement timeout (0: none)."""
     return SERVER.connect(app, statement_timeout_ms=statement_timeout_ms)
 
 
@@ -191,9 +219,12 @@ class Session(threading.Thread):
     autocommit = True
 
     def __init__(self, name, stop, rng):
-        """__init__ sets up the thread and the counters every session has."""
+        """__init__ sets up the thread and the counters every session has;
+        the session keeps to the server current now (a failover's sessions
+        never follow the promotion)."""
         super().__init__(daemon=True, name=name)
         self.stop, self.rng = stop, rng
+        self.server = SERVER
         self.failed = 0
         self.errors = {}
         self.pid = None
@@ -218,7 +249,7 @@ class Session(threading.Thread):
             failed = False
             try:
                 if conn is None:
-                    conn = connect(self.app, 0)
+                    conn = self.server.connect(self.app, statement_timeout_ms=0)
                     conn.autocommit = self.autocommit
                     self.pid = conn.get_backend_pid()
                 self.step(conn)
@@ -248,14 +279,18 @@ class Loader(Session):
         self.trial, self.client = trial, client
         self.next = trial * ID_TRIAL + client * ID_CLIENT + 1
         self.committed = self.rolled_back = self.aborted = 0
+        self.tx_ids = []  # ids the open transaction keeps (append mode)
+        self.acked = []   # ids of the transactions whose COMMIT returned
 
     def body(self, cur):
         """One transaction's writes; True when it must roll back (aborted)."""
         self.write(cur, self.take(self.rng.randint(1, 8)))
         if self.rng.random() < 0.1:
             cur.execute("SAVEPOINT s")
+            kept = len(self.tx_ids)
             self.write(cur, self.take(self.rng.randint(1, 4)))
             cur.execute("ROLLBACK TO SAVEPOINT s")
+            del self.tx_ids[kept:]
             if self.rng.random() < 0.5:
                 self.write(cur, self.take(self.rng.randint(1, 4)))
         return False
@@ -287,11 +322,13 @@ class Loader(Session):
             cur.copy_expert("COPY soak_sink (id, client, trial, payload) FROM STDIN", io.StringIO(data))
         cur.execute("INSERT INTO ledger (id, client, trial) "
                     "SELECT unnest(%s::bigint[]), %s, %s", (ids, c, t))
+        self.tx_ids.extend(ids)
 
     def step(self, conn):
         """step is one transaction: its writes, then ROLLBACK when it was
         aborted or (10%) on purpose, COMMIT otherwise."""
         self.busy_since = time.monotonic()
+        self.tx_ids = []
         with conn.cursor() as cur:
             aborted = self.body(cur)
         if aborted:
@@ -303,6 +340,7 @@ class Loader(Session):
         else:
             conn.commit()
             self.committed += 1
+            self.acked.extend(self.tx_ids)
         self.busy_since = None
 
     def pause(self, failed):
@@ -456,23 +494,31 @@ class UpsertLoader(Loader):
 
 
 class Checkpointer(Session):
-    """checkpoint() every 100-300 ms until stopped."""
+    """checkpoint() every 100-300 ms until stopped; with sql_checkpoints, a
+    PostgreSQL CHECKPOINT after that share of the calls (failover mode: the
+    standby then makes restartpoints while staged files change)."""
 
     app = "soak_checkpoint_loop"
 
-    def __init__(self, stop, rng):
-        """__init__ sets the checkpoint counters."""
+    def __init__(self, stop, rng, sql_checkpoints=0.0):
+        """__init__ sets the checkpoint counters and the share of calls
+        followed by a CHECKPOINT."""
         super().__init__("checkpointer", stop, rng)
-        self.calls = self.ok = self.snapshots = self.rows = 0
+        self.calls = self.ok = self.snapshots = self.rows = self.sql_checkpoints = 0
+        self.sql_share = sql_checkpoints
 
     def step(self, conn):
-        """step is one checkpoint() call, its snapshots and rows counted."""
+        """step is one checkpoint() call, its snapshots and rows counted, and
+        sometimes a CHECKPOINT."""
         self.calls += 1
         self.busy_since = time.monotonic()
         with conn.cursor() as cur:
             cur.execute("SELECT count(*), coalesce(sum(row_count), 0) "
                         "FROM paimon_sink.checkpoint(%s)", (SINK,))
             n, rows = cur.fetchone()
+            if self.sql_share and self.rng.random() < self.sql_share:
+                cur.execute("CHECKPOINT")
+                self.sql_checkpoints += 1
         self.busy_since = None
         self.ok += 1
         self.snapshots += n
@@ -485,10 +531,11 @@ class Checkpointer(Session):
 
 # --- diagnosis ---------------------------------------------------------------------
 
-def diagnose(log, trial_offset):
+def diagnose(log, trial_offset, other_logs=()):
     """diagnose prints, after a failed trial, the sessions, writers, pending and in-doubt
     checkpoints, faults and sink state, the staged file count and the trial's server log without
-    its commit lines."""
+    its commit lines; other_logs are more (title, ServerLog, offset) to show so (failover mode: the
+    killed primary's)."""
     say("  --- diagnosis")
     for title, sql in [
         ("sessions", "SELECT pid, backend_type, application_name, state, "
@@ -519,6 +566,15 @@ def diagnose(log, trial_offset):
     say(f"  server log of this trial: {len(lines)} line(s), without commit lines (last 40):")
     for l in interesting[-40:]:
         say("    " + l)
+    for title, other, offset in other_logs:
+        try:
+            lines = other.since(offset).splitlines()
+        except OSError:
+            lines = []
+        interesting = [l for l in lines if not re.search(r"paimon_sink committed snapshot", l)]
+        say(f"  {title}: {len(lines)} line(s), without commit lines (last 25):")
+        for l in interesting[-25:]:
+            say("    " + l)
 
 
 # --- comparison ----------------------------------------------------------------------
@@ -711,6 +767,7 @@ class Totals:
         self.seen_leftovers = set()
         self.seen_others = set()
         self.unexpected = []
+        self.lost_acked = 0
 
     def write_state(self):
         """write_state replaces SOAK_STATE atomically with the sums the wrapper reads."""
@@ -1035,6 +1092,276 @@ def run_trial(n, params, log, totals, dboid, sink_id):
                 t.join(1)
 
 
+# --- failover mode ---------------------------------------------------------------
+
+# A standby's settings beyond its primary's postgresql.conf, which
+# pg_basebackup copies (primary_conninfo comes with -R).
+STANDBY_CONF = "hot_standby = on\n"
+
+
+class Failover:
+    """The state of a failover soak between trials: the primary of the
+    moment (a harness Node), the database oid and the sink id on it."""
+
+    def __init__(self, primary, dboid, sink_id):
+        """__init__ records the first primary and what setup made on it."""
+        self.primary = primary
+        self.dboid, self.sink_id = dboid, sink_id
+
+
+def failover_params(rng, sync):
+    """failover_params draws a failover trial's moment: the action that ends the primary (kill: SIGKILL
+    to the postmaster and its processes; immediate: pg_ctl stop -m immediate), a fault point to pause
+    at first (None 40% of the time), the load before the pause is armed (or before the action), and
+    the longest wait for the point to be reached."""
+    action = rng.choice(ACTIONS or ["kill", "immediate"])
+    point = rng.choice(POINTS) if rng.random() < 0.6 else None
+    return sync, point, action, round(rng.uniform(0.5, 2.5), 2), round(rng.uniform(0.5, 2.0), 2)
+
+
+def wait_replication(primary_server, name, sync, deadline):
+    """wait_replication waits until the primary streams to standby name as a synchronous standby
+    (sync) or an asynchronous one (Timeout at the deadline)."""
+    want = "sync" if sync else "async"
+
+    def check():
+        """check raises until pg_stat_replication shows the standby streaming as wanted."""
+        r = primary_server.query("SELECT state, sync_state FROM pg_stat_replication WHERE application_name = %s",
+                                 (name,), timeout_ms=5000)
+        if not r or r[0] != ("streaming", want):
+            raise psycopg2.OperationalError(f"standby {name}: {r[0] if r else 'not connected'}, want streaming/{want}")
+        return True
+    retry(deadline, f"standby {name} streaming ({want})", check)
+
+
+def set_sync(server, sync, deadline):
+    """set_sync makes the node's commits wait for any standby's flush (sync: synchronous_standby_names
+    '*') or for none (ALTER SYSTEM, then a reload)."""
+    sql = "ALTER SYSTEM SET synchronous_standby_names = '*'" if sync else \
+        "ALTER SYSTEM RESET synchronous_standby_names"
+    retry(deadline, "synchronous_standby_names", lambda: server.query(sql))
+    retry(deadline, "pg_reload_conf()", lambda: server.query("SELECT pg_reload_conf()"))
+
+
+def final_checkpoint_failover(deadline):
+    """final_checkpoint_failover calls checkpoint() on the promoted node until it returns no row;
+    returns (calls, error): error is None when it did, else why not (a server error three times,
+    e.g. a staged file missing, or the deadline); connection errors are retried."""
+    calls, errors, last = 0, [], None
+    while True:
+        check_stop()
+        calls += 1
+        try:
+            r = query("SELECT count(*) FROM paimon_sink.checkpoint(%s)", (SINK,), timeout_ms=60000)
+            if r[0][0] == 0:
+                return calls, None
+            last = "it kept committing snapshots"
+        except psycopg2.Error as e:
+            last = short(e)
+            if e.pgcode:
+                errors.append(last)
+                if len(errors) >= 3:
+                    return calls, f"{len(errors)} errors, the last: {last}"
+        if time.monotonic() >= deadline:
+            return calls, f"not empty within the timeout; last: {last}"
+        time.sleep(0.3)
+
+
+def reset_sink(state):
+    """reset_sink leaves the promoted node clean for the next trial after one that was not: our
+    in-doubt transactions rolled back, the sink dropped (force: its prepared checkpoints and staged
+    files go) and created again."""
+    deadline = time.monotonic() + RECOVERY_TIMEOUT
+    for (gid,) in retry(deadline, "in-doubt list", lambda: query(
+            "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%' AND database = current_database()")):
+        try:
+            query("ROLLBACK PREPARED %s", (gid,))
+        except psycopg2.Error as e:
+            say(f"  reset: ROLLBACK PREPARED {gid}: {short(e)}")
+    retry(deadline, "drop_sink()", lambda: query("SELECT paimon_sink.drop_sink(%s, true)", (SINK,)))
+    retry(deadline, "create_sink()", lambda: query(APPEND_SINK, (SINK,)))
+    state.sink_id = query("SELECT sink_id FROM paimon_sink.sink_definition WHERE sink_name = %s", (SINK,))[0][0]
+    wait_ready(deadline)
+    say(f"  reset: sink {SINK} dropped and created again (sink id {state.sink_id}) for the next trial")
+
+
+def run_failover_trial(n, params, totals, state):
+    """run_failover_trial runs failover trial n: a fresh standby of the primary, synchronous or not,
+    load and checkpoints on the primary, the primary killed at a random moment (after a fault point
+    paused, for some), the standby promoted, its writers and a checkpoint until empty awaited, then
+    target against ledger on it; the old primary is discarded and the promoted node is the next
+    trial's primary.  Prints the trial's line, adds to totals, returns whether it was ok (Timeout when
+    it could not recover)."""
+    sync, point, action, delay, window = params
+    primary = state.primary
+    rng = random.Random(SEED * 1000003 + n)
+    deadline = time.monotonic() + RECOVERY_TIMEOUT
+    reasons, notes = [], []
+
+    # a standby of the primary, streaming as this trial wants
+    t_setup = time.monotonic()
+    standby = Node.create_standby(primary, os.path.join(WORK, "clusters", f"soak_{n}"), STANDBY_CONF)
+    standby.start()
+    pserver = primary.server(default_app="soak_control")
+    set_sync(pserver, sync, deadline)
+    wait_replication(pserver, standby.name, sync, deadline)
+    setup_s = time.monotonic() - t_setup
+    old_log, new_log = ServerLog(primary.server_log), ServerLog(standby.server_log)
+    mark = retry(deadline, "snapshot mark", lambda: query(
+        "SELECT coalesce(max(snapshot_id), 0) FROM paimon_sink.snapshots WHERE sink_name = %s", (SINK,))[0][0])
+
+    stop = threading.Event()
+    loaders = [Loader(n, c, stop, random.Random(rng.random())) for c in range(1, CLIENTS + 1)]
+    ckpt = Checkpointer(stop, random.Random(rng.random()), sql_checkpoints=0.3)
+    for t in loaders + [ckpt]:
+        t.start()
+    fired = "-"
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + delay:
+            check_stop()
+            time.sleep(0.05)
+        if point:
+            fired = "no"
+            retry(deadline, "inject_fault()",
+                  lambda: query("SELECT paimon_sink.inject_fault(%s, 'pause', 1)", (point,)))
+            armed = time.monotonic()
+            while time.monotonic() < armed + window:
+                check_stop()
+                r = query("SELECT paused_pid FROM paimon_sink.faults WHERE point = %s", (point,), timeout_ms=5000)
+                if r and r[0][0] is not None:
+                    fired = "yes"
+                    break
+                time.sleep(0.05)
+        # the primary goes, under load
+        if action == "kill":
+            primary.kill9()
+        else:
+            primary.stop("immediate")
+        killed = time.monotonic()
+    finally:
+        stop.set()
+    for t in loaders + [ckpt]:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in loaders + [ckpt] if t.is_alive()]
+    if stuck:
+        raise Timeout(f"hang: {', '.join(stuck)} did not end after the primary went")
+
+    # the standby takes over
+    standby.promote()
+    promoted_s = time.monotonic() - killed
+    use_node(standby)
+    set_sync(SERVER, False, deadline)
+    wait_ready(deadline)
+    ready_s = time.monotonic() - killed
+    final_calls, final_error = final_checkpoint_failover(min(deadline, time.monotonic() + 20))
+    if final_error:
+        reasons.append(f"final checkpoint(): {final_error}")
+    doubt_deadline = min(deadline, time.monotonic() + 5)
+    while True:
+        r = retry(deadline, "in-doubt count", lambda: query(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"))
+        if r[0][0] == 0 or time.monotonic() >= doubt_deadline:
+            break
+        time.sleep(0.2)
+    undo = []
+    if n == TAMPER_TRIAL and TAMPER:
+        undo = tamper_apply(TAMPER, state.dboid, state.sink_id)
+    try:
+        res = retry(deadline, "comparison", lambda: query(COMPARE_SQL, {"sink": SINK, "mark": mark},
+                                                          timeout_ms=120000))[0]
+        ours = retry(deadline, "in_doubt view", lambda: query(
+            "SELECT count(*) FILTER (WHERE ours), count(*) FROM paimon_sink.in_doubt"))[0]
+        acked = [i for t in loaders for i in t.acked]
+        lost = retry(deadline, "acknowledged commits", lambda: query(
+            "SELECT count(*) FROM unnest(%s::bigint[]) a(id) WHERE NOT EXISTS "
+            "(SELECT 1 FROM ledger l WHERE l.id = a.id)", (acked,)))[0][0]
+        leftovers_files = [os.path.relpath(f, DATA) for f in stage_files()]
+    finally:
+        tamper_undo(undo)
+    (ledger_rows, target_rows, missing, dup, phantom, corrupt, snap_sum, _snap_max, in_doubt, pending) = res
+    in_doubt = max(in_doubt, ours[1])
+
+    if missing:
+        reasons.append(f"missing={missing}")
+    if dup:
+        reasons.append(f"duplicated={dup}")
+    if phantom:
+        reasons.append(f"phantom={phantom}")
+    if corrupt:
+        reasons.append(f"corrupt={corrupt} (target rows of committed ids not as written; counted as phantom)")
+        phantom += corrupt
+    if snap_sum != target_rows:
+        reasons.append(f"the snapshot log says {snap_sum} rows were loaded in this trial, the target has "
+                       f"{target_rows}")
+    if in_doubt:
+        reasons.append(f"in_doubt={in_doubt} ({ours[0]} of them ours by the in_doubt view)")
+    if pending:
+        reasons.append(f"pending={pending} prepared checkpoint(s) not committed")
+    if leftovers_files:
+        reasons.append(f"leftovers={len(leftovers_files)}: " + ", ".join(leftovers_files[:4])
+                       + (", ..." if len(leftovers_files) > 4 else ""))
+    if lost and sync:
+        reasons.append(f"{lost} acknowledged commit(s) not on the synchronous standby: the setup is not "
+                       "synchronous")
+    ok = not reasons
+    say(f"trial {n}: sync={'sync' if sync else 'async'} action={action} point={point or '-'} "
+        f"delay={delay:.2f}s fired={fired} rows={ledger_rows} lost_acked={lost} missing={missing} "
+        f"duplicated={dup} phantom={phantom} in_doubt={in_doubt} leftovers={len(leftovers_files)} "
+        f"{'ok' if ok else 'FAIL'}")
+    if VERBOSE or not ok:
+        committed = sum(t.committed for t in loaders)
+        say(f"  load: {committed} tx committed ({len(acked)} rows acknowledged), "
+            f"{sum(t.rolled_back for t in loaders)} rolled back on purpose, {sum(t.failed for t in loaders)} "
+            f"failed; checkpoint loop: {ckpt.calls} calls, {ckpt.snapshots} snapshots, {ckpt.sql_checkpoints} "
+            f"CHECKPOINTs, {ckpt.failed} failed; final: {final_calls} call(s); target {target_rows} rows, "
+            f"snapshot rows {snap_sum}")
+        say(f"  timing: standby ready {setup_s:.1f}s; promoted {promoted_s:.1f}s and writers ready "
+            f"{ready_s:.1f}s after the primary went")
+    for note in notes:
+        say(f"  note: {note}")
+    if not ok:
+        say("  FAIL: " + "; ".join(reasons))
+        kinds = [k for k, v in (("missing", missing), ("duplicated", dup), ("phantom", phantom - corrupt),
+                                ("corrupt", corrupt)) if v]
+        try:
+            evidence(n, kinds)
+        except Exception as e:
+            say(f"  evidence: {short(e)}")
+        diagnose(new_log, new_log.offset, [(f"log of the old primary {primary.name} in this trial", old_log,
+                                            old_log.offset)])
+
+    totals.trials += 1
+    totals.crashes += 1
+    totals.missing += missing
+    totals.duplicated += dup
+    totals.phantom += phantom
+    totals.in_doubt += in_doubt
+    totals.leftovers += len(leftovers_files) + pending
+    totals.failed += 0 if ok else 1
+    totals.rows += ledger_rows
+    totals.committed += sum(t.committed for t in loaders)
+    totals.rolled_back += sum(t.rolled_back for t in loaders)
+    totals.tx_failed += sum(t.failed for t in loaders)
+    totals.snapshots += ckpt.snapshots
+    totals.ckpt_calls += ckpt.calls
+    totals.ckpt_failed += ckpt.failed
+    totals.lost_acked += lost
+    key = f"{'sync' if sync else 'async'}/{point or '-'}/{action}"
+    f = totals.fired.setdefault(key, [0, 0])
+    f[0] += 1
+    f[1] += 1 if fired == "yes" else 0
+    totals.write_state()
+
+    # the old primary goes for good; the promoted node is the next primary
+    primary.discard()
+    state.primary = standby
+    if final_error or in_doubt or pending or leftovers_files:
+        reset_sink(state)
+    retry(time.monotonic() + RECOVERY_TIMEOUT, "truncate", lambda: query("TRUNCATE target, ledger"))
+    return ok
+
+
 APPEND_DDL = """
     CREATE EXTENSION paimon_sink;
     -- no primary key: a row delivered twice must show
@@ -1091,7 +1418,13 @@ def main():
     retry(deadline, "connect", lambda: query("SELECT 1"))
     dboid, sink_id = setup()
     wait_ready(time.monotonic() + RECOVERY_TIMEOUT)
-    if UPSERT:
+    if FAILOVER:
+        say(f"=== setup: target (no primary key), ledger, sink {SINK} (4 buckets on id); writers ready")
+        say(f"=== trials: a streaming standby per trial ({SYNC} sync/async), {CLIENTS} load clients, "
+            "checkpoint() every 100-300 ms (30% followed by a CHECKPOINT); the primary ends by "
+            f"{','.join(ACTIONS) if ACTIONS else 'kill,immediate'}, 60% of the time once a paused fault point "
+            f"of {','.join(POINTS)} is reached; then the standby is promoted and checked")
+    elif UPSERT:
         say(f"=== setup: target_u (primary key id), ledger_u, history_u, sink {SINK} (upsert, 4 buckets "
             "on the primary key); writers ready")
         say(f"=== trials: {CLIENTS} load clients, {KEYS} keys each, checkpoint() every 100-300 ms; "
@@ -1105,12 +1438,23 @@ def main():
     rc = 0
     lib = lib_identity()
     lib_changed = None
+    state = Failover(Node(CLUSTER_DIR), dboid, sink_id) if FAILOVER else None
+    first_sync = rng.random() < 0.5
     try:
         for n in range(1, TRIALS + 1):
-            params = trial_params(rng)
             try:
-                ok = run_trial(n, params, log, totals, dboid, sink_id)
-            except Timeout:
+                if FAILOVER:
+                    sync = {"sync": True, "async": False, "random": rng.random() < 0.5}.get(
+                        SYNC, first_sync == (n % 2 == 1))
+                    ok = run_failover_trial(n, failover_params(rng, sync), totals, state)
+                else:
+                    ok = run_trial(n, trial_params(rng), log, totals, dboid, sink_id)
+            except Timeout as e:
+                if FAILOVER:
+                    totals.trials += 1
+                    totals.failed += 1
+                    totals.write_state()
+                    say(f"trial {n}: FAIL: could not recover: {e}")
                 rc = 2
                 break
             finally:
@@ -1142,11 +1486,17 @@ def main():
             f"{totals.rows} ledger rows, {totals.committed} tx committed, {totals.rolled_back} rolled back "
             f"on purpose, {totals.tx_failed} failed (faults); checkpoint loop {totals.ckpt_calls} calls, "
             f"{totals.snapshots} snapshots, {totals.ckpt_failed} failed")
-    fired_n = sum(v[1] for v in totals.fired.values())
-    say(f"soak faults: fired in {fired_n} of {totals.trials} trial(s); crash-restarts {totals.crashes}"
-        + (f"; unexpected crash-restarts in trial(s) {totals.unexpected}" if totals.unexpected else ""))
-    for key in sorted(totals.fired):
-        say(f"  {key:45s} trials {totals.fired[key][0]:3d}  fired {totals.fired[key][1]:3d}")
+    if FAILOVER:
+        say(f"soak failovers: {totals.crashes}; acknowledged commits not on the promoted node (async "
+            f"standbys may lag): {totals.lost_acked}")
+        for key in sorted(totals.fired):
+            say(f"  {key:50s} trials {totals.fired[key][0]:3d}  paused {totals.fired[key][1]:3d}")
+    else:
+        fired_n = sum(v[1] for v in totals.fired.values())
+        say(f"soak faults: fired in {fired_n} of {totals.trials} trial(s); crash-restarts {totals.crashes}"
+            + (f"; unexpected crash-restarts in trial(s) {totals.unexpected}" if totals.unexpected else ""))
+        for key in sorted(totals.fired):
+            say(f"  {key:45s} trials {totals.fired[key][0]:3d}  fired {totals.fired[key][1]:3d}")
     if totals.seen_others:
         say(f"soak: {len(totals.seen_others)} non-staged file(s) appeared in the sink folder: "
             + ", ".join(sorted(os.path.basename(f) for f in totals.seen_others)[:6]))
