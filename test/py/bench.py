@@ -47,6 +47,15 @@ a noisy neighbour hits all of them alike; the median is reported):
                                 target_upsert; timed: INSERT INTO sink_upsert
                                 SELECT *, NULL FROM source (row kind NULL:
                                 upsert), then checkpoint()
+WAL: every throughput run also measures the WAL it writes
+(pg_wal_lsn_diff of pg_current_wal_insert_lsn() before and after; for the
+single-statement sink paths also right after the statement, before the
+checkpoint), the bytes the sink's writers staged meanwhile (the writers
+view's bytes_staged: the rows' payload) and the target's heap size after it
+(pg_relation_size, main fork).  Reported per path, median of the runs with
+their range: the staging statement's WAL per staged byte (sink paths), the
+whole run's WAL per heap byte (for a plain path: its statement, index
+included), and the whole run's WAL against its counterpart's.
 Commit latency: BENCH_COMMIT_ROUNDS rounds of (insert 1 or 100 rows into the
 sink + checkpoint()) against (BEGIN; INSERT; PREPARE TRANSACTION; COMMIT
 PREPARED), interleaved; p50/p99 in ms.
@@ -58,11 +67,15 @@ A make install by someone else during the run (the library replaced under
 the cluster) is reported as a WARNING on stderr.
 Results go to stdout (tables) and BENCH_OUT (default bench-results/ at the
 repo root): throughput.tsv, runs.tsv, latency.tsv, memory.tsv, meta.tsv,
-summary.txt, throughput.png (gnuplot).  Progress and the time of every phase
-go to stderr.  The last line is always
-  bench: sink_vs_insert_select=R sink_copy_vs_copy=R sink_vs_xa=R commit_p50_vs_2pc=R writer_mem_10m_vs_1m=R upsert_vs_on_conflict=R
+summary.txt, wal.tsv, throughput.png (gnuplot).  Progress and the time of
+every phase go to stderr.  The last line is always
+  bench: sink_vs_insert_select=R sink_copy_vs_copy=R sink_vs_xa=R commit_p50_vs_2pc=R writer_mem_10m_vs_1m=R upsert_vs_on_conflict=R sink_wal_per_staged_byte=R insert_select_wal_per_heap_byte=R sink_wal_vs_insert_select=R
 (n/a: not measured; upsert_vs_on_conflict is sink_upsert's rows/s over
-on_conflict's).  Exit 0 only if every run delivered exactly its rows.
+on_conflict's; sink_wal_per_staged_byte is sink_insert_select's WAL of the
+INSERT statement over the bytes it staged, insert_select_wal_per_heap_byte
+the plain insert_select's WAL over its heap bytes, sink_wal_vs_insert_select
+sink_insert_select's WAL, checkpoint included, over insert_select's).  Exit
+0 only if every run delivered exactly its rows.
 
 Usage: test/bench [--quick] [--only PATH[,PATH...]] [--skip-build] [--list]
   --quick   BENCH_ROWS=100000 BENCH_COMMIT_ROUNDS=50 BENCH_MEM_LARGE=0
@@ -244,6 +257,8 @@ class Bench:
         self.client_rows = None
         self.client_pages = None
         self.runs = []        # (path, rep, rows, seconds, extra)
+        self.wal = []         # (path, rep, WAL bytes of the statement, of the run, bytes staged, heap bytes)
+        self.split = None     # single(): the WAL mark right after a sink path's statement
         self.latency = {}     # kind -> [ms]
         self.memory = []      # dicts
         self.phase_times = []  # (phase, seconds)
@@ -454,13 +469,23 @@ class Bench:
             return self.checkpoint(cur, sink)
 
     # the paths ----------------------------------------------------------------
+    def wal_mark(self):
+        """wal_mark returns (WAL insert position as bytes from 0/0, bytes staged by the writers so
+        far), read on the control connection."""
+        return tuple(int(v) for v in self.q(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'), "
+            "(SELECT coalesce(sum(bytes_staged), 0) FROM paimon_sink.writers)")[0])
+
     def single(self, sql, args=None, sink=None):
-        """sink: the sink to checkpoint after the statement, or None."""
+        """sink: the sink to checkpoint after the statement, or None; for a sink the WAL mark between
+        the two is kept in self.split (one query on the control connection, inside the timing)."""
         conn = self.connect("single")
         try:
             with conn.cursor() as cur:
                 t0 = time.perf_counter()
                 cur.execute(sql, args)
+                if sink:
+                    self.split = self.wal_mark()
                 ck = self.checkpoint(cur, sink) if sink else None
                 return time.perf_counter() - t0, ck
         finally:
@@ -608,6 +633,8 @@ class Bench:
         self.reset(target, half=path in UPSERT_PATHS)
         expected = cfg.rows
         extra = ""
+        self.split = None
+        mark0 = self.wal_mark()
         if path == "on_conflict":
             dt, ck = self.run_on_conflict(tname)
         elif path == "sink_upsert":
@@ -633,10 +660,48 @@ class Bench:
             extra = (extra + " " if extra else "") + "snapshots=%d files=%d" % (ck[0], ck[2])
             if path not in PGBENCH_PATHS and ck[1] != expected:
                 raise BenchFail("%s: the checkpoint committed %d rows, expected %d" % (path, ck[1], expected))
+        mark1 = self.wal_mark()
         self.verify(path, target, expected)
         self.runs.append((path, rep, expected, dt, extra))
+        heap = int(self.q1("SELECT pg_relation_size(%s::regclass)", (target,)))
+        # the statement's own WAL: known for the sink paths of one statement (single), and for a
+        # plain path it is the run's
+        stmt = self.split[0] - mark0[0] if self.split else None if target in SINK_OF else mark1[0] - mark0[0]
+        self.wal.append((path, rep, stmt, mark1[0] - mark0[0], mark1[1] - mark0[1], heap))
+        extra = (extra + " " if extra else "") + "wal=%.1fMB heap=%.1fMB%s%s" % (
+            (mark1[0] - mark0[0]) / 1e6, heap / 1e6,
+            " staged=%.1fMB" % ((mark1[1] - mark0[1]) / 1e6) if target in SINK_OF else "",
+            " statement_wal=%.0fkB" % (stmt / 1e3) if target in SINK_OF and stmt is not None else "")
         log("%-22s run %d/%d: %8.2f s %12s rows/s  %s" % (path, rep, cfg.repeat, dt,
                                                          "{:,.0f}".format(expected / dt), extra))
+
+    def wal_summary(self):
+        """path -> {figure: (median, min, max)} over the path's runs, for the figures that apply:
+        stmt_per_staged (a sink path's statement WAL per staged byte), per_heap (the run's WAL per
+        heap byte), vs_counterpart (the run's WAL over the counterpart path's median WAL), and the
+        medians of the raw byte counts (wal, staged, heap)."""
+        def med(rows, i):
+            """med is the median of column i of a path's WAL rows."""
+            return statistics.median(r[i] for r in rows)
+        res = {}
+        for p in PATHS:
+            rows = [r for r in self.wal if r[0] == p]
+            if not rows:
+                continue
+            figs = {"wal": med(rows, 3), "staged": med(rows, 4), "heap": med(rows, 5)}
+
+            def spread(values):
+                """spread is (median, min, max) of a non-empty list, or None for an empty one."""
+                return (statistics.median(values), min(values), max(values)) if values else None
+            target, base = PATHS[p]
+            if target in SINK_OF:
+                figs["stmt_per_staged"] = spread([r[2] / r[4] for r in rows if r[2] is not None and r[4] > 0])
+            figs["per_heap"] = spread([r[3] / r[5] for r in rows if r[5] > 0])
+            base_rows = [r for r in self.wal if r[0] == base] if base else []
+            if base_rows:
+                figs["vs_counterpart"] = spread([r[3] / med(base_rows, 3) for r in rows])
+            res[p] = figs
+        return res
 
     def throughput(self):
         """throughput runs the selected paths BENCH_REPEAT times, in rounds over the paths."""
@@ -830,6 +895,12 @@ class Bench:
         def div(a, b):
             """div is a / b, or None when either is missing."""
             return a / b if a is not None and b else None
+        wal = self.wal_summary()
+
+        def wal_fig(p, k):
+            """wal_fig is the median of WAL figure k of path p, or None when it was not measured."""
+            v = wal.get(p, {}).get(k)
+            return v[0] if v else None
         lat = self.latency
         mem = {m["size"]: m["RssAnon"] for m in self.memory}
         return [
@@ -839,6 +910,9 @@ class Bench:
             ("commit_p50_vs_2pc", div(percentile(lat["sink_1row"], 50), percentile(lat["bare_2pc_1row"], 50)) if lat else None),
             ("writer_mem_10m_vs_1m", div(mem.get("large"), mem.get("small"))),
             ("upsert_vs_on_conflict", div(rate("sink_upsert"), rate("on_conflict"))),
+            ("sink_wal_per_staged_byte", wal_fig("sink_insert_select", "stmt_per_staged")),
+            ("insert_select_wal_per_heap_byte", wal_fig("insert_select", "per_heap")),
+            ("sink_wal_vs_insert_select", wal_fig("sink_insert_select", "vs_counterpart")),
         ]
 
     def report(self, failed=None):
@@ -865,6 +939,18 @@ class Bench:
         for k, v in self.latency.items():
             lat.append((k, str(len(v)), "%.2f" % percentile(v, 50), "%.2f" % percentile(v, 99), "%.2f" % statistics.mean(v),
                         "%.2f" % max(v)))
+        def f2r(v):
+            """f2r formats a (median, min, max) figure as "M (min-max)" with three decimals (a WAL
+            figure of a path that writes almost none still shows), or n/a."""
+            return "n/a" if v is None else "%.3f (%.3f-%.3f)" % v
+        wal = [("path", "wal_mb", "staged_mb", "heap_mb", "statement_wal_per_staged_byte", "wal_per_heap_byte",
+                "counterpart", "wal_vs_counterpart")]
+        for p, w in self.wal_summary().items():
+            sink_path = PATHS[p][0] in SINK_OF
+            wal.append((p, "%.1f" % (w["wal"] / 1e6), "%.1f" % (w["staged"] / 1e6) if sink_path else "-",
+                        "%.1f" % (w["heap"] / 1e6), f2r(w.get("stmt_per_staged")) if sink_path else "-",
+                        f2r(w.get("per_heap")), PATHS[p][1] or "-",
+                        f2r(w.get("vs_counterpart")) if PATHS[p][1] else "-"))
         mem = [("size", "rows", "writers", "peak_rss_anon_mb", "peak_vm_hwm_mb", "peak_private_dirty_mb",
                 "peak_anonymous_mb", "insert_s", "checkpoint_s")]
         for m in self.memory:
@@ -887,6 +973,9 @@ class Bench:
         lines.append("")
         table("throughput (sink paths include the checkpoint; copy paths: compare with the same format, "
               "column vs_counterpart)", tput)
+        table("WAL per run (median of the runs, their range in brackets; staged: the writers' bytes_staged; "
+              "heap: the target's main fork after the run; statement: a sink path's INSERT or COPY before its "
+              "checkpoint(); wal_vs_counterpart: the whole run's WAL over the counterpart's)", wal)
         table("commit latency (sink: insert-commit + checkpoint(); bare 2PC: BEGIN, INSERT, PREPARE "
               "TRANSACTION, COMMIT PREPARED; checkpoint_only: the checkpoint() call alone)", lat)
         table("writer memory (max over writers; RssAnon is the private memory, VmHWM counts shared "
@@ -895,16 +984,16 @@ class Bench:
             lines.append("bench: FAILED: %s" % failed)
         last = "bench: " + " ".join("%s=%s" % (k, f2(v)) for k, v in self.ratios(res))
         print("\n".join(lines))
-        self.write_out(tput, lat, mem, lines, last)
+        self.write_out(tput, lat, mem, wal, lines, last)
         return last
 
-    def write_out(self, tput, lat, mem, lines, last):
+    def write_out(self, tput, lat, mem, wal, lines, last):
         """write_out replaces the result files in BENCH_OUT: the TSV tables, the runs, the meta
         data, the summary and the plot."""
         out = self.cfg.out
         os.makedirs(out, exist_ok=True)
         names = ["throughput.tsv", "runs.tsv", "latency.tsv", "memory.tsv", "meta.tsv", "summary.txt",
-                 "throughput.png", "throughput.gp", "throughput.dat"]
+                 "throughput.png", "throughput.gp", "throughput.dat", "wal.tsv"]
         for n in names:
             if os.path.exists(os.path.join(out, n)):
                 os.remove(os.path.join(out, n))
@@ -920,6 +1009,9 @@ class Bench:
             [(p, str(r), str(n), "%.4f" % s, "%.0f" % (n / s), e) for p, r, n, s, e in self.runs])
         tsv("latency.tsv", lat)
         tsv("memory.tsv", mem)
+        tsv("wal.tsv", [("path", "run", "statement_wal_bytes", "wal_bytes", "staged_bytes", "heap_bytes")] +
+            [(p, str(r), "-" if st is None else str(st), str(w), str(sb), str(hb))
+             for p, r, st, w, sb, hb in self.wal])
         cfg = self.cfg
         meta = [("key", "value"), ("rows", str(cfg.rows)), ("repeat", str(cfg.repeat)),
                 ("commit_rounds", str(cfg.commit_rounds)), ("mem_small", str(cfg.mem_small)),
@@ -1044,7 +1136,9 @@ def main():
             rc = rc or 1
         log("total: %.1f s" % (time.monotonic() - T0))
         print(last or "bench: sink_vs_insert_select=n/a sink_copy_vs_copy=n/a sink_vs_xa=n/a "
-              "commit_p50_vs_2pc=n/a writer_mem_10m_vs_1m=n/a upsert_vs_on_conflict=n/a", flush=True)
+              "commit_p50_vs_2pc=n/a writer_mem_10m_vs_1m=n/a upsert_vs_on_conflict=n/a "
+              "sink_wal_per_staged_byte=n/a insert_select_wal_per_heap_byte=n/a sink_wal_vs_insert_select=n/a",
+              flush=True)
     return rc
 
 
