@@ -1106,7 +1106,20 @@ class Failover:
     def __init__(self, primary, dboid, sink_id):
         """__init__ records the first primary and what setup made on it."""
         self.primary = primary
+        self.standby = None  # the trial's standby, once it is made
         self.dboid, self.sink_id = dboid, sink_id
+
+    def show_logs(self, lines=30):
+        """show_logs prints the tails of the primary's and the standby's server logs (a trial that
+        could not go on: a node that would not start, promote or stream)."""
+        for node in (self.primary, self.standby):
+            if node is None or not os.path.exists(node.server_log):
+                continue
+            with open(node.server_log, errors="replace") as f:
+                tail = f.readlines()[-lines:]
+            say(f"  --- server log of {node.name} (last {len(tail)} lines)")
+            for line in tail:
+                say("    " + line.rstrip("\n"))
 
 
 def failover_params(rng, sync):
@@ -1200,7 +1213,9 @@ def run_failover_trial(n, params, totals, state):
 
     # a standby of the primary, streaming as this trial wants
     t_setup = time.monotonic()
+    state.standby = None
     standby = Node.create_standby(primary, os.path.join(WORK, "clusters", f"soak_{n}"), STANDBY_CONF)
+    state.standby = standby
     standby.start()
     pserver = primary.server(default_app="soak_control")
     set_sync(pserver, sync, deadline)
@@ -1355,7 +1370,7 @@ def run_failover_trial(n, params, totals, state):
 
     # the old primary goes for good; the promoted node is the next primary
     primary.discard()
-    state.primary = standby
+    state.primary, state.standby = standby, None
     if final_error or in_doubt or pending or leftovers_files:
         reset_sink(state)
     retry(time.monotonic() + RECOVERY_TIMEOUT, "truncate", lambda: query("TRUNCATE target, ledger"))
@@ -1449,12 +1464,16 @@ def main():
                     ok = run_failover_trial(n, failover_params(rng, sync), totals, state)
                 else:
                     ok = run_trial(n, trial_params(rng), log, totals, dboid, sink_id)
-            except Timeout as e:
+            except (Timeout, RuntimeError) as e:
+                # RuntimeError: a node of the failover mode would not start, stop or promote
+                if not FAILOVER and not isinstance(e, Timeout):
+                    raise
                 if FAILOVER:
                     totals.trials += 1
                     totals.failed += 1
                     totals.write_state()
                     say(f"trial {n}: FAIL: could not recover: {e}")
+                    state.show_logs()
                 rc = 2
                 break
             finally:
