@@ -1123,25 +1123,28 @@ class Failover:
 
 
 def failover_params(rng, sync):
-    """failover_params draws a failover trial's moment: the action that ends the primary (kill: SIGKILL
-    to the postmaster and its processes; immediate: pg_ctl stop -m immediate), a fault point to pause
-    at first (None 40% of the time), the load before the pause is armed (or before the action), and
-    the longest wait for the point to be reached."""
+    """failover_params draws a failover trial's moment: whether the standby's base backup is taken
+    under load (30%: staged files are written, sealed and removed while it copies them), the action
+    that ends the primary (kill: SIGKILL to the postmaster and its processes; immediate: pg_ctl stop
+    -m immediate), a fault point to pause at first (None 40% of the time), the load before the pause
+    is armed (or before the action), and the longest wait for the point to be reached."""
+    backup_under_load = rng.random() < 0.3
     action = rng.choice(ACTIONS or ["kill", "immediate"])
     point = rng.choice(POINTS) if rng.random() < 0.6 else None
-    return sync, point, action, round(rng.uniform(0.5, 2.5), 2), round(rng.uniform(0.5, 2.0), 2)
+    return (sync, backup_under_load, point, action, round(rng.uniform(0.5, 2.5), 2),
+            round(rng.uniform(0.5, 2.0), 2))
 
 
 def wait_replication(primary_server, name, sync, deadline):
     """wait_replication waits until the primary streams to standby name as a synchronous standby
-    (sync) or an asynchronous one (Timeout at the deadline)."""
-    want = "sync" if sync else "async"
+    (sync True), an asynchronous one (False) or either (None); Timeout at the deadline."""
+    want = {True: "sync", False: "async", None: "any"}[sync]
 
     def check():
         """check raises until pg_stat_replication shows the standby streaming as wanted."""
         r = primary_server.query("SELECT state, sync_state FROM pg_stat_replication WHERE application_name = %s",
                                  (name,), timeout_ms=5000)
-        if not r or r[0] != ("streaming", want):
+        if not r or r[0][0] != "streaming" or sync is not None and r[0][1] != want:
             raise psycopg2.OperationalError(f"standby {name}: {r[0] if r else 'not connected'}, want streaming/{want}")
         return True
     retry(deadline, f"standby {name} streaming ({want})", check)
@@ -1205,33 +1208,43 @@ def run_failover_trial(n, params, totals, state):
     target against ledger on it; the old primary is discarded and the promoted node is the next
     trial's primary.  Prints the trial's line, adds to totals, returns whether it was ok (Timeout when
     it could not recover)."""
-    sync, point, action, delay, window = params
+    sync, backup_under_load, point, action, delay, window = params
     primary = state.primary
     rng = random.Random(SEED * 1000003 + n)
     deadline = time.monotonic() + RECOVERY_TIMEOUT
     reasons, notes = [], []
-
-    # a standby of the primary, streaming as this trial wants
-    t_setup = time.monotonic()
-    state.standby = None
-    standby = Node.create_standby(primary, os.path.join(WORK, "clusters", f"soak_{n}"), STANDBY_CONF)
-    state.standby = standby
-    standby.start()
-    pserver = primary.server(default_app="soak_control")
-    set_sync(pserver, sync, deadline)
-    wait_replication(pserver, standby.name, sync, deadline)
-    setup_s = time.monotonic() - t_setup
-    old_log, new_log = ServerLog(primary.server_log), ServerLog(standby.server_log)
+    old_log = ServerLog(primary.server_log)
     mark = retry(deadline, "snapshot mark", lambda: query(
         "SELECT coalesce(max(snapshot_id), 0) FROM paimon_sink.snapshots WHERE sink_name = %s", (SINK,))[0][0])
-
     stop = threading.Event()
     loaders = [Loader(n, c, stop, random.Random(rng.random())) for c in range(1, CLIENTS + 1)]
     ckpt = Checkpointer(stop, random.Random(rng.random()), sql_checkpoints=0.3)
-    for t in loaders + [ckpt]:
-        t.start()
+
+    def start_load():
+        """start_load starts the load and checkpoint sessions on the primary."""
+        for t in loaders + [ckpt]:
+            t.start()
+
     fired = "-"
     try:
+        # a standby of the primary (its base backup taken under load, for some), streaming as
+        # this trial wants
+        t_setup = time.monotonic()
+        if backup_under_load:
+            start_load()
+            stop.wait(rng.uniform(0.2, 0.8))
+        state.standby = None
+        standby = Node.create_standby(primary, os.path.join(WORK, "clusters", f"soak_{n}"), STANDBY_CONF)
+        state.standby = standby
+        standby.start()
+        new_log = ServerLog(standby.server_log)
+        pserver = primary.server(default_app="soak_control")
+        wait_replication(pserver, standby.name, None, deadline)
+        set_sync(pserver, sync, deadline)
+        wait_replication(pserver, standby.name, sync, deadline)
+        setup_s = time.monotonic() - t_setup
+        if not backup_under_load:
+            start_load()
         t0 = time.monotonic()
         while time.monotonic() < t0 + delay:
             check_stop()
@@ -1320,7 +1333,8 @@ def run_failover_trial(n, params, totals, state):
         reasons.append(f"{lost} acknowledged commit(s) not on the synchronous standby: the setup is not "
                        "synchronous")
     ok = not reasons
-    say(f"trial {n}: sync={'sync' if sync else 'async'} action={action} point={point or '-'} "
+    say(f"trial {n}: sync={'sync' if sync else 'async'} backup={'under-load' if backup_under_load else 'idle'} "
+        f"action={action} point={point or '-'} "
         f"delay={delay:.2f}s fired={fired} rows={ledger_rows} lost_acked={lost} missing={missing} "
         f"duplicated={dup} phantom={phantom} in_doubt={in_doubt} leftovers={len(leftovers_files)} "
         f"{'ok' if ok else 'FAIL'}")
@@ -1362,7 +1376,7 @@ def run_failover_trial(n, params, totals, state):
     totals.ckpt_calls += ckpt.calls
     totals.ckpt_failed += ckpt.failed
     totals.lost_acked += lost
-    key = f"{'sync' if sync else 'async'}/{point or '-'}/{action}"
+    key = f"{'sync' if sync else 'async'}/{'under-load' if backup_under_load else 'idle'}/{point or '-'}/{action}"
     f = totals.fired.setdefault(key, [0, 0])
     f[0] += 1
     f[1] += 1 if fired == "yes" else 0
