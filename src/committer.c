@@ -428,7 +428,8 @@ run_periodic_checkpoint(void)
 
 		if (schedule[i].next_due > now)
 			continue;
-		request = palloc0(sizeof(CommitterRequest));
+		/* not in CommitterContext, which run_request resets: it may be the current one */
+		request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
 		request->kind = REQUEST_CHECKPOINT;
 		request->sink_id = schedule[i].sink_id;
 		memset(&CommitTallies, 0, sizeof(CommitTallies));
@@ -465,7 +466,8 @@ orphans_schedule(void)
 static bool
 remove_orphans_of_next_sink(void)
 {
-	CommitterRequest *request = palloc0(sizeof(CommitterRequest));
+	/* not in CommitterContext, which run_request resets: it may be the current one */
+	CommitterRequest *request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
 
 	request->kind = REQUEST_REMOVE_ORPHANS;
 	request->sink_id = schedule_all[orphan_turn % schedule_all_count];
