@@ -12,10 +12,15 @@ use warnings;
 use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
 
 our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
-  start_node try_sql staged_files);
+  start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
+  start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -60,6 +65,220 @@ sub staged_files
 	my ($node) = @_;
 	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
 	return scalar(@files);
+}
+
+# staged_listing(NODE): the files of the node's staged-file folder, one
+# "relative path size" string each, sorted: two nodes whose listings are
+# equal hold the same staged files.
+sub staged_listing
+{
+	my ($node) = @_;
+	my $root = $node->data_dir . '/pg_paimon_sink';
+	my @found;
+	my @dirs = ($root);
+	while (defined(my $dir = shift @dirs))
+	{
+		opendir(my $dh, $dir) or next;
+		for my $entry (sort readdir $dh)
+		{
+			next if $entry eq '.' || $entry eq '..';
+			my $path = "$dir/$entry";
+			if (-d $path) { push @dirs, $path; next; }
+			my @st = stat($path);
+			next unless @st;
+			push @found, substr($path, length($root) + 1) . ' ' . $st[7];
+		}
+		closedir $dh;
+	}
+	return sort @found;
+}
+
+# ledger_setup(NODE): the tables the load writes: target (no key, so that
+# a row loaded twice shows), the sink s into it (4 buckets over id), the
+# ledger (the same ids, written in the same transactions into a plain
+# table) and the sequence that numbers transactions.  The target has a row
+# trigger that sleeps 10 ms a row while slow_load holds a row, to hold a
+# commit in its load.
+sub ledger_setup
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION paimon_sink;
+		CREATE TABLE target (id bigint, scen int, note text);
+		CREATE TABLE ledger (id bigint PRIMARY KEY, scen int);
+		CREATE SEQUENCE ids;
+		CREATE TABLE slow_load (slow boolean);
+		CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+		BEGIN
+			IF EXISTS (SELECT FROM public.slow_load) THEN
+				PERFORM pg_catalog.pg_sleep(0.01);
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER slow_row BEFORE INSERT ON target FOR EACH ROW EXECUTE FUNCTION slow_row();
+		SELECT sink_name FROM paimon_sink.create_sink('s', 'target', buckets => 4, bucket_key => '{id}');
+	});
+	return;
+}
+
+# ledger_diff(NODE, SCENARIOS): compares the target with the ledger on NODE,
+# for the rows of the scenario numbers in the list SCENARIOS (all rows when
+# undef).  Returns ("missing M, duplicated D, phantom P", ledger rows):
+# ledger ids not in the target, target rows beyond the first of an id,
+# target ids not in the ledger.
+sub ledger_diff
+{
+	my ($node, $scenarios) = @_;
+	my $where = defined $scenarios ? 'WHERE scen IN (' . join(',', @$scenarios) . ')' : '';
+	my $out = $node->safe_psql('postgres', qq{
+		WITH t AS (SELECT id FROM target $where), l AS (SELECT id FROM ledger $where)
+		SELECT 'missing ' || (SELECT count(*) FROM (SELECT id FROM l EXCEPT ALL SELECT id FROM t) m)
+			|| ', duplicated ' || (SELECT coalesce(sum(n - 1), 0) FROM
+				(SELECT count(*) AS n FROM t GROUP BY id HAVING count(*) > 1) d)
+			|| ', phantom ' || (SELECT count(*) FROM (SELECT id FROM t EXCEPT SELECT id FROM l) p),
+			(SELECT count(*) FROM l)});
+	return split /\|/, $out;
+}
+
+# The pgbench script of the load: each transaction writes 10 rows into the
+# sink and the same ids into the ledger; a scenario's ids start at its
+# number times 10^9, numbered by the sequence ids.
+sub _load_script
+{
+	my $file = "$PostgreSQL::Test::Utils::tmp_check/paimon_load.sql";
+	PostgreSQL::Test::Utils::append_to_file($file, <<'SQL') unless -e $file;
+\set base :scen * 1000000000
+BEGIN;
+SELECT :base + nextval('public.ids') * 100 AS b \gset
+INSERT INTO public.s SELECT :b + g, :scen, 'load' FROM pg_catalog.generate_series(1, 10) g;
+INSERT INTO public.ledger SELECT :b + g, :scen FROM pg_catalog.generate_series(1, 10) g;
+COMMIT;
+SQL
+	return $file;
+}
+
+# The pgbench command of a load on NODE.
+sub _pgbench_command
+{
+	my ($node, $scen, $clients, @limit) = @_;
+	return [ $node->installed_command('pgbench'), '-n', '-c', $clients, '-D', "scen=$scen",
+		'-f', _load_script(), @limit, $node->connstr('postgres') ];
+}
+
+# start_load(NODE, SCENARIO, [CLIENTS]): pgbench writing the load of
+# scenario number SCENARIO in the background, with CLIENTS clients (3), 150
+# transactions (1500 rows) a second at most, for at most 120 s; returns what
+# stop_load takes.
+sub start_load
+{
+	my ($node, $scen, $clients) = @_;
+	my $run = { out => '', err => '' };
+	$run->{harness} = IPC::Run::start(
+		_pgbench_command($node, $scen, $clients // 3, '-R', '150', '-T', '120'),
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
+	return $run;
+}
+
+# stop_load(RUN): ends a background load (which ends by itself once its
+# server is gone); returns pgbench's output.
+sub stop_load
+{
+	my ($run) = @_;
+	$run->{harness}->signal('TERM') if $run->{harness}->pumpable;
+	eval { $run->{harness}->finish; };
+	return $run->{out} . $run->{err};
+}
+
+# run_load(NODE, SCENARIO, TRANSACTIONS, [CLIENTS]): the load in the
+# foreground, TRANSACTIONS transactions per client (3 clients); dies when
+# pgbench fails.
+sub run_load
+{
+	my ($node, $scen, $transactions, $clients) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run(_pgbench_command($node, $scen, $clients // 3, '-t', $transactions),
+		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(120))
+	  or die "pgbench failed: $out$err";
+	return;
+}
+
+# ledger_rows(NODE, SCENARIO): the rows of scenario SCENARIO in NODE's ledger.
+sub ledger_rows
+{
+	my ($node, $scen) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM ledger WHERE scen = $scen");
+}
+
+# wait_rows(NODE, SCENARIO, N): waits (poll_query_until's bound) until
+# NODE's ledger holds at least N rows of scenario SCENARIO; true when it does.
+sub wait_rows
+{
+	my ($node, $scen, $n) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) >= $n FROM ledger WHERE scen = $scen");
+}
+
+# checkpoint_ok(NODE, LABEL): a test that checkpoint() of the sink s works on
+# NODE (its error is shown when not); returns the rows it committed.
+sub checkpoint_ok
+{
+	my ($node, $label) = @_;
+	my ($out, $err) = ('', '');
+	my $ret = $node->psql('postgres',
+		"SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('s')",
+		stdout => \$out, stderr => \$err);
+	ok($ret == 0, "$label: checkpoint() works") or diag($err);
+	return $out;
+}
+
+# background_sql(NODE, SQL): psql running SQL on NODE in the background (at
+# most 150 s); returns what stop_load takes.
+sub background_sql
+{
+	my ($node, $sql) = @_;
+	my $run = { out => '', err => '' };
+	$run->{harness} = IPC::Run::start(
+		[ $node->installed_command('psql'), '-XAt', '-d', $node->connstr('postgres'), '-c', $sql ],
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
+	return $run;
+}
+
+# start_checkpoints(NODE): checkpoint() of the sink s on NODE in the
+# background, three times a second, for at most 120 s; returns what
+# stop_load takes.
+sub start_checkpoints
+{
+	my ($node) = @_;
+	my $file = "$PostgreSQL::Test::Utils::tmp_check/paimon_checkpoint.sql";
+	PostgreSQL::Test::Utils::append_to_file($file,
+		"SELECT count(*) FROM paimon_sink.checkpoint('s');\n")
+	  unless -e $file;
+	my $run = { out => '', err => '' };
+	$run->{harness} = IPC::Run::start(
+		[ $node->installed_command('pgbench'), '-n', '-c', '1', '-f', $file, '-R', '3', '-T', '120',
+		  $node->connstr('postgres') ],
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
+	return $run;
+}
+
+# same_staged_files(PRIMARY, STANDBY, LABEL): tests that once STANDBY has
+# replayed all PRIMARY wrote, its staged folder holds the primary's files,
+# names and sizes (retried for a few seconds).
+sub same_staged_files
+{
+	my ($primary, $standby, $label) = @_;
+	my ($p, $s);
+	for (1 .. 10)
+	{
+		$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+		$p = join("\n", staged_listing($primary));
+		$s = join("\n", staged_listing($standby));
+		last if $p eq $s;
+		usleep(250_000);
+	}
+	ok($p ne '', "$label: the primary has staged files");
+	is($s, $p, "$label: the standby's staged folder holds the primary's files, names and sizes");
+	return;
 }
 
 # The repository's src/ folder, found from this file's place (test/perl).
