@@ -28,19 +28,26 @@ $primary->backup('standby');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'standby', has_streaming => 1);
 $standby->start;
+my $backup_redo = $standby->safe_psql('postgres', 'SELECT redo_lsn FROM pg_control_checkpoint()');
 
 # the standby crashes while it replays sessions writing and checkpoints
 # committing, after a restartpoint
 my $load = start_load($primary, 1);
 my $checkpoints = start_checkpoints($primary);
 ok(wait_rows($primary, 1, ledger_rows($primary, 1) + 300), 'load runs');
+$primary->safe_psql('postgres', 'CHECKPOINT');
 $primary->wait_for_catchup($standby);
 $standby->safe_psql('postgres', 'CHECKPOINT');
+my $restartpoint = $standby->safe_psql('postgres', 'SELECT redo_lsn FROM pg_control_checkpoint()');
+ok($standby->safe_psql('postgres', "SELECT '$restartpoint'::pg_lsn > '$backup_redo'") eq 't',
+	"a restartpoint in the middle of the load ($restartpoint)");
 my $seen = ledger_rows($standby, 1);
 ok(wait_rows($standby, 1, $seen + 500), 'the standby replays the load');
 $standby->stop('immediate');
 ok(wait_rows($primary, 1, ledger_rows($primary, 1) + 300), 'load runs while the standby is down');
 $standby->start;
+ok($standby->log_contains(qr/redo starts at \Q$restartpoint\E/),
+	'the restarted standby replays again from the restartpoint');
 ok(wait_rows($standby, 1, ledger_rows($primary, 1)), 'the restarted standby catches up under load');
 stop_load($checkpoints);
 stop_load($load);
