@@ -34,6 +34,8 @@ PG_FUNCTION_INFO_V1(paimon_sink_fault_status);
 const char *const fault_point_names[] = {
 	"writer_after_receive",			   /* hand-off received, before fsync and ack */
 	"writer_after_ack",				   /* hand-off acknowledged */
+	"writer_before_wal",			   /* a new staged file or a batch written, not yet
+								 * logged */
 	"backend_after_handoff",		   /* rows durable, before the commit record */
 	"barrier_after_first_writer",	   /* one writer sealed, the others not yet
 									 * collected */

@@ -8,11 +8,28 @@
  * their folders are fsynced before anything refers to them, as fd.c's
  * durable_rename does for renames.
  *
- * Every change made here is first a WAL record of paimon_sink's resource
+ * Every change made here is also a WAL record of paimon_sink's resource
  * manager (staged_wal.c): the creation with its header, each batch record,
  * a torn tail cut and a removal.  So every node that replays the WAL has
  * the same files, and a batch is in the WAL before the commit record of the
  * transaction it belongs to (its writer logs it before acknowledging).
+ *
+ * A new file and a batch are logged just after they are written, a cut
+ * and a removal just before they are made.  A checkpoint does not wait for
+ * a writer between the two steps (the checkpointer waits on
+ * DELAY_CHKPT_START only for processes with a virtual transaction id, which
+ * a writer between transactions has not), and the redo of a base backup
+ * starts at its checkpoint: a creation or batch logged before that checkpoint and
+ * written after the backup copied the folder would be in neither the copy
+ * nor the redo, leaving a committed batch out (a hole that cuts the file
+ * there, or a missing file whose later batches redo skips).  Written
+ * first, it is in the copy whenever its record is older than the
+ * checkpoint.  Bytes written and never logged (a crash between the two)
+ * belong to no committed transaction: the acknowledgement comes after the
+ * record, and a transaction commits only once acknowledged.  A cut or a
+ * removal logged first and made after the copy is made again by the
+ * writer (a torn tail) or by the committer (committed files), or fenced
+ * (files recover() discarded).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +40,7 @@
 #include <uuid/uuid.h>
 
 #include "access/xlog.h"
+#include "fault.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/pg_crc32c.h"
@@ -180,10 +198,6 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	header.bucket = stream->bucket;
 	strlcpy(header.commit_user, stream->commit_user, sizeof(header.commit_user));
 
-	/* the WAL first; redo makes the file under its own name at once */
-	(void) staged_wal_log(XLOG_STAGED_CREATE, database_id, stream->sink_id, file_name, 0,
-						  (char *) &header, sizeof(header), NULL, 0);
-
 	/* a file appears under its name only with its header durable */
 	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
 	if (file < 0)
@@ -204,6 +218,11 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rename staged file \"%s\": %m", temporary)));
 	fsync_fname(directory, true);
+
+	/* then the WAL (see the top of this file); redo makes it under its name at once */
+	fault_point("writer_before_wal");
+	(void) staged_wal_log(XLOG_STAGED_CREATE, database_id, stream->sink_id, file_name, 0,
+						  (char *) &header, sizeof(header), NULL, 0);
 
 	/*
 	 * Open it again by its own name: fd.c reopens a file by the name it was
@@ -281,9 +300,9 @@ batch_checksum(StagedBatchHeader *header, const char *payload)
 }
 
 /*
- * staged_file_append writes one batch record at offset and returns the
- * offset after it, its WAL record first.  The caller fsyncs (grouped)
- * before acknowledging.
+ * staged_file_append writes one batch record at offset, then its WAL record
+ * (see the top of this file), and returns the offset after it.  The caller
+ * fsyncs (grouped) before acknowledging.
  */
 off_t
 staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader *header,
@@ -296,8 +315,6 @@ staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader 
 	header->magic = STAGED_BATCH_MAGIC;
 	header->checksum = batch_checksum(header, payload);
 	path_identity(path, &database_id, &sink_id, name);
-	(void) staged_wal_log(XLOG_STAGED_APPEND, database_id, sink_id, name, (uint64) offset,
-						  (char *) header, sizeof(*header), payload, header->payload_length);
 
 	errno = 0;
 	if (FileWrite(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header) ||
@@ -309,6 +326,9 @@ staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader 
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not write staged file \"%s\": %m", path)));
 	}
+	fault_point("writer_before_wal");
+	(void) staged_wal_log(XLOG_STAGED_APPEND, database_id, sink_id, name, (uint64) offset,
+						  (char *) header, sizeof(*header), payload, header->payload_length);
 	return offset + sizeof(*header) + header->payload_length;
 }
 

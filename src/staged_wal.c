@@ -4,10 +4,10 @@
  *	  paimon_sink's custom WAL resource manager: writing the records of
  *	  staged-file changes, their redo, and their description.
  *
- * staged_file.c writes a record before each change it makes to a staged
- * file (WAL before data, as the buffer manager does for pages), so that
- * the WAL holds every byte of every staged file in the order it was
- * written.  Redo applies a record to the same path and fsyncs it at once,
+ * staged_file.c writes a record with each change it makes to a staged
+ * file (a new file and a batch just after they are written, a cut and a
+ * removal just before; staged_file.c says why), so that the WAL holds every
+ * byte of every staged file in the order it was written.  Redo applies a record to the same path and fsyncs it at once,
  * as PostgreSQL's own redo of files outside the buffer manager does
  * (relmap_redo, heap_xlog_logical_rewrite): a restartpoint may move the
  * redo start past the record, and nothing else would sync the file.

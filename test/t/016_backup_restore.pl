@@ -6,13 +6,16 @@
 # equals its own ledger (the same ids, written in the same transactions
 # into a plain table), nothing missing, duplicated or phantom; and it takes
 # new rows, whose transaction ids the failed history may have used before.
+# A backup whose checkpoint comes while a writer is between a change to a
+# staged file and its WAL record (fault point writer_before_wal) restores
+# exactly too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(checkpoint_ok ledger_diff ledger_rows ledger_setup run_load staged_files
-  start_checkpoints start_load stop_load wait_rows writers_ready);
+use PaimonSinkTest qw(background_sql checkpoint_ok ledger_diff ledger_rows ledger_setup run_load
+  staged_files start_checkpoints start_load stop_load wait_rows writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 
@@ -104,9 +107,60 @@ for my $node ($end, $middle)
 	$node->stop;
 }
 
+# a base backup whose checkpoint comes while a writer has made a change
+# (a new file; a batch in a file it had) and not yet logged it: the change
+# is in the copy or in the redo, whichever side of the checkpoint its
+# record falls on
+my %paused = (file => 3, batch => 4);
+for my $change (qw(file batch))
+{
+	my $scen = $paused{$change};
+	if ($change eq 'file')
+	{
+		checkpoint_ok($primary, "paused $change");    # the next batch opens new files
+	}
+	else
+	{
+		run_load($primary, $scen, 2);                  # files open
+	}
+	$primary->safe_psql('postgres', "SELECT paimon_sink.inject_fault('writer_before_wal', 'pause')");
+	my $insert = background_sql($primary, "BEGIN;
+		INSERT INTO s SELECT $scen * 1000000000::bigint + g, $scen, 'paused' FROM generate_series(1, 10) g;
+		INSERT INTO ledger SELECT $scen * 1000000000::bigint + g, $scen FROM generate_series(1, 10) g;
+		COMMIT;");
+	ok($primary->poll_query_until('postgres',
+			"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'"),
+		"paused $change: a writer stops between the change and its record");
+	$primary->backup("paused_$change");
+	$primary->safe_psql('postgres', "SELECT paimon_sink.release_fault('writer_before_wal')");
+	stop_load($insert);
+	is($insert->{err}, '', "paused $change: the transaction commits");
+	run_load($primary, $scen, 3);                      # later batches in the same files
+}
+$primary->safe_psql('postgres', 'SELECT paimon_sink.clear_faults()');
+$segment = $primary->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+$primary->safe_psql('postgres', 'SELECT pg_switch_wal()');
+ok($primary->poll_query_until('postgres',
+		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"),
+	'the WAL is archived again');
+for my $change (qw(file batch))
+{
+	my $node = PostgreSQL::Test::Cluster->new("restored_paused_$change");
+	$node->init_from_backup($primary, "paused_$change", has_restoring => 1, standby => 0);
+	$node->append_conf('postgresql.conf', 'archive_mode = off');
+	$node->start;
+	ok($node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
+		"paused $change: recovery ends");
+	ok(writers_ready($node, 'postgres'), "paused $change: writers serve");
+	checkpoint_ok($node, "paused $change, restored");
+	($diff, $rows) = ledger_diff($node, [ 3, 4 ]);
+	is($diff, $exact, "paused $change: the restored target equals the ledger ($rows rows)");
+	$node->stop;
+}
+
 # the primary itself, for comparison
 checkpoint_ok($primary, 'primary');
-($diff, $rows) = ledger_diff($primary, [1]);
+($diff, $rows) = ledger_diff($primary, [ 1, 3, 4 ]);
 is($diff, $exact, "primary: the target equals the ledger ($rows rows)");
 $primary->stop;
 done_testing();
