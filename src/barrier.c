@@ -317,7 +317,7 @@ discard_stream(Stream *stream, shm_mq_handle *queue, bool *failed)
 		OpenFile *file = lfirst(lc);
 
 		FileClose(file->file);
-		if (staged_file_remove(file->path, true) != 0 && errno != ENOENT)
+		if (staged_file_remove(file->path) != 0 && errno != ENOENT)
 			ereport(WARNING, (errcode_for_file_access(),
 							  errmsg("could not remove staged file \"%s\": %m", file->path)));
 		else if (!*failed)

@@ -98,21 +98,14 @@ commit_failure_hint(int sqlerrcode)
 
 /*
  * commit_remove_files removes the staged files of the checkpoints the
- * request just served committed.  Their removal need not be durable:
- * should one come back after a crash, recovery_remove_committed_files
- * removes it again.
+ * request just served committed, after one WAL flush of their removal
+ * records (staged_file_remove_list): a file that a crash keeps here is
+ * removed again by recovery_remove_committed_files, with its record.
  */
 void
 commit_remove_files(void)
 {
-	ListCell *lc;
-
-	foreach (lc, committed_paths)
-	{
-		if (staged_file_remove(lfirst(lc), false) != 0 && errno != ENOENT)
-			ereport(LOG, (errcode_for_file_access(),
-						  errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc))));
-	}
+	(void) staged_file_remove_list(committed_paths, LOG);
 	list_free_deep(committed_paths);
 	committed_paths = NIL;
 }

@@ -104,7 +104,7 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 			continue; /* a prepared checkpoint needs it */
 		/* a name the folder listing gave: a staged file's or a temporary one's */
 		snprintf(path, sizeof(path), "%s/%s", directory, name);
-		if (!request->dry_run && staged_file_remove(path, true) != 0)
+		if (!request->dry_run && staged_file_remove(path) != 0)
 		{
 			ereport(WARNING, (errcode_for_file_access(),
 							  errmsg("could not remove orphan file \"%s\": %m", path)));

@@ -291,7 +291,7 @@ recovery_remove_committed_files(void)
 			continue;
 		staged_file_path(path, MyDatabaseId, sink_id, name);
 		if (stat(path, &st) == 0)
-			(void) staged_file_remove(path, false);
+			(void) staged_file_remove(path);
 	}
 	work_end();
 }
@@ -473,7 +473,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	/* files of kept checkpoints are committed and gone; the rest are orphans */
 	foreach (lc, paths)
 	{
-		if (staged_file_remove(lfirst(lc), true) == 0)
+		if (staged_file_remove(lfirst(lc)) == 0)
 			request->discarded_files++;
 		else if (errno != ENOENT)
 			ereport(WARNING,

@@ -333,11 +333,16 @@ staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader 
 }
 
 /*
- * staged_file_truncate cuts a staged file at length (a torn tail), its WAL
- * record first, and fsyncs it.  Raises an I/O error on failure.
+ * staged_file_truncate logs that a staged file ends at length, and cuts it
+ * there (and fsyncs it) when it is longer (size): a torn tail.  The record
+ * is written even when nothing is cut: a writer adopting a file after a
+ * crash says so for every file, because a node replaying the WAL may hold
+ * bytes this one lost (an APPEND record flushed, its write lost with the
+ * page cache); its redo cuts them, never lengthens.  Raises an I/O error
+ * on failure.
  */
 void
-staged_file_truncate(File file, const char *path, off_t length)
+staged_file_truncate(File file, const char *path, off_t length, off_t size)
 {
 	Oid database_id;
 	int32 sink_id;
@@ -346,32 +351,69 @@ staged_file_truncate(File file, const char *path, off_t length)
 	path_identity(path, &database_id, &sink_id, name);
 	(void) staged_wal_log(XLOG_STAGED_TRUNCATE, database_id, sink_id, name, (uint64) length, NULL,
 						  0, NULL, 0);
+	if (size <= length)
+		return;
 	if (FileTruncate(file, length, PG_WAIT_IO) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not truncate staged file \"%s\": %m", path)));
 	staged_file_sync(file, path);
 }
 
-/*
- * staged_file_remove removes a staged file (or a temporary header), its WAL
- * record first; returns unlink's result, with errno.  flush makes the record
- * durable before the file goes, for a removal that nothing written later
- * in the WAL depends on: otherwise, after a crash, redo of the file's
- * earlier records could bring it back, and a writer adopt it.
- */
-int
-staged_file_remove(const char *path, bool flush)
+/* log_removal writes the REMOVE record of a staged file (or a temporary header). */
+static XLogRecPtr
+log_removal(const char *path)
 {
 	Oid database_id;
 	int32 sink_id;
 	char name[STAGED_WAL_NAME_BYTES];
-	XLogRecPtr lsn;
 
 	path_identity(path, &database_id, &sink_id, name);
-	lsn = staged_wal_log(XLOG_STAGED_REMOVE, database_id, sink_id, name, 0, NULL, 0, NULL, 0);
-	if (flush)
-		XLogFlush(lsn);
+	return staged_wal_log(XLOG_STAGED_REMOVE, database_id, sink_id, name, 0, NULL, 0, NULL, 0);
+}
+
+/*
+ * staged_file_remove removes a staged file (or a temporary header) once
+ * its WAL record is durable; returns unlink's result, with errno.  Never
+ * the file before its record: a crash in between would leave the file on
+ * every node that replays the WAL and gone here, where nothing would
+ * remove it again; a standby promoted once its committable expired would
+ * adopt it and load its rows a second time.
+ */
+int
+staged_file_remove(const char *path)
+{
+	XLogFlush(log_removal(path));
 	return unlink(path);
+}
+
+/*
+ * staged_file_remove_list removes the staged files of a list of paths
+ * (char *) as staged_file_remove does, with one WAL flush for them all;
+ * returns how many it removed.  A file already gone counts as removed; any
+ * other failure is reported at elevel.
+ */
+int
+staged_file_remove_list(List *paths, int elevel)
+{
+	XLogRecPtr lsn = InvalidXLogRecPtr;
+	ListCell *lc;
+	int removed = 0;
+
+	foreach (lc, paths)
+		lsn = log_removal(lfirst(lc));
+	if (XLogRecPtrIsInvalid(lsn))
+		return 0;
+	XLogFlush(lsn);
+	foreach (lc, paths)
+	{
+		if (unlink(lfirst(lc)) == 0 || errno == ENOENT)
+			removed++;
+		else
+			ereport(elevel, (errcode_for_file_access(),
+							 errmsg("could not remove staged file \"%s\": %m", (char *) lfirst(lc)),
+							 errhint("paimon_sink.remove_orphan_files() removes it later.")));
+	}
+	return removed;
 }
 
 /*

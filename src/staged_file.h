@@ -14,6 +14,7 @@
 
 #include "access/transam.h"
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
 #include "paimon_sink.h"
 #include "storage/fd.h"
 #include "utils/uuid.h"
@@ -83,8 +84,9 @@ extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *da
 extern off_t staged_file_append(File file, const char *path, off_t offset,
 								StagedBatchHeader *header, const char *payload);
 extern void staged_file_sync(File file, const char *path);
-extern void staged_file_truncate(File file, const char *path, off_t length);
-extern int staged_file_remove(const char *path, bool flush);
+extern void staged_file_truncate(File file, const char *path, off_t length, off_t size);
+extern int staged_file_remove(const char *path);
+extern int staged_file_remove_list(List *paths, int elevel);
 extern bool staged_file_remove_directory(Oid database_id, int32 sink_id);
 extern bool staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
 									StagedBatchHeader *header);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog.h"
 #include "handoff.h"
@@ -27,6 +28,7 @@
 #include "pgstat.h"
 #include "staged_file.h"
 #include "storage/fd.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -44,11 +46,39 @@ file_is_recorded(const char *file_name)
 }
 
 /*
+ * batch_may_count tells whether a batch's transaction committed or may
+ * still commit.  One that did neither never reaches a checkpoint.  An xid
+ * outside the range still known counts: the barrier reports it.
+ */
+static bool
+batch_may_count(const BatchInfo *batch)
+{
+	uint64 next = U64FromFullTransactionId(ReadNextFullTransactionId());
+	TransactionId xid = (TransactionId) batch->full_xid;
+
+	if (batch->dead)
+		return false;
+	if (batch->full_xid >= next || next - batch->full_xid > (uint64) 1 << 30)
+		return true;
+	return TransactionIdIsInProgress(xid) || TransactionIdDidCommit(xid);
+}
+
+/*
  * adopt_file adopts one staged file that no committable records into its
  * stream: it reads its batches (a carried copy counts only when its
  * original was recorded or is gone), raises its bucket's sequence above
  * them and cuts a torn tail.  A file of another writer, a recorded one and
  * one of no existing sink are left alone.
+ *
+ * A crash can leave a file here that its WAL records do not describe: a
+ * file and its batches are written before they are logged (staged_file.c),
+ * and the crash can lose records not yet flushed, while the page cache
+ * keeps the file.  Such a file or tail holds no acknowledged batch, since a
+ * writer acknowledges only after logging; it must not reach a checkpoint
+ * that a node replaying the WAL could not commit.  So every adopted file's
+ * end is logged (nodes that replay cut what they hold beyond it), and a
+ * file with no batch of a committed or running transaction is removed
+ * rather than adopted.
  */
 static void
 adopt_file(const char *path, const char *name)
@@ -61,6 +91,7 @@ adopt_file(const char *path, const char *name)
 	Stream *stream;
 	MemoryContext old;
 	SinkInfo sink;
+	bool may_count = false;
 
 	memset(&id, 0, sizeof(id));
 	handle = staged_file_open(path, &id, &offset, LOG);
@@ -125,8 +156,26 @@ adopt_file(const char *path, const char *name)
 		ereport(LOG, (errmsg("paimon_sink writer truncates the torn tail of staged file \"%s\" at "
 							 "%lld of %lld bytes",
 							 path, (long long) offset, (long long) size)));
-		staged_file_truncate(handle, path, offset);
 		pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+	}
+	staged_file_truncate(handle, path, offset, size);
+	for (int b = 0; b < file->batch_count; b++)
+		if (batch_may_count(&file->batches[b]))
+			may_count = true;
+	if (!may_count)
+	{
+		FileClose(handle);
+		if (file->batches)
+			pfree(file->batches);
+		pfree(file);
+		if (staged_file_remove(path) != 0 && errno != ENOENT)
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("could not remove staged file \"%s\": %m", path)));
+		else
+			ereport(LOG, (errmsg("paimon_sink writer removed staged file \"%s\": it holds no row "
+								 "of a committed or running transaction",
+								 path)));
+		return;
 	}
 	file->size = offset;
 	file->appendable = false;
