@@ -19,9 +19,9 @@
  * the removal): the record is skipped, as PostgreSQL skips pages of a
  * relation dropped later.  A CREATE never empties a file that exists.
  *
- * The records carry the database oid, the sink id and the file's name
- * only; the path is rebuilt from them (staged_file_path), so a record can
- * name no other file.
+ * The records carry the database oid, the sink id and the uuid of the
+ * file's name only; the path is rebuilt from them, so a record can name no
+ * other file.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +29,7 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
@@ -39,6 +40,9 @@
 #include "staged_file.h"
 #include "staged_wal.h"
 #include "storage/fd.h"
+
+/* The record format is the WAL's: a change to it must still read the old one. */
+StaticAssertDecl(sizeof(xl_staged_file) == 40, "xl_staged_file is 40 bytes");
 
 static void staged_wal_redo(XLogReaderState *record);
 static void staged_wal_desc(StringInfo buf, XLogReaderState *record);
@@ -78,8 +82,22 @@ staged_wal_log(uint8 info, Oid database_id, int32 sink_id, const char *file_name
 	xlrec.database_id = database_id;
 	xlrec.sink_id = sink_id;
 	xlrec.offset = offset;
+	xlrec.temporary_creator = -1;
 	if (file_name != NULL)
-		strlcpy(xlrec.file_name, file_name, sizeof(xlrec.file_name));
+	{
+		char staged[STAGED_FILE_NAME_LENGTH + 1];
+
+		/* a temporary header's name starts with its staged file's */
+		strlcpy(staged, file_name, sizeof(staged));
+		if (!staged_file_name_to_uuid(staged, xlrec.file_uuid))
+			elog(ERROR, "\"%s\" is not the name of a staged file", file_name);
+		if (strlen(file_name) > STAGED_FILE_NAME_LENGTH)
+		{
+			xlrec.temporary_creator = (int16) staged_file_temporary_creator(file_name);
+			if (xlrec.temporary_creator < 0)
+				elog(ERROR, "\"%s\" is not the name of a staged file", file_name);
+		}
+	}
 
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
@@ -90,23 +108,32 @@ staged_wal_log(uint8 info, Oid database_id, int32 sink_id, const char *file_name
 	return XLogInsert(PAIMON_SINK_RMGR_ID, info);
 }
 
+/* record_name fills name (STAGED_WAL_NAME_BYTES) with the file name a record names. */
+static void
+record_name(const xl_staged_file *xlrec, char *name)
+{
+	uuid_unparse_lower(xlrec->file_uuid, name);
+	strcat(name, ".stage");
+	if (xlrec->temporary_creator >= 0)
+		snprintf(name + STAGED_FILE_NAME_LENGTH, STAGED_WAL_NAME_BYTES - STAGED_FILE_NAME_LENGTH,
+				 ".%d.tmp", xlrec->temporary_creator);
+}
+
 /*
  * record_path fills path (MAXPGPATH) with the file a record names, and
- * directory with its sink's folder.  A name that is neither a staged file's
- * nor a temporary header's is corrupt WAL: an error, never a path.
+ * directory with its sink's folder.  Only a removal may name a temporary
+ * header: any other such record is corrupt WAL, an error.
  */
 static void
 record_path(const xl_staged_file *xlrec, char *directory, char *path, bool temporary_allowed)
 {
 	char name[STAGED_WAL_NAME_BYTES];
 
-	staged_file_directory(directory, xlrec->database_id, xlrec->sink_id);
-	memcpy(name, xlrec->file_name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (!staged_file_name_is_valid(name) &&
-		!(temporary_allowed && staged_file_temporary_creator(name) >= 0))
+	if (xlrec->temporary_creator >= 0 && !temporary_allowed)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-						errmsg("paimon_sink WAL record names no staged file: \"%s\"", name)));
+						errmsg("paimon_sink WAL record names a temporary staged file")));
+	staged_file_directory(directory, xlrec->database_id, xlrec->sink_id);
+	record_name(xlrec, name);
 	snprintf(path, MAXPGPATH, "%s/%s", directory, name);
 }
 
@@ -308,18 +335,19 @@ staged_wal_desc(StringInfo buf, XLogReaderState *record)
 	const char *data = XLogRecGetData(record);
 	int length = (int) XLogRecGetDataLen(record) - (int) sizeof(xl_staged_file);
 	xl_staged_file xlrec;
+	char name[STAGED_WAL_NAME_BYTES];
 
 	if (length < 0)
 		return;
 	memcpy(&xlrec, data, sizeof(xlrec));
-	xlrec.file_name[sizeof(xlrec.file_name) - 1] = '\0';
 	if (info == XLOG_STAGED_REMOVE_SINK)
 	{
 		appendStringInfo(buf, "sink %d of database %u", xlrec.sink_id, xlrec.database_id);
 		return;
 	}
+	record_name(&xlrec, name);
 	appendStringInfo(buf, "file %s/%u/%d/%s", PAIMON_SINK_DIRECTORY, xlrec.database_id,
-					 xlrec.sink_id, xlrec.file_name);
+					 xlrec.sink_id, name);
 	if (info == XLOG_STAGED_APPEND)
 	{
 		StagedBatchHeader header;

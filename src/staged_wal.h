@@ -34,19 +34,21 @@
 #define XLOG_STAGED_REMOVE 0x30		 /* a file removed */
 #define XLOG_STAGED_REMOVE_SINK 0x40 /* a dropped sink's folder removed */
 
-/* Longest file name a record carries: a temporary header's "<uuid>.stage.<n>.tmp". */
+/* Longest file name a record names: a temporary header's "<uuid>.stage.<n>.tmp". */
 #define STAGED_WAL_NAME_BYTES 64
 
 /*
- * The fixed part of every record; CREATE and APPEND are followed by the
- * bytes written (the header, a batch record).
+ * The fixed part of every record (40 bytes); CREATE and APPEND are
+ * followed by the bytes written (the header, a batch record).  A file is
+ * named by its name's uuid, and a temporary header also by its creator.
  */
 typedef struct xl_staged_file
 {
 	Oid database_id;
 	int32 sink_id;
-	uint64 offset; /* APPEND: where the bytes go; TRUNCATE: the new length */
-	char file_name[STAGED_WAL_NAME_BYTES]; /* empty for REMOVE_SINK */
+	uint64 offset;			 /* APPEND: where the bytes go; TRUNCATE: the new length */
+	uint8 file_uuid[16];	 /* "<uuid>.stage"; zero for REMOVE_SINK */
+	int16 temporary_creator; /* >= 0: "<uuid>.stage.<creator>.tmp" */
 } xl_staged_file;
 
 extern void staged_wal_register(void);
