@@ -17,7 +17,8 @@
  * nothing.  A file that an APPEND or TRUNCATE names and that is missing
  * was removed later in the WAL (a base backup may copy the folder after
  * the removal): the record is skipped, as PostgreSQL skips pages of a
- * relation dropped later.  A CREATE never empties a file that exists.
+ * relation dropped later, and a file whose removal never comes is named in
+ * a warning at the end of redo.  A CREATE never empties a file that exists.
  *
  * The records carry the database oid, the sink id and the uuid of the
  * file's name only; the path is rebuilt from them, so a record can name no
@@ -40,6 +41,7 @@
 #include "staged_file.h"
 #include "staged_wal.h"
 #include "storage/fd.h"
+#include "utils/memutils.h"
 
 /* The record format is the WAL's: a change to it must still read the old one. */
 StaticAssertDecl(sizeof(xl_staged_file) == 40, "xl_staged_file is 40 bytes");
@@ -47,12 +49,17 @@ StaticAssertDecl(sizeof(xl_staged_file) == 40, "xl_staged_file is 40 bytes");
 static void staged_wal_redo(XLogReaderState *record);
 static void staged_wal_desc(StringInfo buf, XLogReaderState *record);
 static const char *staged_wal_identify(uint8 info);
+static void staged_wal_cleanup(void);
+
+/* Files redo found missing and no later removal has named yet (startup process). */
+static List *skipped_files = NIL;
 
 static const RmgrData staged_rmgr = {
 	.rm_name = PAIMON_SINK_RMGR_NAME,
 	.rm_redo = staged_wal_redo,
 	.rm_desc = staged_wal_desc,
 	.rm_identify = staged_wal_identify,
+	.rm_cleanup = staged_wal_cleanup,
 };
 
 /*
@@ -197,19 +204,76 @@ redo_create(const xl_staged_file *xlrec, const char *data, int length)
 
 /*
  * redo_open opens the file a record names for writing; -1 when it is
- * missing (removed later in the WAL).
+ * missing.  That is right when the WAL removes it later (a base backup
+ * copied the folder after the removal), as PostgreSQL skips pages of a
+ * relation dropped later; the file is remembered until its removal is
+ * replayed, and staged_wal_cleanup names those whose removal never came.
  */
 static int
 redo_open(const char *path)
 {
 	int fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	ListCell *lc;
+	MemoryContext old;
 
-	if (fd < 0 && errno != ENOENT)
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOENT)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not open staged file \"%s\" in redo: %m", path)));
-	if (fd < 0)
-		elog(DEBUG1, "paimon_sink redo skips staged file \"%s\": it is removed later", path);
-	return fd;
+	elog(DEBUG1, "paimon_sink redo skips staged file \"%s\": it is missing", path);
+	foreach (lc, skipped_files)
+		if (strcmp(lfirst(lc), path) == 0)
+			return -1;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	skipped_files = lappend(skipped_files, pstrdup(path));
+	MemoryContextSwitchTo(old);
+	return -1;
+}
+
+/* forget_skipped forgets the skipped files a removal replayed: path, or a folder's (prefix). */
+static void
+forget_skipped(const char *path, bool prefix)
+{
+	ListCell *lc;
+	size_t length = strlen(path);
+
+	foreach (lc, skipped_files)
+	{
+		char *skipped = lfirst(lc);
+
+		if (prefix ? strncmp(skipped, path, length) == 0 && skipped[length] == '/'
+				   : strcmp(skipped, path) == 0)
+		{
+			skipped_files = foreach_delete_current(skipped_files, lc);
+			pfree(skipped);
+		}
+	}
+}
+
+/*
+ * staged_wal_cleanup, at the end of redo (rm_cleanup), warns of each staged
+ * file whose records redo skipped because it was missing and whose removal
+ * the WAL did not hold: it was deleted outside the extension on the node the
+ * WAL comes from, or never copied here.  A checkpoint that records it fails
+ * with 58P01, and discard_missing_files() goes on without it.
+ */
+static void
+staged_wal_cleanup(void)
+{
+	ListCell *lc;
+
+	foreach (lc, skipped_files)
+		ereport(WARNING,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("paimon_sink redo skipped the records of missing staged file \"%s\"",
+						(char *) lfirst(lc)),
+				 errdetail("The WAL changes the file and does not remove it later: the rows "
+						   "staged in it are not on this node."),
+				 errhint("A checkpoint that records the file fails until the file is restored or "
+						 "paimon_sink.discard_missing_files() goes on without it.")));
+	list_free_deep(skipped_files);
+	skipped_files = NIL;
 }
 
 /* redo_append writes a batch record's bytes at its offset. */
@@ -263,6 +327,7 @@ redo_remove(const xl_staged_file *xlrec)
 	struct stat st;
 
 	record_path(xlrec, directory, path, true);
+	forget_skipped(path, false);
 	if (unlink(path) != 0 && errno != ENOENT)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not remove staged file \"%s\" in redo: %m", path)));
@@ -281,6 +346,7 @@ redo_remove_sink(const xl_staged_file *xlrec)
 	staged_file_directory(directory, xlrec->database_id, xlrec->sink_id);
 	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY,
 			 xlrec->database_id);
+	forget_skipped(directory, true);
 	if (stat(directory, &st) != 0)
 		return;
 	if (!rmtree(directory, true))

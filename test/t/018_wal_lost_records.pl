@@ -10,6 +10,11 @@
 #   B. a CREATE lost: the primary adopts the file and records it in a
 #      checkpoint; a standby promoted before that checkpoint is committed
 #      cannot commit it ("staged files ... are missing").
+# Both now hold: a removal waits for its record's flush, and an adopting
+# writer logs each file's end and removes a file with no row that can
+# commit.  And C: a file missing from a standby's copy (deleted from its
+# base backup) is named by a warning at the end of redo, and the checkpoint
+# that records it goes on with discard_missing_files() on the promoted node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -144,6 +149,47 @@ sub write_rows
 	  or diag($err);
 	is(counts($standby), '110 110', 'create: the promoted standby has every committed row');
 	$standby->stop('fast');
+}
+
+# ---- C: a staged file missing from a standby's copy (deleted from the backup):
+# redo skips the file's records and says so at the end of recovery, and the
+# checkpoint that records it has a way forward on the promoted node
+{
+	my ($primary, $standby) = new_pair('missing');
+	$standby->stop('fast');
+	write_rows($primary, 1, 10, 'job');
+	$primary->backup('with_file');
+	my $copy = $primary->backup_dir . '/with_file/pg_paimon_sink';
+	my @copied = glob("$copy/*/*/*.stage");
+	is(scalar(@copied), 1, 'missing: the backup holds the staged file');
+	unlink @copied;
+	my $replica = PostgreSQL::Test::Cluster->new('missing_replica');
+	$replica->init_from_backup($primary, 'with_file', has_streaming => 1);
+	$replica->start;
+	# more rows into the same open file, then the checkpoint records it
+	write_rows($primary, 11, 20, 'job');
+	$primary->safe_psql('postgres', q{SELECT count(*) FROM paimon_sink.prepare_commit('s', 'job', 1)});
+	flush_and_catch_up($primary, $replica);
+	$primary->stop('immediate');
+	$replica->promote;
+	ok($replica->log_contains(
+			qr/WARNING:  paimon_sink redo skipped the records of missing staged file/),
+		'missing: the end of redo names the file whose records it skipped');
+	ok(writers_ready($replica, 'postgres'), 'missing: writers serve on the promoted node');
+	my ($ret, $out, $err) = $replica->psql('postgres',
+		q{SELECT count(*) FROM paimon_sink.commit('s', 'job', 1)});
+	like($err, qr/staged files of checkpoint 1 of commit user "job" are missing/,
+		'missing: the checkpoint that records it fails, naming it');
+	is($replica->safe_psql('postgres',
+			q{SELECT sum(row_count) FROM paimon_sink.discard_missing_files('s', 'job')}),
+		'20', 'missing: discard_missing_files() goes on without its 20 rows');
+	$replica->safe_psql('postgres', q{SELECT count(*) FROM paimon_sink.commit('s', 'job', 1)});
+	write_rows($replica, 30, 34, 'job');
+	$replica->safe_psql('postgres', q{SELECT count(*) FROM paimon_sink.prepare_commit('s', 'job', 2);
+		SELECT count(*) FROM paimon_sink.commit('s', 'job', 2)});
+	is($replica->safe_psql('postgres', 'SELECT count(*) FROM target'),
+		'5', 'missing: later checkpoints commit on the promoted node');
+	$replica->stop('fast');
 }
 
 done_testing();
