@@ -209,7 +209,39 @@ class Server:
         return False
 
 
-class Cluster:
+class ClusterFolder:
+    """ClusterFolder is what a cluster's folder holds, as test/lib/cluster.sh
+    lays it out: data/, sock/, port and server.log under self.cdir (which
+    the subclass provides), and a Server connecting to it."""
+
+    @property
+    def datadir(self):
+        """datadir is the data directory."""
+        return os.path.join(self.cdir, "data")
+
+    @property
+    def sockdir(self):
+        """sockdir is the folder of the unix socket (the host)."""
+        return os.path.join(self.cdir, "sock")
+
+    @property
+    def port(self):
+        """port is the server's port, from the folder's port file."""
+        with open(os.path.join(self.cdir, "port")) as f:
+            return int(f.read().strip())
+
+    @property
+    def server_log(self):
+        """server_log is the path of the server log."""
+        return os.path.join(self.cdir, "server.log")
+
+    def server(self, **kw):
+        """server returns a Server for this cluster (keyword arguments as
+        Server's)."""
+        return Server(self.sockdir, self.port, pg_user(), **kw)
+
+
+class Cluster(ClusterFolder):
     """Cluster is one throwaway cluster of test/lib/cluster.sh, whose shell
     functions it calls through bash with this program's PS_WORK: the temp
     dir ($PS_WORK), packages, the build, initdb, start and the cleanup that
@@ -259,27 +291,6 @@ class Cluster:
         """cdir is the cluster's folder: data/, sock/, port, server.log."""
         return os.path.join(self.work, "clusters", self.name)
 
-    @property
-    def datadir(self):
-        """datadir is the cluster's data directory."""
-        return os.path.join(self.cdir, "data")
-
-    @property
-    def sockdir(self):
-        """sockdir is the folder of the cluster's unix socket (its host)."""
-        return os.path.join(self.cdir, "sock")
-
-    @property
-    def port(self):
-        """port is the cluster's port, as ps_cluster_create chose it."""
-        with open(os.path.join(self.cdir, "port")) as f:
-            return int(f.read().strip())
-
-    @property
-    def server_log(self):
-        """server_log is the path of the cluster's server log."""
-        return os.path.join(self.cdir, "server.log")
-
     def create(self, conf):
         """create runs initdb (ps_cluster_create) and appends conf, this
         program's settings, to its postgresql.conf."""
@@ -291,11 +302,6 @@ class Cluster:
         """start starts the cluster (ps_cluster_start) and waits until it
         accepts connections."""
         self.sh("ps_cluster_start", self.name)
-
-    def server(self, **kw):
-        """server returns a Server for this cluster (keyword arguments as
-        Server's)."""
-        return Server(self.sockdir, self.port, pg_user(), **kw)
 
     def cleanup(self):
         """cleanup stops every server below $PS_WORK and removes it (unless
@@ -353,7 +359,7 @@ def child_pids(pid):
     return out
 
 
-class Node:
+class Node(ClusterFolder):
     """Node is one server that a program drives itself, as the cluster's OS
     user, with PostgreSQL's pg_ctl, pg_basebackup and the like (of PGBIN):
     its folder cdir holds data/, sock/, port and server.log, as
@@ -366,32 +372,6 @@ class Node:
         create_standby fills) and its name in messages (the folder's)."""
         self.cdir = cdir
         self.name = name or os.path.basename(cdir)
-
-    @property
-    def datadir(self):
-        """datadir is the node's data directory."""
-        return os.path.join(self.cdir, "data")
-
-    @property
-    def sockdir(self):
-        """sockdir is the folder of the node's unix socket (its host)."""
-        return os.path.join(self.cdir, "sock")
-
-    @property
-    def port(self):
-        """port is the node's port, from its folder's port file."""
-        with open(os.path.join(self.cdir, "port")) as f:
-            return int(f.read().strip())
-
-    @property
-    def server_log(self):
-        """server_log is the path of the node's server log."""
-        return os.path.join(self.cdir, "server.log")
-
-    def server(self, **kw):
-        """server returns a Server for this node (keyword arguments as
-        Server's)."""
-        return Server(self.sockdir, self.port, pg_user(), **kw)
 
     def run(self, prog, *args, timeout=120):
         """run runs PostgreSQL's program prog (of PGBIN) with args and returns

@@ -166,6 +166,18 @@ def ready():
     return True
 
 
+def wait_no_doubt(deadline):
+    """wait_no_doubt gives the committer up to 5 s (within deadline) to
+    finish our prepared transactions; the check after it counts those left."""
+    doubt_deadline = min(deadline, time.monotonic() + 5)
+    while True:
+        r = retry(deadline, "in-doubt count", lambda: query(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"))
+        if r[0][0] == 0 or time.monotonic() >= doubt_deadline:
+            return
+        time.sleep(0.2)
+
+
 def wait_ready(deadline):
     """wait_ready retries ready until the deadline (then Timeout)."""
     retry(deadline, "server accepting connections and writers ready", ready)
@@ -889,13 +901,7 @@ def run_trial(n, params, log, totals, dboid, sink_id):
                     raise
 
             retry(deadline, "final checkpoint() returning no row", checked_final)
-            doubt_deadline = min(deadline, time.monotonic() + 5)
-            while True:
-                r = retry(deadline, "in-doubt count", lambda: query(
-                    "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"))
-                if r[0][0] == 0 or time.monotonic() >= doubt_deadline:
-                    break
-                time.sleep(0.2)
+            wait_no_doubt(deadline)
             undo = []
             if n == TAMPER_TRIAL and TAMPER:
                 undo = tamper_apply(TAMPER, dboid, sink_id)
@@ -1285,13 +1291,7 @@ def run_failover_trial(n, params, totals, state):
     final_calls, final_error = final_checkpoint_failover(min(deadline, time.monotonic() + 20))
     if final_error:
         reasons.append(f"final checkpoint(): {final_error}")
-    doubt_deadline = min(deadline, time.monotonic() + 5)
-    while True:
-        r = retry(deadline, "in-doubt count", lambda: query(
-            "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"))
-        if r[0][0] == 0 or time.monotonic() >= doubt_deadline:
-            break
-        time.sleep(0.2)
+    wait_no_doubt(deadline)
     undo = []
     if n == TAMPER_TRIAL and TAMPER:
         undo = tamper_apply(TAMPER, state.dboid, state.sink_id)
