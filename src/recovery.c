@@ -346,7 +346,8 @@ recovery_finish_in_doubt(bool catalog_ready)
  * recovery_remove_dropped_sinks removes the staged files of dropped sinks.  drop_sink records the sink in
  * paimon_sink.dropped_sink in its own transaction, so nothing is deleted
  * unless the drop committed (the "cleanup record" pattern of Citus and
- * pg_lake); the record goes once the folder is gone.
+ * pg_lake); the record goes once the folder is gone, and stays (with a
+ * warning) while a file in it cannot be removed.
  */
 void
 recovery_remove_dropped_sinks(void)
@@ -376,6 +377,18 @@ recovery_remove_dropped_sinks(void)
 			ereport(LOG,
 					(errmsg("paimon_sink committer removed the staged files of dropped sink %d",
 							lfirst_int(lc))));
+		/* the record stays while the folder does: the next maintenance tries again */
+		if (stat(path, &st) == 0 || errno != ENOENT)
+		{
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("paimon_sink could not remove the staged files of dropped sink %d",
+							lfirst_int(lc)),
+					 errdetail("The folder \"%s\" is still there; the committer tries again at "
+							   "its next catalog maintenance.",
+							   path)));
+			doomed = foreach_delete_current(doomed, lc);
+		}
 	}
 	work_begin();
 	foreach (lc, doomed)

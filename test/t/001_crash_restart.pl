@@ -149,9 +149,24 @@ ok(-d $sink_dir, 'the sink has a folder of staged files');
 $node->safe_psql('postgres', "BEGIN; SELECT paimon_sink.drop_sink('crash_sink', force => true); ROLLBACK;");
 sleep 1;
 ok(-d $sink_dir, 'a rolled-back drop removes nothing');
+# a folder that cannot go yet keeps its cleanup record, and goes later
+chmod 0500, $sink_dir;
+my $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('crash_sink', force => true)");
 my $waited = 0;
-while (-d $sink_dir && $waited++ < 100) { select(undef, undef, undef, 0.1); }
+while (!$node->log_contains(qr/could not remove the staged files of dropped sink $sink_id/,
+		$log_offset) && $waited++ < 100)
+{
+	select(undef, undef, undef, 0.1);
+}
+ok($node->log_contains(qr/could not remove the staged files of dropped sink $sink_id/, $log_offset),
+	'a folder that cannot be removed is warned of');
+ok(-d $sink_dir, 'and stays');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.dropped_sink'), '1',
+	'and so does its cleanup record');
+chmod 0700, $sink_dir;
+$waited = 0;
+while (-d $sink_dir && $waited++ < 300) { select(undef, undef, undef, 0.1); }
 ok(!-d $sink_dir, 'a committed drop removes the staged files');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.dropped_sink'), '0',
 	'and its cleanup record');
