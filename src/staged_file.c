@@ -301,20 +301,18 @@ batch_checksum(StagedBatchHeader *header, const char *payload)
 
 /*
  * staged_file_append writes one batch record at offset, then its WAL record
- * (see the top of this file), and returns the offset after it.  The caller
- * fsyncs (grouped) before acknowledging.
+ * (see the top of this file), and returns the offset after it.  The file is
+ * named by its database, sink and name (for the record) and by its path
+ * (staged_file_path's, for messages), which the writer keeps, so that the
+ * write path derives nothing.  The caller fsyncs (grouped) before
+ * acknowledging.
  */
 off_t
-staged_file_append(File file, const char *path, off_t offset, StagedBatchHeader *header,
-				   const char *payload)
+staged_file_append(File file, Oid database_id, int32 sink_id, const char *name, const char *path,
+				   off_t offset, StagedBatchHeader *header, const char *payload)
 {
-	Oid database_id;
-	int32 sink_id;
-	char name[STAGED_WAL_NAME_BYTES];
-
 	header->magic = STAGED_BATCH_MAGIC;
 	header->checksum = batch_checksum(header, payload);
-	path_identity(path, &database_id, &sink_id, name);
 
 	errno = 0;
 	if (FileWrite(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header) ||

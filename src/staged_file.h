@@ -81,8 +81,9 @@ extern File staged_file_create(Oid database_id, int creator, const StreamIdentit
 							   char *file_name, off_t *size);
 extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start,
 							 int elevel);
-extern off_t staged_file_append(File file, const char *path, off_t offset,
-								StagedBatchHeader *header, const char *payload);
+extern off_t staged_file_append(File file, Oid database_id, int32 sink_id, const char *name,
+								const char *path, off_t offset, StagedBatchHeader *header,
+								const char *payload);
 extern void staged_file_sync(File file, const char *path);
 extern void staged_file_truncate(File file, const char *path, off_t length, off_t size);
 extern int staged_file_remove(const char *path);

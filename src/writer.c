@@ -273,7 +273,8 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 		header.origin_offset = origin_offset;
 		(void) staged_file_name_to_uuid(origin_name, header.origin_file);
 	}
-	file->size = staged_file_append(file->file, file->path, offset, &header, payload);
+	file->size = staged_file_append(file->file, MyDatabaseId, stream->id.sink_id, file->name,
+									file->path, offset, &header, payload);
 	file->dirty = true;
 	/* a streaming transaction's rows head for the disk before its commit fsyncs them */
 	if (streamed)
