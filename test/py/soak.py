@@ -570,23 +570,22 @@ def diagnose(log, trial_offset, other_logs=()):
         except Exception as e:
             say(f"  {title}: {short(e)}")
     say(f"  staged files: {len(stage_files())}")
+    say_log_tail("server log of this trial", log, trial_offset, 40)
+    for title, other, offset in other_logs:
+        say_log_tail(title, other, offset, 25)
+
+
+def say_log_tail(title, log_file, offset, last):
+    """say_log_tail prints the last lines of a server log since offset, without
+    the commit lines (every checkpoint writes one)."""
     try:
-        lines = log.since(trial_offset).splitlines()
+        lines = log_file.since(offset).splitlines()
     except OSError:
         lines = []
     interesting = [l for l in lines if not re.search(r"paimon_sink committed snapshot", l)]
-    say(f"  server log of this trial: {len(lines)} line(s), without commit lines (last 40):")
-    for l in interesting[-40:]:
+    say(f"  {title}: {len(lines)} line(s), without commit lines (last {last}):")
+    for l in interesting[-last:]:
         say("    " + l)
-    for title, other, offset in other_logs:
-        try:
-            lines = other.since(offset).splitlines()
-        except OSError:
-            lines = []
-        interesting = [l for l in lines if not re.search(r"paimon_sink committed snapshot", l)]
-        say(f"  {title}: {len(lines)} line(s), without commit lines (last 25):")
-        for l in interesting[-25:]:
-            say("    " + l)
 
 
 # --- comparison ----------------------------------------------------------------------
