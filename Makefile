@@ -23,6 +23,7 @@ OBJS = \
 	src/staged_wal.o \
 	src/catalog.o \
 	src/metadata.o \
+	src/metadata_maintenance.o \
 	src/statement.o \
 	src/sink_ddl.o \
 	src/api.o \

@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * metadata_maintenance.c
+ *	  The SQL of snapshot expiry, maintenance results, commit statistics and
+ *	  the result sets of the catalog's SQL functions.
+ *
+ * The rest of the statements on the extension's own tables are in
+ * metadata.c, under the same rules (see its file comment): schema-qualified
+ * names, plans kept by statement.c, RUN_AS_OWNER only after the caller's
+ * rights were checked.  They are apart only so that each file stays within
+ * the line limit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "metadata.h"
+#include "statement.h"
+
+/* ------------------------------------------------------ snapshot expiry */
+
+/*
+ * metadata_expire_snapshots forgets the snapshots of a sink beyond its
+ * newest retain_last (>= 1) committed more than older_than_ms milliseconds
+ * ago, except each commit user's last, with their committables; the highest
+ * sequence number of each bucket those held is kept in bucket_sequence.
+ * Returns the number of snapshots expired.  Follows Paimon's snapshot expiry
+ * (num-retained, time-retained); high-water marks live in commit_user_state,
+ * untouched.
+ */
+int64
+metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+						  bool as_catalog_owner)
+{
+	static Statement statement = {
+		"WITH expired AS ("
+		"  SELECT s.snapshot_id FROM ("
+		"    SELECT l.snapshot_id, l.committed_at, "
+		"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
+		"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
+		"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
+		"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
+		"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
+		"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
+		"files AS ("
+		"  DELETE FROM paimon_sink.committable c USING expired e "
+		"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
+		"  AND c.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id "
+		"  RETURNING c.bucket, c.max_sequence), "
+		"sequences AS ("
+		"  INSERT INTO paimon_sink.bucket_sequence (sink_id, bucket, max_sequence) "
+		"  SELECT $1, f.bucket, pg_catalog.max(f.max_sequence) FROM files f GROUP BY f.bucket "
+		"  ON CONFLICT (sink_id, bucket) DO UPDATE SET max_sequence = "
+		"    greatest(paimon_sink.bucket_sequence.max_sequence, excluded.max_sequence)) "
+		"DELETE FROM paimon_sink.snapshot_log l USING expired e "
+		"WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND l.snapshot_id OPERATOR(pg_catalog.=) e.snapshot_id",
+		SPI_OK_DELETE};
+	/* now() is the transaction's start, as the commit times are */
+	TimestampTz cutoff =
+		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
+	Arg args[] = {ARG_INT4(sink_id), ARG_INT4(retain_last),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false)};
+
+	return (int64) statement_execute(&statement, args, lengthof(args),
+									 as_catalog_owner ? RUN_AS_OWNER : 0);
+}
+
+/* ------------------------------------------- maintenance and statistics */
+
+/* metadata_add_maintenance_result records one file an orphan removal found, for its requester. */
+void
+metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 byte_count,
+								bool removed)
+{
+	static Statement statement = {"INSERT INTO paimon_sink.maintenance_result (request_id, "
+								  "file_name, byte_count, removed) VALUES ($1, $2, $3, $4)",
+								  SPI_OK_INSERT};
+	Arg args[] = {ARG_INT8((int64) request_id), ARG_TEXT(file_name), ARG_INT8(byte_count),
+				  ARG_BOOL(removed)};
+
+	(void) statement_execute(&statement, args, lengthof(args), 0);
+}
+
+/*
+ * metadata_count_commits adds what a request's commits did, and whether it
+ * failed, to the sink's commit_statistics row (unlogged: no WAL flush); a
+ * dropped sink counts nothing.
+ */
+void
+metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
+{
+	static Statement statement = {
+		"INSERT INTO paimon_sink.commit_statistics AS s "
+		"(sink_id, commits, skipped, retries, rows_committed, bytes_committed, last_commit_ms, "
+		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
+		"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
+		"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
+		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+		"ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits OPERATOR(pg_catalog.+) $2, "
+		"skipped = s.skipped OPERATOR(pg_catalog.+) $3, "
+		"retries = s.retries OPERATOR(pg_catalog.+) $4, "
+		"rows_committed = s.rows_committed OPERATOR(pg_catalog.+) $5, "
+		"bytes_committed = s.bytes_committed OPERATOR(pg_catalog.+) $6, "
+		"last_commit_ms = coalesce($7, s.last_commit_ms), "
+		"failures = s.failures OPERATOR(pg_catalog.+) $8, "
+		"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(sink_id),
+				  ARG_INT8(tally->commits),
+				  ARG_INT8(tally->skipped),
+				  ARG_INT8(tally->retries),
+				  ARG_INT8(tally->rows),
+				  ARG_INT8(tally->bytes),
+				  ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
+				  ARG_INT8(failed ? 1 : 0)};
+
+	(void) statement_execute(&statement, args, lengthof(args), 0);
+}
+
+/* metadata_count_failure counts a failed request of a sink by SQLSTATE, with its message. */
+void
+metadata_count_failure(int32 sink_id, int sqlerrcode, const char *message)
+{
+	static Statement statement = {
+		"INSERT INTO paimon_sink.commit_failures AS f "
+		"(sink_id, sqlstate, failures, last_failed_at, last_message) "
+		"SELECT $1, $2, 1, pg_catalog.now(), $3 WHERE EXISTS (SELECT FROM "
+		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+		"ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
+		"failures = f.failures OPERATOR(pg_catalog.+) 1, last_failed_at = pg_catalog.now(), "
+		"last_message = $3",
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_TEXT(message)};
+
+	(void) statement_execute(&statement, args, lengthof(args), 0);
+}
+
+/* ------------------------------------------------ result sets of SQL functions */
+
+/*
+ * metadata_return_committables returns the committables of a checkpoint
+ * (of one writer id, or every one when writer_id < 0) as the result set
+ * (checkpoint_id, file_name, writer_id, bucket, row_count, byte_count):
+ * prepare_commit()'s shape.
+ */
+void
+metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
+							 int64 checkpoint_id, int32 writer_id)
+{
+	static Statement statement = {
+		"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, "
+		"c.row_count, c.byte_count FROM paimon_sink.committable c "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
+		"ORDER BY c.writer_id, c.bucket, c.file_name",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
+				  ARG_INT4(writer_id)};
+
+	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
+}
+
+/*
+ * metadata_return_snapshots returns a commit user's snapshots with a commit
+ * identifier in (after, up_to], and the one of identifier also, as the
+ * result set (snapshot_id, commit_user, checkpoint_id, row_count,
+ * file_count, committed_at, newly_committed): commit()'s shape.
+ */
+void
+metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
+						  int64 after, int64 up_to, int64 also)
+{
+	static Statement statement = {
+		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, "
+		"l.row_count, l.file_count, l.committed_at, "
+		"l.commit_identifier OPERATOR(pg_catalog.>) $3 AS newly_committed "
+		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
+		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) ORDER BY l.commit_identifier",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after), ARG_INT8(up_to),
+				  ARG_INT8(also)};
+
+	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
+}
+
+/*
+ * metadata_return_maintenance_results returns, and forgets, what a request found, as the result
+ * set: an orphan removal's (file_name, byte_count, removed), or (discarded) the committables
+ * discard_missing_files forgot (checkpoint_id, file_name, row_count, byte_count).  As the owner.
+ */
+void
+metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id, bool discarded)
+{
+	static Statement statements[] = {
+		{"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r "
+		 "  WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+		 "  RETURNING r.file_name, r.byte_count, r.removed) "
+		 "SELECT o.file_name, o.byte_count, o.removed FROM outcome o ORDER BY o.file_name",
+		 SPI_OK_SELECT},
+		{"WITH outcome AS (DELETE FROM paimon_sink.maintenance_result r WHERE r.request_id "
+		 "OPERATOR(pg_catalog.=) $1 RETURNING r.checkpoint_id, r.file_name, r.row_count, "
+		 "r.byte_count) SELECT o.checkpoint_id, o.file_name, o.row_count, o.byte_count "
+		 "FROM outcome o ORDER BY o.checkpoint_id, o.file_name",
+		 SPI_OK_SELECT}};
+	Arg args[] = {ARG_INT8((int64) request_id)};
+
+	statement_return_rows(fcinfo, &statements[discarded], args, lengthof(args), RUN_AS_OWNER);
+}
