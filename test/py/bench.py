@@ -69,9 +69,10 @@ Results go to stdout (tables) and BENCH_OUT (default bench-results/ at the
 repo root): throughput.tsv, runs.tsv, latency.tsv, memory.tsv, meta.tsv,
 summary.txt, wal.tsv, throughput.png (gnuplot).  Progress and the time of
 every phase go to stderr.  The last line is always
-  bench: sink_vs_insert_select=R sink_copy_vs_copy=R sink_vs_xa=R commit_p50_vs_2pc=R writer_mem_10m_vs_1m=R upsert_vs_on_conflict=R sink_wal_per_staged_byte=R insert_select_wal_per_heap_byte=R sink_wal_vs_insert_select=R
+  bench: sink_vs_insert_select=R sink_copy_vs_copy=R sink_vs_xa=R commit_p50_vs_2pc=R writer_mem_10m_vs_1m=R upsert_vs_on_conflict=R sink_wal_per_staged_byte=R insert_select_wal_per_heap_byte=R sink_wal_vs_insert_select=R small_tx_vs_plain=R
 (n/a: not measured; upsert_vs_on_conflict is sink_upsert's rows/s over
-on_conflict's; sink_wal_per_staged_byte is sink_insert_select's WAL of the
+on_conflict's; small_tx_vs_plain is sink_pgbench_small's rows/s over
+pgbench_small's; sink_wal_per_staged_byte is sink_insert_select's WAL of the
 INSERT statement over the bytes it staged, insert_select_wal_per_heap_byte
 the plain insert_select's WAL over its heap bytes, sink_wal_vs_insert_select
 sink_insert_select's WAL, checkpoint included, over insert_select's).  Exit
@@ -913,6 +914,7 @@ class Bench:
             ("sink_wal_per_staged_byte", wal_fig("sink_insert_select", "stmt_per_staged")),
             ("insert_select_wal_per_heap_byte", wal_fig("insert_select", "per_heap")),
             ("sink_wal_vs_insert_select", wal_fig("sink_insert_select", "vs_counterpart")),
+            ("small_tx_vs_plain", div(rate("sink_pgbench_small"), rate("pgbench_small"))),
         ]
 
     def report(self, failed=None):
@@ -1137,8 +1139,8 @@ def main():
         log("total: %.1f s" % (time.monotonic() - T0))
         print(last or "bench: sink_vs_insert_select=n/a sink_copy_vs_copy=n/a sink_vs_xa=n/a "
               "commit_p50_vs_2pc=n/a writer_mem_10m_vs_1m=n/a upsert_vs_on_conflict=n/a "
-              "sink_wal_per_staged_byte=n/a insert_select_wal_per_heap_byte=n/a sink_wal_vs_insert_select=n/a",
-              flush=True)
+              "sink_wal_per_staged_byte=n/a insert_select_wal_per_heap_byte=n/a sink_wal_vs_insert_select=n/a "
+              "small_tx_vs_plain=n/a", flush=True)
     return rc
 
 
