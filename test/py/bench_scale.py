@@ -24,8 +24,9 @@ overdue checkpoint slots of the paimon_sink.checkpoint_schedule view
 (n/a for a build without it).  The sinks are dropped after each run.
 
 Head-of-line run: 10 sinks under the same load, plus a sink `big` without a
-checkpoint interval into which BENCH_HOL_ROWS rows (5000000) are staged by
-one INSERT ... SELECT before the clock starts.  First BENCH_HOL_BASE_SECONDS
+checkpoint interval into which BENCH_HOL_ROWS rows (5000000; test/bench's
+rows: id bigint PRIMARY KEY, k int, v text of 64 bytes, ts timestamptz) are
+staged by one INSERT ... SELECT before the clock starts.  First BENCH_HOL_BASE_SECONDS
 (10) of the load alone (the baseline), then checkpoint('big') while the load
 goes on; the lag of the 10 sinks' rows written during the big checkpoint is
 set against the baseline's.
@@ -60,6 +61,7 @@ import traceback
 
 # the harness first: it installs psycopg2 when it is missing
 from harness import Cluster, interrupt_on_signals, percentile
+from bench import row_sql
 
 import psycopg2
 
@@ -231,13 +233,12 @@ class Scale:
             time.sleep(0.1)
         raise BenchFail("the writers are not ready after %d s" % seconds)
 
-    def make_sinks(self, names, interval_ms, trigger=True):
-        """make_sinks creates a target (with the loaded_at trigger if trigger) and a sink for each
-        name (interval_ms None: no checkpoint interval)."""
+    def make_sinks(self, names, interval_ms):
+        """make_sinks creates a target with the loaded_at trigger and a sink for each name
+        (interval_ms None: no checkpoint interval)."""
         for n in names:
             self.q("CREATE TABLE t_%s (id bigint, written_at timestamptz, loaded_at timestamptz)" % n)
-            if trigger:
-                self.q("CREATE TRIGGER stamp BEFORE INSERT ON t_%s FOR EACH ROW EXECUTE FUNCTION stamp_loaded_at()" % n)
+            self.q("CREATE TRIGGER stamp BEFORE INSERT ON t_%s FOR EACH ROW EXECUTE FUNCTION stamp_loaded_at()" % n)
             self.q("SELECT * FROM paimon_sink.create_sink(%s, %s, checkpoint_interval => %s::interval)",
                    (n, "t_" + n, None if interval_ms is None else "%d ms" % interval_ms))
 
@@ -336,9 +337,11 @@ class Scale:
         names = ["h%02d" % i for i in range(10)]
         log("head-of-line: 10 sinks at %d ms, and sink big staging %d rows" % (cfg.interval_ms, cfg.hol_rows))
         self.make_sinks(names, cfg.interval_ms)
-        self.make_sinks(["big"], None, trigger=False)
+        # big has test/bench's row shape and primary key, and no interval
+        self.q("CREATE TABLE t_big (id bigint PRIMARY KEY, k int, v text, ts timestamptz)")
+        self.q("SELECT * FROM paimon_sink.create_sink('big', 't_big')")
         t = time.monotonic()
-        self.q("INSERT INTO big (id, written_at) SELECT g, now() FROM generate_series(1, %d) g" % cfg.hol_rows)
+        self.q("INSERT INTO big SELECT %s FROM generate_series(1, %d::bigint) g" % (row_sql("g"), cfg.hol_rows))
         log("head-of-line: %d rows staged in %.1f s" % (cfg.hol_rows, time.monotonic() - t))
         self.q("CHECKPOINT")
         load = Load(self, names, cfg.rate)
