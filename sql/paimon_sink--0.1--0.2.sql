@@ -179,3 +179,21 @@ BEGIN
 			'58P01 a staged file is missing (nothing applied; restore it, or go on without its rows with discard_missing_files());'));
 END
 $$;
+
+-- Periodic checkpoints run earliest deadline first, and each sink's
+-- schedule shows how far behind an overloaded committer left it.
+CREATE FUNCTION paimon_sink.checkpoint_schedule_status(
+	OUT sink_id integer, OUT interval_ms bigint, OUT next_due timestamptz, OUT checkpoints bigint,
+	OUT overdue bigint, OUT last_late_ms bigint, OUT max_late_ms bigint, OUT last_run timestamptz)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_checkpoint_schedule_status'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.checkpoint_schedule_status() IS
+$$One row per sink this database's committer checkpoints periodically (a checkpoint_interval, its own or paimon_sink.checkpoint_interval), as the committer's schedule last saw it, counters since the committer started: (sink_id integer, interval_ms bigint, next_due timestamptz: the deadline of its next periodic checkpoint, checkpoints bigint: periodic checkpoints run, empty ones too, overdue bigint: slots skipped because the sink was more than an interval behind, last_late_ms bigint and max_late_ms bigint: how long after its deadline the last and the latest periodic checkpoint started, last_run timestamptz). The due sink with the earliest deadline runs first and a deadline advances by the interval, so an overloaded committer slows every sink alike. Only the first 1024 scheduled sinks of a database are shown. Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+CREATE VIEW paimon_sink.checkpoint_schedule AS
+	SELECT s.sink_name, p.interval_ms, p.next_due, p.checkpoints, p.overdue, p.last_late_ms,
+		p.max_late_ms, p.last_run
+	FROM paimon_sink.checkpoint_schedule_status() p
+	JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) p.sink_id;
+COMMENT ON VIEW paimon_sink.checkpoint_schedule IS
+	'Per sink checkpointed periodically, since the committer started: the next deadline, periodic checkpoints run, slots skipped as overdue (the sink more than an interval behind), and how late the last and the latest started (ms).';
+GRANT SELECT ON paimon_sink.checkpoint_schedule TO PUBLIC;

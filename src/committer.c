@@ -87,16 +87,29 @@ typedef struct CommitterDuty
 /*
  * Periodic checkpoints (Flink's checkpoint interval, for SQL users): each
  * sink with a checkpoint_interval (or paimon_sink.checkpoint_interval) is
- * checkpointed for its own commit user that long after its last periodic
- * checkpoint ended; an empty one prepares and commits nothing.  The
- * schedule is read at start and with catalog maintenance, which
- * create_sink's and drop_sink's commits wake.
+ * checkpointed for its own commit user once per interval; an empty one
+ * prepares and commits nothing.  The schedule is read at start and with
+ * catalog maintenance, which create_sink's and drop_sink's commits wake.
+ *
+ * Earliest deadline first: each sink has a deadline (next_due), the due
+ * sink with the earliest deadline runs first, and a deadline advances from
+ * the one before by the interval, not from the end of the checkpoint, so
+ * slots do not drift.  An overloaded committer thus slows every sink alike
+ * (taking the first due sink in array order starved the sinks at the back).
+ * A sink more than an interval behind skips to its next slot after now:
+ * the slots skipped count as overdue.  Each sink's counters are published
+ * in shared memory for the checkpoint_schedule view.
  */
 typedef struct ScheduledSink
 {
 	int32 sink_id;
 	int64 interval_ms;
-	TimestampTz next_due;
+	TimestampTz next_due; /* its deadline */
+	int64 checkpoints;	  /* the counters of ScheduleStatusEntry */
+	int64 overdue;
+	int64 last_late_ms;
+	int64 max_late_ms;
+	TimestampTz last_run;
 } ScheduledSink;
 
 static ScheduledSink *schedule = NULL;
@@ -358,9 +371,51 @@ interval_ms_of(Interval *given)
 	return us <= 0 ? 0 : Max(1, us / 1000);
 }
 
+/* publish_sink publishes the schedule's entry i in shared memory, if it is shown. */
+static void
+publish_sink(int i)
+{
+	ScheduleStatus *status = &CommitterDatabase->schedule;
+	ScheduleStatusEntry *entry;
+
+	if (i >= PAIMON_SINK_SCHEDULE_SHOWN)
+		return;
+	entry = &status->entries[i];
+	SpinLockAcquire(&status->mutex);
+	entry->sink_id = schedule[i].sink_id;
+	entry->interval_ms = schedule[i].interval_ms;
+	entry->next_due = schedule[i].next_due;
+	entry->checkpoints = schedule[i].checkpoints;
+	entry->overdue = schedule[i].overdue;
+	entry->last_late_ms = schedule[i].last_late_ms;
+	entry->max_late_ms = schedule[i].max_late_ms;
+	entry->last_run = schedule[i].last_run;
+	SpinLockRelease(&status->mutex);
+}
+
+/* publish_schedule publishes the whole schedule in shared memory, entry by entry. */
+static void
+publish_schedule(void)
+{
+	ScheduleStatus *status = &CommitterDatabase->schedule;
+	int shown = Min(schedule_count, PAIMON_SINK_SCHEDULE_SHOWN);
+
+	/* fewer first, so that a reader never takes an entry of a dropped sink for a new one */
+	SpinLockAcquire(&status->mutex);
+	status->count = Min(status->count, shown);
+	SpinLockRelease(&status->mutex);
+	for (int i = 0; i < shown; i++)
+		publish_sink(i);
+	SpinLockAcquire(&status->mutex);
+	status->count = shown;
+	status->scheduled = schedule_count;
+	SpinLockRelease(&status->mutex);
+}
+
 /*
  * read_schedule reads the sinks and their checkpoint intervals into the
- * schedule; a sink already scheduled keeps its time.
+ * schedule and publishes it; a sink already scheduled keeps its deadline
+ * (but none later than an interval from now) and its counters.
  */
 static void
 read_schedule(void *arg)
@@ -392,10 +447,16 @@ read_schedule(void *arg)
 		next[count].sink_id = sink_id;
 		next[count].interval_ms = interval_ms;
 		next[count].next_due = TimestampTzPlusMilliseconds(now, interval_ms);
-		/* a sink already scheduled keeps its time */
+		/* a sink already scheduled keeps its deadline and counters */
 		for (int j = 0; j < schedule_count; j++)
 			if (schedule[j].sink_id == sink_id)
-				next[count].next_due = Min(schedule[j].next_due, next[count].next_due);
+			{
+				TimestampTz due = Min(schedule[j].next_due, next[count].next_due);
+
+				next[count] = schedule[j];
+				next[count].interval_ms = interval_ms;
+				next[count].next_due = due;
+			}
 		count++;
 	}
 	work_end();
@@ -403,6 +464,7 @@ read_schedule(void *arg)
 		pfree(schedule);
 	schedule = next;
 	schedule_count = count;
+	publish_schedule();
 }
 
 /* checkpoint_schedule returns when the next periodic checkpoint is due. */
@@ -416,36 +478,83 @@ checkpoint_schedule(void)
 	return due;
 }
 
-/* run_periodic_checkpoint takes one due periodic checkpoint; false when none is due. */
+/*
+ * earliest_due returns the index of the due sink with the earliest
+ * deadline (the first in the array of those with the same), or -1 when
+ * none is due at now.
+ */
+static int
+earliest_due(TimestampTz now)
+{
+	int earliest = -1;
+
+	for (int i = 0; i < schedule_count; i++)
+		if (schedule[i].next_due <= now &&
+			(earliest < 0 || schedule[i].next_due < schedule[earliest].next_due))
+			earliest = i;
+	return earliest;
+}
+
+/*
+ * advance_deadline moves a sink's deadline on after a periodic checkpoint
+ * that ended at now: by one interval; when that leaves it more than an
+ * interval behind, on to its first slot after now, the slots passed over
+ * counted as overdue.
+ */
+static void
+advance_deadline(ScheduledSink *sink, TimestampTz now)
+{
+	int64 interval_us = sink->interval_ms * 1000;
+	TimestampTz due = sink->next_due + interval_us;
+
+	if (due + interval_us <= now)
+	{
+		int64 skipped = (now - due) / interval_us + 1;
+
+		due += skipped * interval_us;
+		sink->overdue += skipped;
+	}
+	sink->next_due = due;
+}
+
+/*
+ * run_periodic_checkpoint takes the due periodic checkpoint with the
+ * earliest deadline; false when none is due.
+ */
 static bool
 run_periodic_checkpoint(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	int i = earliest_due(now);
+	ScheduledSink *sink;
+	CommitterRequest *request;
 
-	for (int i = 0; i < schedule_count; i++)
-	{
-		CommitterRequest *request;
-
-		if (schedule[i].next_due > now)
-			continue;
-		/* not in CommitterContext, which run_request resets: it may be the current one */
-		request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
-		request->kind = REQUEST_CHECKPOINT;
-		request->sink_id = schedule[i].sink_id;
-		memset(&CommitTallies, 0, sizeof(CommitTallies));
-		run_request(request);
-		commit_remove_files();
-		maintenance_record_statistics(request);
-		if (request->sqlerrcode == 0)
-			maintenance_after_commit(request->sink_id);
-		/* a failure is logged by run_request and tried again, not too often */
-		schedule[i].next_due = TimestampTzPlusMilliseconds(
-			GetCurrentTimestamp(), request->sqlerrcode == 0 ? schedule[i].interval_ms
-															: Max(schedule[i].interval_ms, 10000));
-		pfree(request);
-		return true;
-	}
-	return false;
+	if (i < 0)
+		return false;
+	sink = &schedule[i];
+	sink->checkpoints++;
+	sink->last_run = now;
+	sink->last_late_ms = (now - sink->next_due) / 1000;
+	sink->max_late_ms = Max(sink->max_late_ms, sink->last_late_ms);
+	/* not in CommitterContext, which run_request resets: it may be the current one */
+	request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
+	request->kind = REQUEST_CHECKPOINT;
+	request->sink_id = sink->sink_id;
+	memset(&CommitTallies, 0, sizeof(CommitTallies));
+	run_request(request);
+	commit_remove_files();
+	maintenance_record_statistics(request);
+	if (request->sqlerrcode == 0)
+		maintenance_after_commit(request->sink_id);
+	/* a failure is logged by run_request and tried again, not too often */
+	if (request->sqlerrcode == 0)
+		advance_deadline(sink, GetCurrentTimestamp());
+	else
+		sink->next_due =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(sink->interval_ms, 10000));
+	publish_sink(i);
+	pfree(request);
+	return true;
 }
 
 /*
@@ -684,6 +793,8 @@ paimon_sink_committer_main(Datum main_arg)
 	SetConfigOption("client_encoding", GetDatabaseEncodingName(), PGC_SUSET, PGC_S_OVERRIDE);
 
 	register_committer();
+	/* the entry may show the schedule of a committer before us, or of another database */
+	publish_schedule();
 	/* registered first: the launcher must not start another one meanwhile */
 	{
 		char version[NAMEDATALEN];

@@ -139,6 +139,7 @@ shared_state_init(void)
 			ConditionVariableInit(&db->request_done);
 			ConditionVariableInit(&db->workers_ready);
 			SpinLockInit(&db->progress.mutex);
+			SpinLockInit(&db->schedule.mutex);
 			db->progress.phase = COMMIT_PHASE_IDLE;
 			writer_offset = offset + MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
 											  sizeof(Size) * PaimonSinkWritersPerDatabase);

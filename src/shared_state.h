@@ -227,8 +227,44 @@ typedef struct CommitProgress
 } CommitProgress;
 
 /*
+ * The sinks of a database whose status the schedule shows (the
+ * checkpoint_schedule view); the committer schedules any number of sinks,
+ * those beyond this many are scheduled alike but not shown.
+ */
+#define PAIMON_SINK_SCHEDULE_SHOWN 1024
+
+/* One sink's periodic checkpoints, as the committer's schedule last saw them. */
+typedef struct ScheduleStatusEntry
+{
+	int32 sink_id;
+	int64 interval_ms;
+	TimestampTz next_due; /* the deadline of its next periodic checkpoint */
+	int64 checkpoints;	  /* periodic checkpoints run (empty ones too) */
+	int64 overdue;		  /* slots skipped: more than an interval behind */
+	int64 last_late_ms;	  /* the last one's start after its deadline */
+	int64 max_late_ms;	  /* the most any of them started after its deadline */
+	TimestampTz last_run; /* when the last one started; 0: none yet */
+} ScheduleStatusEntry;
+
+/*
+ * The schedule of a database's periodic checkpoints, published by its
+ * committer (which alone writes it, since its start) for the
+ * checkpoint_schedule view.  mutex guards count and each entry; the
+ * committer holds it to write one entry or count, a reader to copy one, so
+ * a reader may see a schedule half rewritten (rows of the old and the new
+ * one side by side): harmless for a status view.
+ */
+typedef struct ScheduleStatus
+{
+	slock_t mutex;
+	int count;	   /* entries in use */
+	int scheduled; /* sinks scheduled, shown or not */
+	ScheduleStatusEntry entries[PAIMON_SINK_SCHEDULE_SHOWN];
+} ScheduleStatus;
+
+/*
  * One database with sinks.  Its fields are written under
- * PaimonSinkState->lock (progress under its own mutex).  A process that
+ * PaimonSinkState->lock (progress and schedule under their own mutex).  A process that
  * reads committer_proc to set its latch may do so without the lock: a
  * PGPROC is never freed, so a stale pointer sets the latch of a process
  * that ignores it, and the committer looks at its requests when it
@@ -251,6 +287,7 @@ typedef struct DatabaseEntry
 	ConditionVariable workers_ready; /* broadcast as the committer or a writer starts serving */
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
 	CommitProgress progress;
+	ScheduleStatus schedule;
 	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */
 } DatabaseEntry;
 

@@ -2,8 +2,9 @@
  *
  * status.c
  *	  The status functions behind the extension's views:
- *	  last_committed_checkpoint, writer_status (the writers view) and
- *	  commit_progress (what the committer is committing now).
+ *	  last_committed_checkpoint, writer_status (the writers view),
+ *	  commit_progress (what the committer is committing now) and
+ *	  checkpoint_schedule_status (its periodic checkpoints' schedule).
  *
  * They read the catalog under the latest snapshot, or the shared state of
  * this database's workers under its locks; library_version is in
@@ -29,6 +30,7 @@
 PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
 PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
+PG_FUNCTION_INFO_V1(paimon_sink_checkpoint_schedule_status);
 
 /*
  * last_committed_checkpoint(sink_name text, commit_user text) returns the
@@ -163,5 +165,53 @@ paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 			values[10] = CStringGetTextDatum(progress.gid);
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/*
+ * checkpoint_schedule_status() returns one row per sink this database's
+ * committer checkpoints periodically, as its schedule last saw them (none
+ * before the committer read it; the counters count since the committer
+ * started): (sink_id integer, interval_ms bigint, next_due timestamptz,
+ * checkpoints bigint, overdue bigint, last_late_ms bigint, max_late_ms
+ * bigint, last_run timestamptz).  overdue counts the slots skipped because
+ * the sink was more than an interval behind; *_late_ms how long after its
+ * deadline a periodic checkpoint started (ms).  Only the first
+ * PAIMON_SINK_SCHEDULE_SHOWN sinks of the schedule are shown.  Error:
+ * 55000 library not preloaded.
+ */
+Datum
+paimon_sink_checkpoint_schedule_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DatabaseEntry *db = status_database(fcinfo);
+	int count;
+
+	if (db == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&db->schedule.mutex);
+	count = db->schedule.count;
+	SpinLockRelease(&db->schedule.mutex);
+	for (int i = 0; i < count; i++)
+	{
+		ScheduleStatusEntry entry;
+		Datum values[8];
+		bool nulls[8] = {0};
+
+		SpinLockAcquire(&db->schedule.mutex);
+		memcpy(&entry, &db->schedule.entries[i], sizeof(entry));
+		SpinLockRelease(&db->schedule.mutex);
+		values[0] = Int32GetDatum(entry.sink_id);
+		values[1] = Int64GetDatum(entry.interval_ms);
+		values[2] = TimestampTzGetDatum(entry.next_due);
+		values[3] = Int64GetDatum(entry.checkpoints);
+		values[4] = Int64GetDatum(entry.overdue);
+		values[5] = Int64GetDatum(entry.last_late_ms);
+		values[6] = Int64GetDatum(entry.max_late_ms);
+		nulls[5] = nulls[6] = entry.checkpoints == 0;
+		values[7] = TimestampTzGetDatum(entry.last_run);
+		nulls[7] = entry.last_run == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }

@@ -1,7 +1,9 @@
 # Periodic checkpoints: a sink with a checkpoint_interval (or the default
 # paimon_sink.checkpoint_interval) is committed by the committer on its
 # own, without any call; empty intervals make no snapshot; a checkpoint
-# that fails is logged and tried again, and the other sinks go on.
+# that fails is logged and tried again, and the other sinks go on; an
+# overloaded committer takes the sinks earliest deadline first, so none
+# starves, and the checkpoint_schedule view counts how late each is.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -86,6 +88,41 @@ sql("DELETE FROM fast WHERE id = 1000");
 $waited = seconds_until("SELECT note = 'conflict' FROM fast WHERE id = 1000");
 ok(defined $waited, 'once the target allows it, the retry commits the row');
 is(sql("SELECT count(*) FROM paimon_sink.pending_checkpoints"), '0', 'nothing left pending');
+
+# --- earliest deadline first: an overloaded committer slows every sink alike.
+# 16 sinks with a 1 ms interval are more than a committer can checkpoint.
+# Taking the first due sink in array order (creation order), the sinks at
+# the back never ran: the ones before them were due again first.
+my @edf = map { sprintf('edf_%02d', $_) } 1 .. 16;
+sql(join("\n", map {
+	"CREATE TABLE ${_}_t (id int);
+	 SELECT sink_name FROM paimon_sink.create_sink('$_', '${_}_t', checkpoint_interval => '1ms');"
+} @edf));
+sql(join("\n", map { "INSERT INTO $_ VALUES (1);" } @edf));
+my $all_arrived = 'SELECT ' . join(' AND ', map { "EXISTS (SELECT FROM ${_}_t)" } @edf);
+$waited = seconds_until($all_arrived);
+ok(defined $waited && $waited < 10,
+	sprintf('every one of 16 overloaded sinks commits its row, the last created too (after %.2f s)',
+		$waited // -1));
+my $runs = "SELECT string_agg(checkpoints::text, ' ' ORDER BY sink_name)
+	FROM paimon_sink.checkpoint_schedule WHERE sink_name LIKE 'edf\\_%'";
+my @before = split / /, sql($runs);
+sleep 1;
+my @after = split / /, sql($runs);
+is(scalar(@after), 16, 'checkpoint_schedule shows each of them');
+my @turns = map { $after[$_] - $before[$_] } 0 .. $#after;
+my ($fewest, $most) = (sort { $a <=> $b } @turns)[ 0, -1 ];
+ok($fewest > 0 && $fewest * 2 >= $most,
+	"over a second each sink had its turns, none fewer than half the most: @turns");
+is(sql("SELECT count(*) FROM paimon_sink.checkpoint_schedule
+	WHERE sink_name LIKE 'edf\\_%' AND overdue > 0 AND max_late_ms > 0
+	  AND next_due IS NOT NULL AND last_run IS NOT NULL AND interval_ms = 1"), '16',
+	'and counts each one\'s overdue slots and lateness');
+sql(join("\n", map { "SELECT paimon_sink.drop_sink('$_', true); DROP TABLE ${_}_t;" } @edf));
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM paimon_sink.checkpoint_schedule_status() p
+	 WHERE NOT EXISTS (SELECT FROM paimon_sink.sink_definition s WHERE s.sink_id = p.sink_id)"),
+	'dropped sinks leave the schedule');
 
 # --- a DROP DATABASE that fails stops the workers only for the while it tries
 $node->safe_psql('postgres', 'CREATE DATABASE kept');

@@ -84,9 +84,9 @@ my %script = (
 	'`expire_snapshots`' => ["SELECT paimon_sink.expire_snapshots('%S')"],
 	'`discard_missing_files`' => ["SELECT count(*) FROM paimon_sink.discard_missing_files('%S', 'job')"],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
-	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `faults`)'
+	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
-		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress faults) ],
+		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults) ],
 	'`start_workers`' => ['SELECT paimon_sink.start_workers()'],
 	'`inject_fault`, `release_fault`, `clear_faults`' => [
 		"SELECT paimon_sink.inject_fault('writer_after_ack', 'error', 1)",
