@@ -14,7 +14,7 @@
  * Its loop serves requests first (request.c), then a table of duties
  * (after Citus's maintenance daemon): each duty knows when it is due next
  * (its last run and its interval, or a schedule of its own), the loop
- * runs the first that is due and folds the next due time of all of them
+ * runs the one due the longest and folds the next due time of all of them
  * into the one WaitLatch timeout.
  *
  *-------------------------------------------------------------------------
@@ -124,6 +124,7 @@ static int schedule_all_count = 0;
  * refers to, one sink per turn so that requests wait little.
  */
 static TimestampTz orphans_removed_at = 0;
+static TimestampTz orphan_turn_at = 0; /* the end of the round's last turn */
 static int orphan_turn = 0;
 
 /*
@@ -558,8 +559,10 @@ run_periodic_checkpoint(void)
 }
 
 /*
- * orphans_schedule returns when orphan removal is due: at once while a
- * round over the sinks is under way, else an interval after the last.
+ * orphans_schedule returns when orphan removal is due: while a round over
+ * the sinks is under way, when its last turn ended (so that an overdue
+ * periodic checkpoint goes between two turns), else an interval after the
+ * last round.
  */
 static TimestampTz
 orphans_schedule(void)
@@ -567,7 +570,7 @@ orphans_schedule(void)
 	if (PaimonSinkOrphanRemovalIntervalMs <= 0 || schedule_all_count == 0)
 		return DT_NOEND;
 	if (orphan_turn > 0)
-		return 0;
+		return orphan_turn_at;
 	return TimestampTzPlusMilliseconds(orphans_removed_at, PaimonSinkOrphanRemovalIntervalMs);
 }
 
@@ -583,10 +586,11 @@ remove_orphans_of_next_sink(void)
 	request->older_than_ms = PaimonSinkOrphanFileAgeMs;
 	run_request(request);
 	pfree(request);
+	orphan_turn_at = GetCurrentTimestamp();
 	if (++orphan_turn >= schedule_all_count)
 	{
 		orphan_turn = 0;
-		orphans_removed_at = GetCurrentTimestamp();
+		orphans_removed_at = orphan_turn_at;
 	}
 	return true;
 }
@@ -631,7 +635,7 @@ run_catalog_maintenance(void)
 	return false;
 }
 
-/* The duties, in the order they are looked at after the requests. */
+/* The duties; of two due since the same time, the first here runs first. */
 static CommitterDuty duties[] = {
 	{"periodic checkpoint", true, false, NULL, checkpoint_schedule, run_periodic_checkpoint},
 	{"orphan removal", true, false, NULL, orphans_schedule, remove_orphans_of_next_sink},
@@ -658,29 +662,47 @@ duty_due_at(const CommitterDuty *duty)
 }
 
 /*
- * run_due_duty runs the first duty that is due, if any; returns whether
- * one did work (then the loop looks at the requests again first).
+ * run_due_duty runs the due duty that has been due the longest (a
+ * requested one first; of those due since the same time, the first in the
+ * table), then, while the ones run did no work, the next such; returns
+ * whether one did work (then the loop looks at the requests again first).
+ * Earliest due first, as the periodic checkpoints among themselves: taking
+ * the first due duty of the table, an overloaded committer never came to
+ * orphan removal or catalog maintenance while a periodic checkpoint was
+ * due.
  */
 static bool
 run_due_duty(bool ready, bool napped)
 {
-	for (int i = 0; i < lengthof(duties); i++)
+	bool tried[lengthof(duties)] = {0};
+
+	for (;;)
 	{
-		CommitterDuty *duty = &duties[i];
+		TimestampTz now = GetCurrentTimestamp();
+		CommitterDuty *duty;
+		int earliest = -1;
 		bool worked;
 
-		if (duty->needs_writers && !ready)
-			continue;
-		if (!duty->requested &&
-			(duty_due_at(duty) > GetCurrentTimestamp() || (duty->after_nap && !napped)))
-			continue;
+		for (int i = 0; i < lengthof(duties); i++)
+		{
+			TimestampTz due = duty_due_at(&duties[i]);
+
+			if (tried[i] || (duties[i].needs_writers && !ready) ||
+				(!duties[i].requested && (due > now || (duties[i].after_nap && !napped))))
+				continue;
+			if (earliest < 0 || due < duty_due_at(&duties[earliest]))
+				earliest = i;
+		}
+		if (earliest < 0)
+			return false;
+		tried[earliest] = true;
+		duty = &duties[earliest];
 		duty->requested = false;
 		worked = duty->run();
 		duty->last_run = GetCurrentTimestamp();
 		if (worked)
 			return true;
 	}
-	return false;
 }
 
 /*

@@ -118,6 +118,27 @@ is(sql("SELECT count(*) FROM paimon_sink.checkpoint_schedule
 	WHERE sink_name LIKE 'edf\\_%' AND overdue > 0 AND max_late_ms > 0
 	  AND next_due IS NOT NULL AND last_run IS NOT NULL AND interval_ms = 1"), '16',
 	'and counts each one\'s overdue slots and lateness');
+# and the committer's other duties get their turns between them: an orphan
+# file is removed on schedule (taking the first due duty, orphan removal
+# never came while a periodic checkpoint was due)
+my $edf_dir = $node->data_dir . '/pg_paimon_sink/'
+  . sql("SELECT oid FROM pg_database WHERE datname = current_database()") . '/'
+  . sql("SELECT sink_id FROM paimon_sink.sink_definition WHERE sink_name = 'edf_16'");
+mkdir $edf_dir unless -d $edf_dir;
+my $edf_orphan = "$edf_dir/0a0b0c0d-0000-4000-8000-000000000016.stage";
+open(my $fh, '>', $edf_orphan) or die "cannot create $edf_orphan: $!";
+print $fh "left by a crash long ago";
+close $fh;
+sql("ALTER SYSTEM SET paimon_sink.orphan_removal_interval = '1s'");
+sql("ALTER SYSTEM SET paimon_sink.orphan_file_age = 0");
+$node->reload;
+$waited = seconds_until("SELECT (pg_stat_file('$edf_orphan', true)).size IS NULL");
+ok(defined $waited && $waited < 10,
+	sprintf('the overloaded committer still removes an orphan file on schedule (after %.2f s)',
+		$waited // -1));
+sql("ALTER SYSTEM RESET paimon_sink.orphan_removal_interval");
+sql("ALTER SYSTEM RESET paimon_sink.orphan_file_age");
+$node->reload;
 sql(join("\n", map { "SELECT paimon_sink.drop_sink('$_', true); DROP TABLE ${_}_t;" } @edf));
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM paimon_sink.checkpoint_schedule_status() p
