@@ -88,6 +88,10 @@ Environment: BENCH_ROWS (1000000), BENCH_REPEAT (3), BENCH_COMMIT_ROUNDS
 BENCH_PGBENCH_SECONDS (20), BENCH_OUT, BENCH_SKIP_BUILD=1 (use the installed
 extension), KEEP_TMP=1 (keep the temp dir).
 
+How periodic checkpoints scale with the sinks of a database (1, 10 and 100
+sinks at 200 ms, and 10 busy sinks beside one big checkpoint) is the other
+program, test/py/bench_scale.py: `test/bench --scale [--quick]` runs it.
+
 As root it does what test/demo does: installs missing packages (and
 gnuplot-nox), builds and installs the extension from a copy of the repo, runs
 the cluster as the OS user postgres in a temp dir (unix socket only) and

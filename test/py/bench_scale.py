@@ -27,7 +27,8 @@ Head-of-line run: 10 sinks under the same load, plus a sink `big` without a
 checkpoint interval into which BENCH_HOL_ROWS rows (5000000; test/bench's
 rows: id bigint PRIMARY KEY, k int, v text of 64 bytes, ts timestamptz) are
 staged by one INSERT ... SELECT before the clock starts.  First BENCH_HOL_BASE_SECONDS
-(10) of the load alone (the baseline), then checkpoint('big') while the load
+(10) of the load alone (the baseline: rows written until 1.5 intervals
+before the big checkpoint starts), then checkpoint('big') while the load
 goes on; the lag of the 10 sinks' rows written during the big checkpoint is
 set against the baseline's.
 
@@ -52,6 +53,7 @@ a copy of the repo, runs the cluster as the OS user postgres in a temp dir
 (unix socket only) and removes everything at exit, also on Ctrl-C.
 """
 import argparse
+import datetime
 import os
 import signal
 import sys
@@ -364,7 +366,10 @@ class Scale:
         self.await_rows(load)
         if big_rows != cfg.hol_rows or self.q1("SELECT count(*) FROM t_big") != cfg.hol_rows:
             raise BenchFail("head-of-line: sink big committed %s rows, not %d" % (big_rows, cfg.hol_rows))
-        base = [v for vs in self.lags(names, base_from, big_from).values() for v in vs]
+        # the baseline ends an interval and a half before the big checkpoint starts: a row
+        # written just before it may wait for it
+        base_to = big_from - datetime.timedelta(milliseconds=cfg.interval_ms * 1.5)
+        base = [v for vs in self.lags(names, base_from, base_to).values() for v in vs]
         during = [v for vs in self.lags(names, big_from, big_to).values() for v in vs]
         if not base or not during:
             raise BenchFail("head-of-line: no row written in a window (baseline %d, during %d)"
