@@ -409,7 +409,6 @@ publish_schedule(void)
 		publish_sink(i);
 	SpinLockAcquire(&status->mutex);
 	status->count = shown;
-	status->scheduled = schedule_count;
 	SpinLockRelease(&status->mutex);
 }
 

@@ -257,8 +257,7 @@ typedef struct ScheduleStatusEntry
 typedef struct ScheduleStatus
 {
 	slock_t mutex;
-	int count;	   /* entries in use */
-	int scheduled; /* sinks scheduled, shown or not */
+	int count; /* entries in use */
 	ScheduleStatusEntry entries[PAIMON_SINK_SCHEDULE_SHOWN];
 } ScheduleStatus;
 
