@@ -341,6 +341,7 @@ serve(CommitterRequest *request, int slot)
 		maintenance_record_statistics(request);
 	request_finish(CommitterDatabase, slot, request);
 	commit_remove_files();
+	/* counted only: the expiry is a duty, run when no request waits */
 	if (is_commit(request) && request->sqlerrcode == 0)
 		maintenance_after_commit(request->sink_id);
 }
@@ -528,6 +529,7 @@ static CommitterDuty duties[] = {
 	{"orphan removal", true, false, NULL, orphans_schedule, remove_orphans_of_next_sink},
 	{"catalog maintenance", false, true, catalog_maintenance_interval_ms, NULL,
 	 run_catalog_maintenance},
+	{"snapshot expiry", false, false, NULL, maintenance_expiry_schedule, maintenance_expire_due},
 };
 
 #define CATALOG_MAINTENANCE (&duties[2])

@@ -177,7 +177,7 @@ extern List *metadata_bucket_sequences(void);
 extern CheckpointState metadata_checkpoint_state(int32 sink_id, const char *commit_user,
 												 int64 checkpoint_id);
 extern int64 metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-									   bool as_catalog_owner);
+									   int64 limit, bool as_catalog_owner);
 
 /* maintenance and statistics */
 extern void metadata_add_maintenance_result(uint64 request_id, const char *file_name,

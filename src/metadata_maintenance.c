@@ -24,25 +24,39 @@
  * newest retain_last (>= 1) committed more than older_than_ms milliseconds
  * ago, except each commit user's last, with their committables; the highest
  * sequence number of each bucket those held is kept in bucket_sequence.
- * Returns the number of snapshots expired.  Follows Paimon's snapshot expiry
+ * limit > 0 looks at no more than the limit oldest candidates (the
+ * committer's expiry, in batches); 0 looks at all of them.  Returns the
+ * number of snapshots expired.  Follows Paimon's snapshot expiry
  * (num-retained, time-retained); high-water marks live in commit_user_state,
  * untouched.
+ *
+ * Its cost is bounded by the key, not by the snapshots kept: the cut is the
+ * (retain_last + 1)-th newest snapshot id, read backwards on the primary key
+ * (sink_id, snapshot_id); the candidates are the oldest ones up to it, read
+ * forwards on that key, at most limit of them; the age is checked on those
+ * only (snapshot ids follow commit time, so the oldest are the first to be
+ * old enough; one younger than an older one waits for a later run), and
+ * their committables are found by committable_committed.
  */
 int64
-metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms, int64 limit,
 						  bool as_catalog_owner)
 {
 	static Statement statement = {
-		"WITH expired AS ("
-		"  SELECT s.snapshot_id FROM ("
-		"    SELECT l.snapshot_id, l.committed_at, "
-		"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
-		"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
-		"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
-		"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
+		"WITH cut AS ("
+		"  SELECT l.snapshot_id FROM paimon_sink.snapshot_log l "
+		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"  ORDER BY l.snapshot_id DESC OFFSET $2 LIMIT 1), "
+		"oldest AS ("
+		"  SELECT l.snapshot_id, l.committed_at FROM cut, paimon_sink.snapshot_log l "
+		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"    AND l.snapshot_id OPERATOR(pg_catalog.<=) cut.snapshot_id "
 		"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
 		"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
+		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) l.snapshot_id) "
+		"  ORDER BY l.snapshot_id LIMIT $4), "
+		"expired AS ("
+		"  SELECT o.snapshot_id FROM oldest o WHERE o.committed_at OPERATOR(pg_catalog.<) $3), "
 		"files AS ("
 		"  DELETE FROM paimon_sink.committable c USING expired e "
 		"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
@@ -60,8 +74,9 @@ metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 	/* now() is the transaction's start, as the commit times are */
 	TimestampTz cutoff =
 		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
-	Arg args[] = {ARG_INT4(sink_id), ARG_INT4(retain_last),
-				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_INT8((int64) retain_last),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false),
+				  ARG_DATUM(INT8OID, Int64GetDatum(limit), limit <= 0)};
 
 	return (int64) statement_execute(&statement, args, lengthof(args),
 									 as_catalog_owner ? RUN_AS_OWNER : 0);
