@@ -148,7 +148,7 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 	FROM paimon_sink.sink_definition s
 	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id;
 COMMENT ON VIEW paimon_sink.commit_stats IS
-	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed.';
+	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed. The committer writes the counters at most once a second, not in each commit: they lag the commits by up to a second (a committer''s exit loses the last second''s counts).';
 
 -- A pending checkpoint whose staged files are gone (deleted by hand, never
 -- on a promoted standby) failed every later commit of its commit user with

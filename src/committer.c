@@ -336,7 +336,7 @@ serve(CommitterRequest *request, int slot)
 	run_request(request);
 	if (is_commit(request) && request->sqlerrcode == 0)
 		maintenance_report_failure(request);
-	/* before the answer, so that a caller's next query sees it (no WAL flush) */
+	/* kept in memory: a duty writes them, at most a second later */
 	if (is_commit(request))
 		maintenance_record_statistics(request);
 	request_finish(CommitterDatabase, slot, request);
@@ -530,6 +530,8 @@ static CommitterDuty duties[] = {
 	{"catalog maintenance", false, true, catalog_maintenance_interval_ms, NULL,
 	 run_catalog_maintenance},
 	{"snapshot expiry", false, false, NULL, maintenance_expiry_schedule, maintenance_expire_due},
+	{"commit statistics", false, false, NULL, maintenance_statistics_schedule,
+	 maintenance_write_statistics},
 };
 
 #define CATALOG_MAINTENANCE (&duties[2])

@@ -291,30 +291,167 @@ maintenance_report_failure(CommitterRequest *outcome)
 	}
 }
 
-/* count_commits writes a request's tally and failure (the arg) into the statistics tables. */
-static void
-count_commits(void *arg)
-{
-	const CommitterRequest *outcome = arg;
+/*
+ * Commit statistics are kept here and written by a duty of the loop, at
+ * most STATISTICS_INTERVAL_MS after a request counted them, in one
+ * transaction for every sink: not a transaction per request.  The views
+ * lag by at most that long.
+ */
+#define STATISTICS_INTERVAL_MS 1000
 
-	work_begin();
-	metadata_count_commits(outcome->sink_id, &CommitTallies, outcome->sqlerrcode != 0);
-	if (outcome->sqlerrcode != 0)
-		metadata_count_failure(outcome->sink_id, outcome->sqlerrcode,
-							   request_error_message(outcome));
-	work_end();
+/* A sink's counts not written yet, and when its last commit was. */
+typedef struct PendingTally
+{
+	int32 sink_id;
+	CommitTally tally;
+	int64 failures;
+	TimestampTz last_committed_at; /* 0: no commit counted */
+} PendingTally;
+
+/* A sink's failures of one SQLSTATE not written yet, with the last message. */
+typedef struct PendingFailure
+{
+	int32 sink_id;
+	int sqlerrcode;
+	int64 failures;
+	TimestampTz last_failed_at;
+	char *message; /* in TopMemoryContext */
+} PendingFailure;
+
+static List *pending_tallies = NIL;	 /* of PendingTally, in TopMemoryContext */
+static List *pending_failures = NIL; /* of PendingFailure, in TopMemoryContext */
+static TimestampTz statistics_written_at = 0;
+
+/* pending_tally_of returns the counts of a sink not written yet, adding them on first use. */
+static PendingTally *
+pending_tally_of(int32 sink_id)
+{
+	ListCell *lc;
+	PendingTally *pending;
+	MemoryContext old;
+
+	foreach (lc, pending_tallies)
+		if (((PendingTally *) lfirst(lc))->sink_id == sink_id)
+			return lfirst(lc);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	pending = palloc0(sizeof(PendingTally));
+	pending->sink_id = sink_id;
+	pending_tallies = lappend(pending_tallies, pending);
+	MemoryContextSwitchTo(old);
+	return pending;
+}
+
+/* count_failure keeps a request's failure of its sink, by SQLSTATE, with its message. */
+static void
+count_failure(const CommitterRequest *outcome)
+{
+	ListCell *lc;
+	PendingFailure *pending = NULL;
+
+	foreach (lc, pending_failures)
+	{
+		PendingFailure *failure = lfirst(lc);
+
+		if (failure->sink_id == outcome->sink_id && failure->sqlerrcode == outcome->sqlerrcode)
+			pending = failure;
+	}
+	if (pending == NULL)
+	{
+		pending = MemoryContextAllocZero(TopMemoryContext, sizeof(PendingFailure));
+		pending->sink_id = outcome->sink_id;
+		pending->sqlerrcode = outcome->sqlerrcode;
+		pending_failures = lappend(pending_failures, pending);
+	}
+	if (pending->message != NULL)
+		pfree(pending->message);
+	pending->message = MemoryContextStrdup(TopMemoryContext, request_error_message(outcome));
+	pending->failures++;
+	pending->last_failed_at = GetCurrentTimestamp();
 }
 
 /*
  * maintenance_record_statistics counts what a request committed, or its
- * failure, in commit_statistics and commit_failures (unlogged: no WAL
- * flush); a failure here is only logged.
+ * failure, for commit_statistics and commit_failures; kept in memory until
+ * maintenance_write_statistics writes them.  No SQL.
  */
 void
 maintenance_record_statistics(const CommitterRequest *outcome)
 {
+	PendingTally *pending;
+
 	if (outcome->sink_id == 0 ||
 		(CommitTallies.commits == 0 && CommitTallies.skipped == 0 && outcome->sqlerrcode == 0))
 		return;
-	(void) work_try(count_commits, (void *) outcome, NULL);
+	pending = pending_tally_of(outcome->sink_id);
+	pending->tally.commits += CommitTallies.commits;
+	pending->tally.skipped += CommitTallies.skipped;
+	pending->tally.retries += CommitTallies.retries;
+	pending->tally.rows += CommitTallies.rows;
+	pending->tally.bytes += CommitTallies.bytes;
+	if (CommitTallies.commits > 0)
+	{
+		pending->tally.last_ms = CommitTallies.last_ms;
+		pending->last_committed_at = GetCurrentTimestamp();
+	}
+	if (outcome->sqlerrcode != 0)
+	{
+		pending->failures++;
+		count_failure(outcome);
+	}
+}
+
+/* maintenance_statistics_schedule returns when the counts kept are due to be written. */
+TimestampTz
+maintenance_statistics_schedule(void)
+{
+	if (pending_tallies == NIL)
+		return DT_NOEND;
+	return TimestampTzPlusMilliseconds(statistics_written_at, STATISTICS_INTERVAL_MS);
+}
+
+/* write_statistics writes every count kept into the statistics tables, in one transaction. */
+static void
+write_statistics(void *arg)
+{
+	ListCell *lc;
+
+	work_begin();
+	foreach (lc, pending_tallies)
+	{
+		PendingTally *pending = lfirst(lc);
+
+		metadata_count_commits(pending->sink_id, &pending->tally, pending->failures,
+							   pending->last_committed_at);
+	}
+	foreach (lc, pending_failures)
+	{
+		PendingFailure *pending = lfirst(lc);
+
+		metadata_count_failure(pending->sink_id, pending->sqlerrcode, pending->failures,
+							   pending->last_failed_at, pending->message);
+	}
+	work_end();
+}
+
+/*
+ * maintenance_write_statistics writes the counts kept (commit_statistics
+ * and commit_failures are unlogged: no WAL flush) and forgets them; returns
+ * whether there were any.  A failure is logged, and the counts are lost.
+ */
+bool
+maintenance_write_statistics(void)
+{
+	ListCell *lc;
+
+	if (pending_tallies == NIL)
+		return false;
+	(void) work_try(write_statistics, NULL, NULL);
+	statistics_written_at = GetCurrentTimestamp();
+	list_free_deep(pending_tallies);
+	pending_tallies = NIL;
+	foreach (lc, pending_failures)
+		pfree(((PendingFailure *) lfirst(lc))->message);
+	list_free_deep(pending_failures);
+	pending_failures = NIL;
+	return true;
 }

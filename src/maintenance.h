@@ -19,5 +19,7 @@ extern TimestampTz maintenance_expiry_schedule(void);
 extern bool maintenance_expire_due(void);
 extern void maintenance_report_failure(CommitterRequest *outcome);
 extern void maintenance_record_statistics(const CommitterRequest *outcome);
+extern TimestampTz maintenance_statistics_schedule(void);
+extern bool maintenance_write_statistics(void);
 
 #endif /* PAIMON_SINK_MAINTENANCE_H */

@@ -99,18 +99,19 @@ metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 
 }
 
 /*
- * metadata_count_commits adds what a request's commits did, and whether it
- * failed, to the sink's commit_statistics row (unlogged: no WAL flush); a
- * dropped sink counts nothing.
+ * metadata_count_commits adds what a sink's requests committed, and how
+ * many failed, to its commit_statistics row (unlogged: no WAL flush);
+ * last_committed_at (0: no commit) is when the last of those commits was.
+ * A dropped sink counts nothing.
  */
 void
-metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
+metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
+					   TimestampTz last_committed_at)
 {
 	static Statement statement = {
 		"INSERT INTO paimon_sink.commit_statistics AS s "
 		"(sink_id, commits, skipped, retries, rows_committed, bytes_committed, last_commit_ms, "
-		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
-		"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
+		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 "
 		"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
 		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 		"ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits OPERATOR(pg_catalog.+) $2, "
@@ -122,32 +123,40 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
 		"failures = s.failures OPERATOR(pg_catalog.+) $8, "
 		"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
 		SPI_OK_INSERT};
-	Arg args[] = {ARG_INT4(sink_id),
-				  ARG_INT8(tally->commits),
-				  ARG_INT8(tally->skipped),
-				  ARG_INT8(tally->retries),
-				  ARG_INT8(tally->rows),
-				  ARG_INT8(tally->bytes),
-				  ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
-				  ARG_INT8(failed ? 1 : 0)};
+	Arg args[] = {
+		ARG_INT4(sink_id),
+		ARG_INT8(tally->commits),
+		ARG_INT8(tally->skipped),
+		ARG_INT8(tally->retries),
+		ARG_INT8(tally->rows),
+		ARG_INT8(tally->bytes),
+		ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
+		ARG_INT8(failures),
+		ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(last_committed_at), last_committed_at == 0)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
 
-/* metadata_count_failure counts a failed request of a sink by SQLSTATE, with its message. */
+/*
+ * metadata_count_failure counts failures (how many) of a sink's requests
+ * by SQLSTATE, the last at last_failed_at with message.
+ */
 void
-metadata_count_failure(int32 sink_id, int sqlerrcode, const char *message)
+metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures, TimestampTz last_failed_at,
+					   const char *message)
 {
 	static Statement statement = {
 		"INSERT INTO paimon_sink.commit_failures AS f "
 		"(sink_id, sqlstate, failures, last_failed_at, last_message) "
-		"SELECT $1, $2, 1, pg_catalog.now(), $3 WHERE EXISTS (SELECT FROM "
+		"SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT FROM "
 		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 		"ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
-		"failures = f.failures OPERATOR(pg_catalog.+) 1, last_failed_at = pg_catalog.now(), "
-		"last_message = $3",
+		"failures = f.failures OPERATOR(pg_catalog.+) $3, last_failed_at = $4, "
+		"last_message = $5",
 		SPI_OK_INSERT};
-	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_TEXT(message)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_INT8(failures),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(last_failed_at), false),
+				  ARG_TEXT(message)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
