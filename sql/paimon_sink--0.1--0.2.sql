@@ -185,3 +185,29 @@ $$;
 -- expires, not by what is retained.
 CREATE INDEX committable_committed ON paimon_sink.committable (sink_id, snapshot_id)
 	WHERE snapshot_id IS NOT NULL;
+
+-- The commit user's regular-expression CHECK was evaluated by every UPDATE
+-- of the commit user's marks (several per checkpoint), though the library
+-- checks every commit user before it reaches the catalog.  A trigger that
+-- fires only when a commit user is written (a row inserted, or the column
+-- updated) keeps the same refusal (23514) of a bad value written by hand.
+ALTER TABLE paimon_sink.commit_user_state DROP CONSTRAINT commit_user_state_commit_user_check;
+CREATE FUNCTION paimon_sink.refuse_invalid_commit_user() RETURNS trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF NEW.commit_user IS NULL
+		OR NEW.commit_user OPERATOR(pg_catalog.!~) '^[A-Za-z0-9._:-]{1,64}$' THEN
+		RAISE EXCEPTION USING ERRCODE = 'check_violation',
+			MESSAGE = pg_catalog.format('invalid commit user "%s"', NEW.commit_user),
+			DETAIL = 'A commit user consists of 1 to 64 of the characters A-Z, a-z, 0-9, ''.'', ''_'', '':'' and ''-''.',
+			SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME, COLUMN = 'commit_user';
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION paimon_sink.refuse_invalid_commit_user() IS
+$$Trigger of commit_user_state: refuses (23514) a row whose commit_user is not 1 to 64 of the characters [A-Za-z0-9._:-]. Fires only when a commit user is written, never on the updates of the marks.$$;
+REVOKE ALL ON FUNCTION paimon_sink.refuse_invalid_commit_user() FROM PUBLIC;
+CREATE TRIGGER commit_user_valid BEFORE INSERT OR UPDATE OF commit_user
+	ON paimon_sink.commit_user_state
+	FOR EACH ROW EXECUTE FUNCTION paimon_sink.refuse_invalid_commit_user();
