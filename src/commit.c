@@ -48,9 +48,14 @@ CommitTally CommitTallies;
 /*
  * Staged files of checkpoints committed by the request being served:
  * removed once the requester has its answer.  A crash before leaves them
- * to recovery_remove_committed_files at the next start.
+ * to recovery_remove_committed_files at the next start.  Their REMOVE
+ * records were written between PREPARE TRANSACTION and COMMIT PREPARED
+ * and end at committed_removals, so COMMIT PREPARED's flush made them
+ * durable: a crash once they are leaves nothing the prepared transaction
+ * needs (its rows are loaded; recovery commits it).
  */
 static List *committed_paths = NIL;
+static XLogRecPtr committed_removals = InvalidXLogRecPtr;
 
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
@@ -98,16 +103,18 @@ commit_failure_hint(int sqlerrcode)
 
 /*
  * commit_remove_files removes the staged files of the checkpoints the
- * request just served committed, after one WAL flush of their removal
- * records (staged_file_remove_list): a file that a crash keeps here is
- * removed again by recovery_remove_committed_files, with its record.
+ * request just served committed, their removal records durable (COMMIT
+ * PREPARED flushed them: no flush of its own): a file that a crash keeps
+ * here is removed again by recovery_remove_committed_files, with its
+ * record.
  */
 void
 commit_remove_files(void)
 {
-	(void) staged_file_remove_list(committed_paths, LOG);
+	(void) staged_file_unlink_logged(committed_paths, committed_removals, LOG);
 	list_free_deep(committed_paths);
 	committed_paths = NIL;
+	committed_removals = InvalidXLogRecPtr;
 }
 
 /*
@@ -288,13 +295,19 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * gid is drawn now, not before the load, and shown only to the sink
  * owner's members (commit_progress): a role that learns it before the
  * PREPARE could take it.  A PREPARE refused (a name taken meanwhile, a
- * NOTIFY) names the checkpoint, through callback.
+ * NOTIFY) names the checkpoint, through callback.  Between the two go the
+ * REMOVE records of the checkpoint's files (files, LoadFile *), which
+ * COMMIT PREPARED's flush makes durable: once prepared, the checkpoint
+ * needs its files no more.
  */
 static void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					   ErrorContextCallback *callback)
+					   List *files, ErrorContextCallback *callback)
 {
 	char gid[GIDSIZE];
+	List *paths = NIL;
+	ListCell *lc;
+	XLogRecPtr removals;
 
 	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
 	load_progress_gid(gid);
@@ -311,9 +324,18 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 	error_context_stack = callback->previous;
 	fault_point("committer_after_prepare");
 
+	/* the files' REMOVE records, made durable by COMMIT PREPARED's flush */
+	foreach (lc, files)
+		paths = lappend(paths, ((LoadFile *) lfirst(lc))->path);
+	removals = staged_file_log_removals(paths);
+	list_free(paths);
+	fault_point("committer_after_removal_records");
+
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
+	if (!XLogRecPtrIsInvalid(removals))
+		committed_removals = removals;
 	MemoryContextSwitchTo(CommitterContext);
 	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
 }
@@ -399,7 +421,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_finish();
 	error_context_stack = callback.previous;
 
-	prepare_and_commit_gid(sink, commit_user, checkpoint_id, &callback);
+	prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback);
 	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes,
 			   start);
 	fault_point("committer_after_commit_prepared");
