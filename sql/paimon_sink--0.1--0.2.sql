@@ -211,3 +211,21 @@ REVOKE ALL ON FUNCTION paimon_sink.refuse_invalid_commit_user() FROM PUBLIC;
 CREATE TRIGGER commit_user_valid BEFORE INSERT OR UPDATE OF commit_user
 	ON paimon_sink.commit_user_state
 	FOR EACH ROW EXECUTE FUNCTION paimon_sink.refuse_invalid_commit_user();
+
+-- The committer expires snapshots off the commit path, and serves the
+-- checkpoint() calls queued for one sink with one checkpoint.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure := 'paimon_sink.expire_snapshots(text, integer, interval)';
+	c pg_catalog.regprocedure := 'paimon_sink.checkpoint(text)';
+BEGIN
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+		pg_catalog.replace(pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'The committer does the same after every commit with',
+			'The committer does the same, off the commit path (at most a second or 64 commits after a commit), with'));
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', c,
+		pg_catalog.replace(pg_catalog.obj_description(c::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'in the shape of commit().',
+			'in the shape of commit(). Calls for one sink that wait for the committer at once are served by one checkpoint, each getting its answer.'));
+END
+$$;
