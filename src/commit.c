@@ -428,6 +428,43 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 }
 
 /*
+ * commit_pending commits the prepared checkpoints identifiers (int64 *, in
+ * ascending order, all up to checkpoint_id), then raises the high-water
+ * mark over empty prepared ones; marks are the commit user's marks read
+ * before, in this request (only this committer moves them, and a commit
+ * raises the last committed mark to its own identifier: what they are
+ * after is known without reading them again).  The request gets the marks
+ * after.
+ */
+void
+commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+			   CommitterRequest *request, List *identifiers, CommitUserMarks marks)
+{
+	ListCell *lc;
+
+	foreach (lc, identifiers)
+	{
+		int64 identifier = *(int64 *) lfirst(lc);
+
+		commit_checkpoint(sink_id, commit_user, identifier);
+		marks.last_committed = Max(marks.last_committed, identifier);
+	}
+	list_free_deep(identifiers);
+
+	/* a transaction only when the mark moves over empty prepared checkpoints */
+	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
+	{
+		work_begin();
+		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
+							Min(checkpoint_id, marks.last_prepared));
+		work_end();
+		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
+	}
+	request->last_committed = marks.last_committed;
+	request->result_checkpoint_id = checkpoint_id;
+}
+
+/*
  * commit_up_to commits every prepared checkpoint up to checkpoint_id, in
  * ascending order, then raises the high-water mark over empty prepared
  * ones; the request gets the marks before and after.
@@ -436,10 +473,13 @@ void
 commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitterRequest *request)
 {
 	List *identifiers;
-	ListCell *lc;
 	CommitUserMarks marks;
 	MemoryContext old;
 
+	/*
+	 * Only this committer moves the marks, so a plain read will do: a locking
+	 * one would take a transaction id and a WAL flush when nothing changes.
+	 */
 	work_begin();
 	(void) work_require_sink(sink_id);
 	marks = metadata_commit_user_marks(sink_id, commit_user, false);
@@ -451,23 +491,5 @@ commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	MemoryContextSwitchTo(old);
 	work_end();
 
-	foreach (lc, identifiers)
-		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
-	list_free_deep(identifiers);
-
-	/*
-	 * Only this committer moves the marks, so a plain read will do: a locking
-	 * one would take a transaction id and a WAL flush when nothing changes.
-	 */
-	work_begin();
-	marks = metadata_commit_user_marks(sink_id, commit_user, false);
-	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
-	{
-		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
-							Min(checkpoint_id, marks.last_prepared));
-		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
-	}
-	work_end();
-	request->last_committed = marks.last_committed;
-	request->result_checkpoint_id = checkpoint_id;
+	commit_pending(sink_id, commit_user, checkpoint_id, request, identifiers, marks);
 }

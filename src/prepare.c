@@ -104,12 +104,15 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
  * recorded, *prepared the checkpoint id.  With durable, the transaction's
  * commit is flushed and the barrier confirmed; without, the commit is not
  * flushed, seqs and *commit_end receive what prepare_confirm needs, and
- * the caller must call it once that commit is durable.
+ * the caller must call it once that commit is durable.  pending, unless
+ * NULL, receives the commit user's prepared checkpoints up to checkpoint_id
+ * (int64 *, in CommitterContext) and after its marks, as commit_pending
+ * takes them, read in the same transaction.
  */
 static int
 prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 checkpoint_id,
 				 int32 writer_id, bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
-				 XLogRecPtr *commit_end)
+				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after)
 {
 	int recorded;
 	SinkInfo *sink;
@@ -127,6 +130,14 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed);
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
+	if (pending != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+
+		*pending = metadata_pending_checkpoints(sink_id, commit_user, checkpoint_id);
+		MemoryContextSwitchTo(old);
+		*after = metadata_commit_user_marks(sink_id, commit_user, false);
+	}
 	/* the PREPARE TRANSACTION that follows flushes this commit too */
 	if (!durable)
 		(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
@@ -167,7 +178,7 @@ prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, 
 	XLogRecPtr commit_end;
 
 	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, record_empty,
-							true, seqs, &prepared, &commit_end);
+							true, seqs, &prepared, &commit_end, NULL, NULL);
 }
 
 /*
@@ -179,6 +190,9 @@ prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, 
  * commit's PREPARE TRANSACTION flushes the WAL past it, and only then are
  * the writers told to forget the files.  A crash before loses both, as a
  * crash before the recording's commit would: the writers adopt the files.
+ * What the commit needs to know (the prepared checkpoints, the marks) is
+ * read in the recording's transaction: three transactions in all, one of
+ * them prepared.
  */
 void
 prepare_and_commit(int32 sink_id, CommitterRequest *request)
@@ -187,10 +201,15 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int64 checkpoint_id;
 	XLogRecPtr commit_end;
+	List *pending;
+	CommitUserMarks marks;
 
-	request->committable_count = prepare_recorded(sink_id, NULL, commit_user, 0, -1, false, false,
-												  seqs, &checkpoint_id, &commit_end);
+	request->committable_count =
+		prepare_recorded(sink_id, NULL, commit_user, 0, -1, false, false, seqs, &checkpoint_id,
+						 &commit_end, &pending, &marks);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
+	/* a fresh checkpoint id: above the last committed one, none skipped */
+	request->previous_last_committed = marks.last_committed;
 	/*
 	 * A failed commit leaves the checkpoint prepared, its files recorded: the
 	 * writers forget them all the same.  Neither step can meet a lock the
@@ -199,7 +218,7 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 	 */
 	PG_TRY();
 	{
-		commit_up_to(sink_id, commit_user, checkpoint_id, request);
+		commit_pending(sink_id, commit_user, checkpoint_id, request, pending, marks);
 	}
 	PG_CATCH();
 	{
