@@ -148,7 +148,7 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 	FROM paimon_sink.sink_definition s
 	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id;
 COMMENT ON VIEW paimon_sink.commit_stats IS
-	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed.';
+	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed. The committer writes the counters at most once a second, not in each commit: they lag the commits by up to a second (a committer''s exit loses the last second''s counts).';
 
 -- A pending checkpoint whose staged files are gone (deleted by hand, never
 -- on a promoted standby) failed every later commit of its commit user with
@@ -197,3 +197,53 @@ CREATE VIEW paimon_sink.checkpoint_schedule AS
 COMMENT ON VIEW paimon_sink.checkpoint_schedule IS
 	'Per sink checkpointed periodically, since the committer started: the next deadline, periodic checkpoints run, slots skipped as overdue (the sink more than an interval behind), and how late the last and the latest started (ms).';
 GRANT SELECT ON paimon_sink.checkpoint_schedule TO PUBLIC;
+
+-- Snapshot expiry finds an expired snapshot's committables by this index,
+-- not by a scan of every committable kept: its cost is bounded by what it
+-- expires, not by what is retained.
+CREATE INDEX committable_committed ON paimon_sink.committable (sink_id, snapshot_id)
+	WHERE snapshot_id IS NOT NULL;
+
+-- The commit user's regular-expression CHECK was evaluated by every UPDATE
+-- of the commit user's marks (several per checkpoint), though the library
+-- checks every commit user before it reaches the catalog.  A trigger that
+-- fires only when a commit user is written (a row inserted, or the column
+-- updated) keeps the same refusal (23514) of a bad value written by hand.
+ALTER TABLE paimon_sink.commit_user_state DROP CONSTRAINT commit_user_state_commit_user_check;
+CREATE FUNCTION paimon_sink.refuse_invalid_commit_user() RETURNS trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF NEW.commit_user IS NULL
+		OR NEW.commit_user OPERATOR(pg_catalog.!~) '^[A-Za-z0-9._:-]{1,64}$' THEN
+		RAISE EXCEPTION USING ERRCODE = 'check_violation',
+			MESSAGE = pg_catalog.format('invalid commit user "%s"', NEW.commit_user),
+			DETAIL = 'A commit user consists of 1 to 64 of the characters A-Z, a-z, 0-9, ''.'', ''_'', '':'' and ''-''.',
+			SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME, COLUMN = 'commit_user';
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION paimon_sink.refuse_invalid_commit_user() IS
+$$Trigger of commit_user_state: refuses (23514) a row whose commit_user is not 1 to 64 of the characters [A-Za-z0-9._:-]. Fires only when a commit user is written, never on the updates of the marks.$$;
+REVOKE ALL ON FUNCTION paimon_sink.refuse_invalid_commit_user() FROM PUBLIC;
+CREATE TRIGGER commit_user_valid BEFORE INSERT OR UPDATE OF commit_user
+	ON paimon_sink.commit_user_state
+	FOR EACH ROW EXECUTE FUNCTION paimon_sink.refuse_invalid_commit_user();
+
+-- The committer expires snapshots off the commit path, and serves the
+-- checkpoint() calls queued for one sink with one checkpoint.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure := 'paimon_sink.expire_snapshots(text, integer, interval)';
+	c pg_catalog.regprocedure := 'paimon_sink.checkpoint(text)';
+BEGIN
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+		pg_catalog.replace(pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'The committer does the same after every commit with',
+			'The committer does the same, off the commit path (at most a second or 64 commits after a commit), with'));
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', c,
+		pg_catalog.replace(pg_catalog.obj_description(c::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'in the shape of commit().',
+			'in the shape of commit(). Calls for one sink that wait for the committer at once are served by one checkpoint, each getting its answer.'));
+END
+$$;

@@ -289,7 +289,7 @@ paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
 						errmsg("older_than must be an age of zero or more"),
 						errhint("Pass an age such as interval '1 hour'.")));
 	expired = metadata_expire_snapshots(sink->sink_id, retain_last,
-										interval_milliseconds(older_than), true);
+										interval_milliseconds(older_than), 0, true);
 	PG_RETURN_INT64(expired);
 }
 

@@ -48,9 +48,14 @@ CommitTally CommitTallies;
 /*
  * Staged files of checkpoints committed by the request being served:
  * removed once the requester has its answer.  A crash before leaves them
- * to recovery_remove_committed_files at the next start.
+ * to recovery_remove_committed_files at the next start.  Their REMOVE
+ * records were written between PREPARE TRANSACTION and COMMIT PREPARED
+ * and end at committed_removals, so COMMIT PREPARED's flush made them
+ * durable: a crash once they are leaves nothing the prepared transaction
+ * needs (its rows are loaded; recovery commits it).
  */
 static List *committed_paths = NIL;
+static XLogRecPtr committed_removals = InvalidXLogRecPtr;
 
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
@@ -98,16 +103,18 @@ commit_failure_hint(int sqlerrcode)
 
 /*
  * commit_remove_files removes the staged files of the checkpoints the
- * request just served committed, after one WAL flush of their removal
- * records (staged_file_remove_list): a file that a crash keeps here is
- * removed again by recovery_remove_committed_files, with its record.
+ * request just served committed, their removal records durable (COMMIT
+ * PREPARED flushed them: no flush of its own): a file that a crash keeps
+ * here is removed again by recovery_remove_committed_files, with its
+ * record.
  */
 void
 commit_remove_files(void)
 {
-	(void) staged_file_remove_list(committed_paths, LOG);
+	(void) staged_file_unlink_logged(committed_paths, committed_removals, LOG);
 	list_free_deep(committed_paths);
 	committed_paths = NIL;
+	committed_removals = InvalidXLogRecPtr;
 }
 
 /*
@@ -288,13 +295,19 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * gid is drawn now, not before the load, and shown only to the sink
  * owner's members (commit_progress): a role that learns it before the
  * PREPARE could take it.  A PREPARE refused (a name taken meanwhile, a
- * NOTIFY) names the checkpoint, through callback.
+ * NOTIFY) names the checkpoint, through callback.  Between the two go the
+ * REMOVE records of the checkpoint's files (files, LoadFile *), which
+ * COMMIT PREPARED's flush makes durable: once prepared, the checkpoint
+ * needs its files no more.
  */
 static void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					   ErrorContextCallback *callback)
+					   List *files, ErrorContextCallback *callback)
 {
 	char gid[GIDSIZE];
+	List *paths = NIL;
+	ListCell *lc;
+	XLogRecPtr removals;
 
 	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
 	load_progress_gid(gid);
@@ -311,9 +324,18 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 	error_context_stack = callback->previous;
 	fault_point("committer_after_prepare");
 
+	/* the files' REMOVE records, made durable by COMMIT PREPARED's flush */
+	foreach (lc, files)
+		paths = lappend(paths, ((LoadFile *) lfirst(lc))->path);
+	removals = staged_file_log_removals(paths);
+	list_free(paths);
+	fault_point("committer_after_removal_records");
+
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
+	if (!XLogRecPtrIsInvalid(removals))
+		committed_removals = removals;
 	MemoryContextSwitchTo(CommitterContext);
 	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
 }
@@ -399,10 +421,47 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_finish();
 	error_context_stack = callback.previous;
 
-	prepare_and_commit_gid(sink, commit_user, checkpoint_id, &callback);
+	prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback);
 	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes,
 			   start);
 	fault_point("committer_after_commit_prepared");
+}
+
+/*
+ * commit_pending commits the prepared checkpoints identifiers (int64 *, in
+ * ascending order, all up to checkpoint_id), then raises the high-water
+ * mark over empty prepared ones; marks are the commit user's marks read
+ * before, in this request (only this committer moves them, and a commit
+ * raises the last committed mark to its own identifier: what they are
+ * after is known without reading them again).  The request gets the marks
+ * after.
+ */
+void
+commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+			   CommitterRequest *request, List *identifiers, CommitUserMarks marks)
+{
+	ListCell *lc;
+
+	foreach (lc, identifiers)
+	{
+		int64 identifier = *(int64 *) lfirst(lc);
+
+		commit_checkpoint(sink_id, commit_user, identifier);
+		marks.last_committed = Max(marks.last_committed, identifier);
+	}
+	list_free_deep(identifiers);
+
+	/* a transaction only when the mark moves over empty prepared checkpoints */
+	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
+	{
+		work_begin();
+		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
+							Min(checkpoint_id, marks.last_prepared));
+		work_end();
+		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
+	}
+	request->last_committed = marks.last_committed;
+	request->result_checkpoint_id = checkpoint_id;
 }
 
 /*
@@ -414,10 +473,13 @@ void
 commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitterRequest *request)
 {
 	List *identifiers;
-	ListCell *lc;
 	CommitUserMarks marks;
 	MemoryContext old;
 
+	/*
+	 * Only this committer moves the marks, so a plain read will do: a locking
+	 * one would take a transaction id and a WAL flush when nothing changes.
+	 */
 	work_begin();
 	(void) work_require_sink(sink_id);
 	marks = metadata_commit_user_marks(sink_id, commit_user, false);
@@ -429,23 +491,5 @@ commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	MemoryContextSwitchTo(old);
 	work_end();
 
-	foreach (lc, identifiers)
-		commit_checkpoint(sink_id, commit_user, *(int64 *) lfirst(lc));
-	list_free_deep(identifiers);
-
-	/*
-	 * Only this committer moves the marks, so a plain read will do: a locking
-	 * one would take a transaction id and a WAL flush when nothing changes.
-	 */
-	work_begin();
-	marks = metadata_commit_user_marks(sink_id, commit_user, false);
-	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
-	{
-		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
-							Min(checkpoint_id, marks.last_prepared));
-		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
-	}
-	work_end();
-	request->last_committed = marks.last_committed;
-	request->result_checkpoint_id = checkpoint_id;
+	commit_pending(sink_id, commit_user, checkpoint_id, request, identifiers, marks);
 }

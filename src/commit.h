@@ -17,6 +17,8 @@ extern CommitTally CommitTallies;
 
 extern void commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 						 CommitterRequest *request);
+extern void commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+						   CommitterRequest *request, List *identifiers, CommitUserMarks marks);
 extern const char *commit_failure_hint(int sqlerrcode);
 extern void commit_remove_files(void);
 

@@ -350,11 +350,12 @@ serve(CommitterRequest *request, int slot)
 	run_request(request);
 	if (is_commit(request) && request->sqlerrcode == 0)
 		maintenance_report_failure(request);
-	/* before the answer, so that a caller's next query sees it (no WAL flush) */
+	/* kept in memory: a duty writes them, at most a second later */
 	if (is_commit(request))
 		maintenance_record_statistics(request);
 	request_finish(CommitterDatabase, slot, request);
 	commit_remove_files();
+	/* counted only: the expiry is a duty, run when no request waits */
 	if (is_commit(request) && request->sqlerrcode == 0)
 		maintenance_after_commit(request->sink_id);
 }
@@ -640,6 +641,9 @@ static CommitterDuty duties[] = {
 	{"orphan removal", true, false, NULL, orphans_schedule, remove_orphans_of_next_sink},
 	{"catalog maintenance", false, true, catalog_maintenance_interval_ms, NULL,
 	 run_catalog_maintenance},
+	{"snapshot expiry", false, false, NULL, maintenance_expiry_schedule, maintenance_expire_due},
+	{"commit statistics", false, false, NULL, maintenance_statistics_schedule,
+	 maintenance_write_statistics},
 };
 
 #define CATALOG_MAINTENANCE (&duties[2])

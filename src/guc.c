@@ -29,7 +29,7 @@ int PaimonSinkGroupFsyncDelayMs = 0;
 int PaimonSinkHandoffTimeoutMs = 30000;
 int PaimonSinkCheckpointIntervalMs = 0;
 int PaimonSinkSnapshotsRetained = 100;
-int PaimonSinkSnapshotRetentionMs = 3600000;
+int PaimonSinkSnapshotRetentionMs = 600000;
 int PaimonSinkOrphanRemovalIntervalMs = 3600000;
 int PaimonSinkOrphanFileAgeMs = 86400000;
 int PaimonSinkHandoffBufferKB = 8192;
@@ -123,12 +123,12 @@ guc_define_settings(void)
 	DefineCustomIntVariable(
 		"paimon_sink.snapshots_retained",
 		"Newest snapshots of each sink that the committer never expires.",
-		"After each commit, older snapshots past paimon_sink.snapshot_retention are forgotten "
-		"(never a commit user's last).",
+		"Older snapshots past paimon_sink.snapshot_retention are forgotten (never a commit "
+		"user's last), off the commit path: at most a second or 64 commits after a commit.",
 		&PaimonSinkSnapshotsRetained, 100, 1, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.snapshot_retention",
 							"Age below which the committer keeps every snapshot.", NULL,
-							&PaimonSinkSnapshotRetentionMs, 3600000, 0, INT_MAX, PGC_SIGHUP,
+							&PaimonSinkSnapshotRetentionMs, 600000, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.orphan_removal_interval",
 							"Interval at which the committer removes orphan files of every sink.",

@@ -121,52 +121,142 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 							 request->discarded_files, sink_id)));
 }
 
-/* Take the oldest queued request, or NULL. */
+/*
+ * Snapshot expiry runs off the commit path: a commit only counts itself
+ * here, and the committer's loop expires a sink's snapshots as a duty, when
+ * no request waits, at most once a second per sink or every
+ * EXPIRY_EVERY_COMMITS of its commits, EXPIRY_BATCH candidates at a time (a
+ * full batch makes it due again at once, after the requests).
+ */
+#define EXPIRY_INTERVAL_MS 1000
+#define EXPIRY_EVERY_COMMITS 64
+#define EXPIRY_BATCH 500
+
+/* A sink's expiry: commits since it last ran, and whether a batch was left. */
+typedef struct ExpiryState
+{
+	int32 sink_id;
+	int commits;	/* since the last run */
+	bool more_left; /* the last run expired a whole batch */
+	TimestampTz last_run;
+} ExpiryState;
+
+static ExpiryState *expiries = NULL;
+static int expiry_count = 0;
+static int expiry_space = 0;
+
+/* expiry_of returns the expiry state of a sink, adding it on first use. */
+static ExpiryState *
+expiry_of(int32 sink_id)
+{
+	for (int i = 0; i < expiry_count; i++)
+		if (expiries[i].sink_id == sink_id)
+			return &expiries[i];
+	if (expiry_count == expiry_space)
+	{
+		expiry_space = Max(8, expiry_space * 2);
+		expiries = expiries == NULL
+					   ? MemoryContextAlloc(TopMemoryContext, sizeof(ExpiryState) * expiry_space)
+					   : repalloc(expiries, sizeof(ExpiryState) * expiry_space);
+	}
+	memset(&expiries[expiry_count], 0, sizeof(ExpiryState));
+	expiries[expiry_count].sink_id = sink_id;
+	return &expiries[expiry_count++];
+}
+
+/* expiry_due_at returns when a sink's expiry is due (DT_NOEND: nothing to do). */
+static TimestampTz
+expiry_due_at(const ExpiryState *expiry)
+{
+	if (expiry->more_left || expiry->commits >= EXPIRY_EVERY_COMMITS)
+		return 0;
+	if (expiry->commits == 0)
+		return DT_NOEND;
+	return TimestampTzPlusMilliseconds(expiry->last_run, EXPIRY_INTERVAL_MS);
+}
 
 /*
- * expire_snapshots removes the sink's snapshots past
- * paimon_sink.snapshots_retained and paimon_sink.snapshot_retention.
+ * expire_snapshots removes a batch of the sink's snapshots (the arg, an
+ * ExpiryState) past paimon_sink.snapshots_retained and
+ * paimon_sink.snapshot_retention.
  */
 static void
 expire_snapshots(void *arg)
 {
-	int32 sink_id = *(int32 *) arg;
+	ExpiryState *expiry = arg;
 	int64 expired;
 
 	fault_point("committer_maintenance");
 	work_begin();
-	/* a crash losing the expiry only leaves it for the next commit: no WAL flush */
+	/* a crash losing the expiry only leaves it for the next run: no WAL flush */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	expired = metadata_expire_snapshots(sink_id, PaimonSinkSnapshotsRetained,
-										PaimonSinkSnapshotRetentionMs, false);
+	expired = metadata_expire_snapshots(expiry->sink_id, PaimonSinkSnapshotsRetained,
+										PaimonSinkSnapshotRetentionMs, EXPIRY_BATCH, false);
 	work_end();
+	expiry->more_left = expired >= EXPIRY_BATCH;
 	if (expired > 0)
 		ereport(DEBUG1, (errmsg("paimon_sink expired %lld snapshots of sink %d",
-								(long long) expired, sink_id)));
+								(long long) expired, expiry->sink_id)));
 }
 
 /*
- * maintenance_after_commit runs the maintenance after a commit of the
- * sink, off the commit path.  A failure is logged and kept, to be reported
- * with the sink's next commit (maintenance_report_failure).
+ * maintenance_after_commit counts a commit of the sink for its snapshot
+ * expiry (maintenance_expiry_schedule says when that is due); no SQL.
  */
 void
 maintenance_after_commit(int32 sink_id)
 {
+	expiry_of(sink_id)->commits++;
+}
+
+/*
+ * maintenance_expiry_schedule returns when the snapshot expiry of some sink
+ * is due next: DT_NOEND when no sink committed since its last expiry.
+ */
+TimestampTz
+maintenance_expiry_schedule(void)
+{
+	TimestampTz due = DT_NOEND;
+
+	for (int i = 0; i < expiry_count; i++)
+		due = Min(due, expiry_due_at(&expiries[i]));
+	return due;
+}
+
+/*
+ * maintenance_expire_due runs the snapshot expiry of one sink that is due,
+ * one batch; returns whether one was due.  A failure is logged and kept, to
+ * be reported with the sink's next commit (maintenance_report_failure); the
+ * expiry is tried again after the sink's next commit.
+ */
+bool
+maintenance_expire_due(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
 	ErrorData *error = NULL;
 	MaintenanceFailure *failure;
+	ExpiryState *expiry = NULL;
 
-	if (work_try(expire_snapshots, &sink_id, &error))
-		return;
+	for (int i = 0; i < expiry_count && expiry == NULL; i++)
+		if (expiry_due_at(&expiries[i]) <= now)
+			expiry = &expiries[i];
+	if (expiry == NULL)
+		return false;
+	expiry->commits = 0;
+	expiry->last_run = now;
+	if (work_try(expire_snapshots, expiry, &error))
+		return true;
+	expiry->more_left = false;
 	failure = MemoryContextAllocZero(TopMemoryContext, sizeof(MaintenanceFailure));
-	failure->sink_id = sink_id;
+	failure->sink_id = expiry->sink_id;
 	failure->message = MemoryContextStrdup(
 		TopMemoryContext, psprintf("paimon_sink maintenance after a commit of sink %d failed: %s",
-								   sink_id, error->message));
+								   expiry->sink_id, error->message));
 	maintenance_failures = lappend(maintenance_failures, failure);
 	ereport(LOG, (errmsg("%s", failure->message)));
 	FreeErrorData(error);
+	return true;
 }
 
 /*
@@ -201,30 +291,167 @@ maintenance_report_failure(CommitterRequest *outcome)
 	}
 }
 
-/* count_commits writes a request's tally and failure (the arg) into the statistics tables. */
-static void
-count_commits(void *arg)
-{
-	const CommitterRequest *outcome = arg;
+/*
+ * Commit statistics are kept here and written by a duty of the loop, at
+ * most STATISTICS_INTERVAL_MS after a request counted them, in one
+ * transaction for every sink: not a transaction per request.  The views
+ * lag by at most that long.
+ */
+#define STATISTICS_INTERVAL_MS 1000
 
-	work_begin();
-	metadata_count_commits(outcome->sink_id, &CommitTallies, outcome->sqlerrcode != 0);
-	if (outcome->sqlerrcode != 0)
-		metadata_count_failure(outcome->sink_id, outcome->sqlerrcode,
-							   request_error_message(outcome));
-	work_end();
+/* A sink's counts not written yet, and when its last commit was. */
+typedef struct PendingTally
+{
+	int32 sink_id;
+	CommitTally tally;
+	int64 failures;
+	TimestampTz last_committed_at; /* 0: no commit counted */
+} PendingTally;
+
+/* A sink's failures of one SQLSTATE not written yet, with the last message. */
+typedef struct PendingFailure
+{
+	int32 sink_id;
+	int sqlerrcode;
+	int64 failures;
+	TimestampTz last_failed_at;
+	char *message; /* in TopMemoryContext */
+} PendingFailure;
+
+static List *pending_tallies = NIL;	 /* of PendingTally, in TopMemoryContext */
+static List *pending_failures = NIL; /* of PendingFailure, in TopMemoryContext */
+static TimestampTz statistics_written_at = 0;
+
+/* pending_tally_of returns the counts of a sink not written yet, adding them on first use. */
+static PendingTally *
+pending_tally_of(int32 sink_id)
+{
+	ListCell *lc;
+	PendingTally *pending;
+	MemoryContext old;
+
+	foreach (lc, pending_tallies)
+		if (((PendingTally *) lfirst(lc))->sink_id == sink_id)
+			return lfirst(lc);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	pending = palloc0(sizeof(PendingTally));
+	pending->sink_id = sink_id;
+	pending_tallies = lappend(pending_tallies, pending);
+	MemoryContextSwitchTo(old);
+	return pending;
+}
+
+/* count_failure keeps a request's failure of its sink, by SQLSTATE, with its message. */
+static void
+count_failure(const CommitterRequest *outcome)
+{
+	ListCell *lc;
+	PendingFailure *pending = NULL;
+
+	foreach (lc, pending_failures)
+	{
+		PendingFailure *failure = lfirst(lc);
+
+		if (failure->sink_id == outcome->sink_id && failure->sqlerrcode == outcome->sqlerrcode)
+			pending = failure;
+	}
+	if (pending == NULL)
+	{
+		pending = MemoryContextAllocZero(TopMemoryContext, sizeof(PendingFailure));
+		pending->sink_id = outcome->sink_id;
+		pending->sqlerrcode = outcome->sqlerrcode;
+		pending_failures = lappend(pending_failures, pending);
+	}
+	if (pending->message != NULL)
+		pfree(pending->message);
+	pending->message = MemoryContextStrdup(TopMemoryContext, request_error_message(outcome));
+	pending->failures++;
+	pending->last_failed_at = GetCurrentTimestamp();
 }
 
 /*
  * maintenance_record_statistics counts what a request committed, or its
- * failure, in commit_statistics and commit_failures (unlogged: no WAL
- * flush); a failure here is only logged.
+ * failure, for commit_statistics and commit_failures; kept in memory until
+ * maintenance_write_statistics writes them.  No SQL.
  */
 void
 maintenance_record_statistics(const CommitterRequest *outcome)
 {
+	PendingTally *pending;
+
 	if (outcome->sink_id == 0 ||
 		(CommitTallies.commits == 0 && CommitTallies.skipped == 0 && outcome->sqlerrcode == 0))
 		return;
-	(void) work_try(count_commits, (void *) outcome, NULL);
+	pending = pending_tally_of(outcome->sink_id);
+	pending->tally.commits += CommitTallies.commits;
+	pending->tally.skipped += CommitTallies.skipped;
+	pending->tally.retries += CommitTallies.retries;
+	pending->tally.rows += CommitTallies.rows;
+	pending->tally.bytes += CommitTallies.bytes;
+	if (CommitTallies.commits > 0)
+	{
+		pending->tally.last_ms = CommitTallies.last_ms;
+		pending->last_committed_at = GetCurrentTimestamp();
+	}
+	if (outcome->sqlerrcode != 0)
+	{
+		pending->failures++;
+		count_failure(outcome);
+	}
+}
+
+/* maintenance_statistics_schedule returns when the counts kept are due to be written. */
+TimestampTz
+maintenance_statistics_schedule(void)
+{
+	if (pending_tallies == NIL)
+		return DT_NOEND;
+	return TimestampTzPlusMilliseconds(statistics_written_at, STATISTICS_INTERVAL_MS);
+}
+
+/* write_statistics writes every count kept into the statistics tables, in one transaction. */
+static void
+write_statistics(void *arg)
+{
+	ListCell *lc;
+
+	work_begin();
+	foreach (lc, pending_tallies)
+	{
+		PendingTally *pending = lfirst(lc);
+
+		metadata_count_commits(pending->sink_id, &pending->tally, pending->failures,
+							   pending->last_committed_at);
+	}
+	foreach (lc, pending_failures)
+	{
+		PendingFailure *pending = lfirst(lc);
+
+		metadata_count_failure(pending->sink_id, pending->sqlerrcode, pending->failures,
+							   pending->last_failed_at, pending->message);
+	}
+	work_end();
+}
+
+/*
+ * maintenance_write_statistics writes the counts kept (commit_statistics
+ * and commit_failures are unlogged: no WAL flush) and forgets them; returns
+ * whether there were any.  A failure is logged, and the counts are lost.
+ */
+bool
+maintenance_write_statistics(void)
+{
+	ListCell *lc;
+
+	if (pending_tallies == NIL)
+		return false;
+	(void) work_try(write_statistics, NULL, NULL);
+	statistics_written_at = GetCurrentTimestamp();
+	list_free_deep(pending_tallies);
+	pending_tallies = NIL;
+	foreach (lc, pending_failures)
+		pfree(((PendingFailure *) lfirst(lc))->message);
+	list_free_deep(pending_failures);
+	pending_failures = NIL;
+	return true;
 }

@@ -315,9 +315,15 @@ metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_upda
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
 	CommitUserMarks *marks;
 
-	(void) statement_execute(&create, args, lengthof(args), 0);
+	/* read first: the row is created once per commit user, not at every read */
 	marks =
 		statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks, NULL);
+	if (marks == NULL)
+	{
+		(void) statement_execute(&create, args, lengthof(args), 0);
+		marks = statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks,
+								NULL);
+	}
 	if (marks == NULL)
 		elog(ERROR, "commit user \"%s\" of sink %d has no row", commit_user, sink_id);
 	return *marks;

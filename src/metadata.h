@@ -177,13 +177,15 @@ extern List *metadata_bucket_sequences(void);
 extern CheckpointState metadata_checkpoint_state(int32 sink_id, const char *commit_user,
 												 int64 checkpoint_id);
 extern int64 metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
-									   bool as_catalog_owner);
+									   int64 limit, bool as_catalog_owner);
 
 /* maintenance and statistics */
 extern void metadata_add_maintenance_result(uint64 request_id, const char *file_name,
 											int64 byte_count, bool removed);
-extern void metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed);
-extern void metadata_count_failure(int32 sink_id, int sqlerrcode, const char *message);
+extern void metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
+								   TimestampTz last_committed_at);
+extern void metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures,
+								   TimestampTz last_failed_at, const char *message);
 
 /* result sets of SQL functions, read under the latest snapshot */
 extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,

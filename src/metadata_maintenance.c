@@ -24,25 +24,39 @@
  * newest retain_last (>= 1) committed more than older_than_ms milliseconds
  * ago, except each commit user's last, with their committables; the highest
  * sequence number of each bucket those held is kept in bucket_sequence.
- * Returns the number of snapshots expired.  Follows Paimon's snapshot expiry
+ * limit > 0 looks at no more than the limit oldest candidates (the
+ * committer's expiry, in batches); 0 looks at all of them.  Returns the
+ * number of snapshots expired.  Follows Paimon's snapshot expiry
  * (num-retained, time-retained); high-water marks live in commit_user_state,
  * untouched.
+ *
+ * Its cost is bounded by the key, not by the snapshots kept: the cut is the
+ * (retain_last + 1)-th newest snapshot id, read backwards on the primary key
+ * (sink_id, snapshot_id); the candidates are the oldest ones up to it, read
+ * forwards on that key, at most limit of them; the age is checked on those
+ * only (snapshot ids follow commit time, so the oldest are the first to be
+ * old enough; one younger than an older one waits for a later run), and
+ * their committables are found by committable_committed.
  */
 int64
-metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
+metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms, int64 limit,
 						  bool as_catalog_owner)
 {
 	static Statement statement = {
-		"WITH expired AS ("
-		"  SELECT s.snapshot_id FROM ("
-		"    SELECT l.snapshot_id, l.committed_at, "
-		"      pg_catalog.row_number() OVER (ORDER BY l.snapshot_id DESC) AS newer "
-		"    FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1) s "
-		"  WHERE s.newer OPERATOR(pg_catalog.>) $2 "
-		"    AND s.committed_at OPERATOR(pg_catalog.<) $3 "
+		"WITH cut AS ("
+		"  SELECT l.snapshot_id FROM paimon_sink.snapshot_log l "
+		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"  ORDER BY l.snapshot_id DESC OFFSET $2 LIMIT 1), "
+		"oldest AS ("
+		"  SELECT l.snapshot_id, l.committed_at FROM cut, paimon_sink.snapshot_log l "
+		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"    AND l.snapshot_id OPERATOR(pg_catalog.<=) cut.snapshot_id "
 		"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
 		"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
-		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) s.snapshot_id)), "
+		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) l.snapshot_id) "
+		"  ORDER BY l.snapshot_id LIMIT $4), "
+		"expired AS ("
+		"  SELECT o.snapshot_id FROM oldest o WHERE o.committed_at OPERATOR(pg_catalog.<) $3), "
 		"files AS ("
 		"  DELETE FROM paimon_sink.committable c USING expired e "
 		"  WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
@@ -60,8 +74,9 @@ metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 	/* now() is the transaction's start, as the commit times are */
 	TimestampTz cutoff =
 		TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), -older_than_ms);
-	Arg args[] = {ARG_INT4(sink_id), ARG_INT4(retain_last),
-				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_INT8((int64) retain_last),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(cutoff), false),
+				  ARG_DATUM(INT8OID, Int64GetDatum(limit), limit <= 0)};
 
 	return (int64) statement_execute(&statement, args, lengthof(args),
 									 as_catalog_owner ? RUN_AS_OWNER : 0);
@@ -84,18 +99,19 @@ metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 
 }
 
 /*
- * metadata_count_commits adds what a request's commits did, and whether it
- * failed, to the sink's commit_statistics row (unlogged: no WAL flush); a
- * dropped sink counts nothing.
+ * metadata_count_commits adds what a sink's requests committed, and how
+ * many failed, to its commit_statistics row (unlogged: no WAL flush);
+ * last_committed_at (0: no commit) is when the last of those commits was.
+ * A dropped sink counts nothing.
  */
 void
-metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
+metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
+					   TimestampTz last_committed_at)
 {
 	static Statement statement = {
 		"INSERT INTO paimon_sink.commit_statistics AS s "
 		"(sink_id, commits, skipped, retries, rows_committed, bytes_committed, last_commit_ms, "
-		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, "
-		"CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() END "
+		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 "
 		"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
 		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 		"ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits OPERATOR(pg_catalog.+) $2, "
@@ -107,32 +123,40 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, bool failed)
 		"failures = s.failures OPERATOR(pg_catalog.+) $8, "
 		"last_committed_at = coalesce(excluded.last_committed_at, s.last_committed_at)",
 		SPI_OK_INSERT};
-	Arg args[] = {ARG_INT4(sink_id),
-				  ARG_INT8(tally->commits),
-				  ARG_INT8(tally->skipped),
-				  ARG_INT8(tally->retries),
-				  ARG_INT8(tally->rows),
-				  ARG_INT8(tally->bytes),
-				  ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
-				  ARG_INT8(failed ? 1 : 0)};
+	Arg args[] = {
+		ARG_INT4(sink_id),
+		ARG_INT8(tally->commits),
+		ARG_INT8(tally->skipped),
+		ARG_INT8(tally->retries),
+		ARG_INT8(tally->rows),
+		ARG_INT8(tally->bytes),
+		ARG_DATUM(FLOAT8OID, Float8GetDatum(tally->last_ms), tally->commits == 0),
+		ARG_INT8(failures),
+		ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(last_committed_at), last_committed_at == 0)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }
 
-/* metadata_count_failure counts a failed request of a sink by SQLSTATE, with its message. */
+/*
+ * metadata_count_failure counts failures (how many) of a sink's requests
+ * by SQLSTATE, the last at last_failed_at with message.
+ */
 void
-metadata_count_failure(int32 sink_id, int sqlerrcode, const char *message)
+metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures, TimestampTz last_failed_at,
+					   const char *message)
 {
 	static Statement statement = {
 		"INSERT INTO paimon_sink.commit_failures AS f "
 		"(sink_id, sqlstate, failures, last_failed_at, last_message) "
-		"SELECT $1, $2, 1, pg_catalog.now(), $3 WHERE EXISTS (SELECT FROM "
+		"SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT FROM "
 		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
 		"ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
-		"failures = f.failures OPERATOR(pg_catalog.+) 1, last_failed_at = pg_catalog.now(), "
-		"last_message = $3",
+		"failures = f.failures OPERATOR(pg_catalog.+) $3, last_failed_at = $4, "
+		"last_message = $5",
 		SPI_OK_INSERT};
-	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_TEXT(message)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(unpack_sql_state(sqlerrcode)), ARG_INT8(failures),
+				  ARG_DATUM(TIMESTAMPTZOID, TimestampTzGetDatum(last_failed_at), false),
+				  ARG_TEXT(message)};
 
 	(void) statement_execute(&statement, args, lengthof(args), 0);
 }

@@ -14,10 +14,13 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "barrier.h"
 #include "commit.h"
 #include "prepare.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "work.h"
 
 /* check_checkpoint_id refuses a checkpoint id the commit user's marks do not allow. */
@@ -94,54 +97,136 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 }
 
 /*
- * prepare_checkpoint prepares checkpoint_id: barrier and record the
- * committables in one transaction.  Returns the number of committables
- * recorded.
+ * prepare_recorded prepares checkpoint_id (checkpoint_id 0: the next one
+ * of the sink's own commit user, copied into own_user, read under the lock
+ * of its marks; commit_user is then NULL): barrier and record
+ * the committables in one transaction.  Returns the number of committables
+ * recorded, *prepared the checkpoint id.  With durable, the transaction's
+ * commit is flushed and the barrier confirmed; without, the commit is not
+ * flushed, seqs and *commit_end receive what prepare_confirm needs, and
+ * the caller must call it once that commit is durable.  pending, unless
+ * NULL, receives the commit user's prepared checkpoints up to checkpoint_id
+ * (int64 *, in CommitterContext) and after its marks, as commit_pending
+ * takes them, read in the same transaction.
  */
-int
-prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
-				   bool record_empty)
+static int
+prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 checkpoint_id,
+				 int32 writer_id, bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
+				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after)
 {
-	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int recorded;
 	SinkInfo *sink;
 	CommitUserMarks marks;
 
 	work_begin();
 	sink = work_require_sink(sink_id);
+	if (checkpoint_id == 0)
+		strlcpy(own_user, sink->default_commit_user, PAIMON_SINK_COMMIT_USER_MAXLEN + 1);
+	if (commit_user == NULL)
+		commit_user = own_user;
 	marks = metadata_commit_user_marks(sink_id, commit_user, true);
+	if (checkpoint_id == 0)
+		checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
 	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed);
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
+	if (pending != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+
+		*pending = metadata_pending_checkpoints(sink_id, commit_user, checkpoint_id);
+		MemoryContextSwitchTo(old);
+		*after = metadata_commit_user_marks(sink_id, commit_user, false);
+	}
+	/* the PREPARE TRANSACTION that follows flushes this commit too */
+	if (!durable)
+		(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 	work_end();
-	barrier_confirm(seqs);
+	*prepared = checkpoint_id;
+	*commit_end = XactLastCommitEnd;
+	if (durable)
+		barrier_confirm(seqs);
 	return recorded;
 }
 
 /*
- * prepare_and_commit serves checkpoint(): barrier, prepare and commit the sink's own commit user.  The
- * committables are recorded (committed) before the commit transaction: a
- * writer that restarts while that transaction is in doubt must find its
- * sealed files recorded, or it would adopt them again.
+ * prepare_confirm makes the commit of prepare_recorded (ending at
+ * commit_end) durable, when no later flush did, and confirms its barrier:
+ * the writers forget the files.  Left unconfirmed (an error before), the
+ * writers report the files again at the next barrier, which finds them
+ * recorded.
+ */
+static void
+prepare_confirm(const uint64 *seqs, XLogRecPtr commit_end)
+{
+	XLogFlush(commit_end); /* nothing to do once PREPARE TRANSACTION flushed past it */
+	barrier_confirm(seqs);
+}
+
+/*
+ * prepare_checkpoint prepares checkpoint_id: barrier and record the
+ * committables in one durable transaction.  Returns the number of
+ * committables recorded.
+ */
+int
+prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
+				   bool record_empty)
+{
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	int64 prepared;
+	XLogRecPtr commit_end;
+
+	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, record_empty,
+							true, seqs, &prepared, &commit_end, NULL, NULL);
+}
+
+/*
+ * prepare_and_commit serves checkpoint(): barrier, prepare and commit the
+ * sink's own commit user's next checkpoint.  The committables are recorded
+ * (committed) before the commit transaction: a writer that restarts while
+ * that transaction is in doubt must find its sealed files recorded, or it
+ * would adopt them again.  That commit is not flushed on its own: the
+ * commit's PREPARE TRANSACTION flushes the WAL past it, and only then are
+ * the writers told to forget the files.  A crash before loses both, as a
+ * crash before the recording's commit would: the writers adopt the files.
+ * What the commit needs to know (the prepared checkpoints, the marks) is
+ * read in the recording's transaction: three transactions in all, one of
+ * them prepared.
  */
 void
 prepare_and_commit(int32 sink_id, CommitterRequest *request)
 {
-	SinkInfo *sink;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	CommitUserMarks marks;
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int64 checkpoint_id;
+	XLogRecPtr commit_end;
+	List *pending;
+	CommitUserMarks marks;
 
-	work_begin();
-	sink = work_require_sink(sink_id);
-	strlcpy(commit_user, sink->default_commit_user, sizeof(commit_user));
-	marks = metadata_commit_user_marks(sink_id, commit_user, false);
-	work_end();
-
-	checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
+	request->committable_count =
+		prepare_recorded(sink_id, NULL, commit_user, 0, -1, false, false, seqs, &checkpoint_id,
+						 &commit_end, &pending, &marks);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
-	request->committable_count = prepare_checkpoint(sink_id, commit_user, checkpoint_id, -1, false);
-	commit_up_to(sink_id, commit_user, checkpoint_id, request);
+	/* a fresh checkpoint id: above the last committed one, none skipped */
+	request->previous_last_committed = marks.last_committed;
+	/*
+	 * A failed commit leaves the checkpoint prepared, its files recorded: the
+	 * writers forget them all the same.  Neither step can meet a lock the
+	 * error left held (no error is raised while holding WALWriteLock or a
+	 * spinlock).
+	 */
+	PG_TRY();
+	{
+		commit_pending(sink_id, commit_user, checkpoint_id, request, pending, marks);
+	}
+	PG_CATCH();
+	{
+		prepare_confirm(seqs, commit_end);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	prepare_confirm(seqs, commit_end);
 }
 
 /*

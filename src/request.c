@@ -317,9 +317,20 @@ committer_submit(int database_index, CommitterRequest *request)
 }
 
 /*
+ * The queued checkpoint() calls of the sink whose checkpoint() is served,
+ * by slot: they ride on it (one barrier, prepare and commit for all) and
+ * get its answer.  Their rows were committed before they queued, so before
+ * the barrier, which starts after they are taken.  Committer only.
+ */
+static uint64 riders = 0;
+
+StaticAssertDecl(PAIMON_SINK_REQUESTS_PER_DATABASE <= 64, "riders is a 64-bit mask of slots");
+
+/*
  * request_next takes the oldest queued request of db: marks it running and
  * copies it into *copy (its error area left empty); *slot gets its index,
- * for request_finish.  Returns false when none is queued.
+ * for request_finish.  A checkpoint() takes the other queued checkpoint()
+ * calls of its sink along.  Returns false when none is queued.
  */
 bool
 request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
@@ -337,27 +348,34 @@ request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
 			*slot = i;
 		}
 	}
+	riders = 0;
 	if (oldest != NULL)
 	{
 		oldest->state = REQUEST_RUNNING;
 		memcpy(copy, oldest, offsetof(CommitterRequest, error));
 		copy->sqlerrcode = 0;
 		copy->error_length = 0;
+		for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE && oldest->kind == REQUEST_CHECKPOINT;
+			 i++)
+		{
+			CommitterRequest *request = &db->requests[i];
+
+			if (request->state == REQUEST_QUEUED && request->kind == REQUEST_CHECKPOINT &&
+				request->sink_id == oldest->sink_id)
+			{
+				request->state = REQUEST_RUNNING;
+				riders |= UINT64CONST(1) << i;
+			}
+		}
 	}
 	LWLockRelease(PaimonSinkState->lock);
 	return oldest != NULL;
 }
 
-/*
- * request_finish answers the request in slot with outcome (results and
- * error) and wakes the requesters; an abandoned request is freed instead.
- */
-void
-request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
+/* answer answers one request with outcome, or frees it when abandoned (under the lock). */
+static void
+answer(CommitterRequest *request, const CommitterRequest *outcome)
 {
-	CommitterRequest *request = &db->requests[slot];
-
-	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	if (request->abandoned)
 		request->state = REQUEST_FREE;
 	else
@@ -368,8 +386,25 @@ request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
 		memcpy(request, outcome, offsetof(CommitterRequest, error) + outcome->error_length);
 		request->seq = seq;
 		request->requester = requester;
+		request->abandoned = false;
 		request->state = REQUEST_DONE;
 	}
+}
+
+/*
+ * request_finish answers the request in slot, and those riding on it, with
+ * outcome (results and error) and wakes the requesters; an abandoned
+ * request is freed instead.
+ */
+void
+request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	answer(&db->requests[slot], outcome);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		if (i != slot && (riders & (UINT64CONST(1) << i)))
+			answer(&db->requests[i], outcome);
+	riders = 0;
 	LWLockRelease(PaimonSinkState->lock);
 	ConditionVariableBroadcast(&db->request_done);
 }

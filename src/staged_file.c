@@ -385,23 +385,39 @@ staged_file_remove(const char *path)
 }
 
 /*
- * staged_file_remove_list removes the staged files of a list of paths
- * (char *) as staged_file_remove does, with one WAL flush for them all;
- * returns how many it removed.  A file already gone counts as removed; any
- * other failure is reported at elevel.
+ * staged_file_log_removals writes the REMOVE records of a list of paths
+ * (char *) of staged files about to be removed, without a flush; returns
+ * the end of the last one (InvalidXLogRecPtr for none), for
+ * staged_file_unlink_logged.  A caller whose own WAL flush follows (a
+ * COMMIT PREPARED) spares the flush staged_file_remove_list makes.
  */
-int
-staged_file_remove_list(List *paths, int elevel)
+XLogRecPtr
+staged_file_log_removals(List *paths)
 {
 	XLogRecPtr lsn = InvalidXLogRecPtr;
 	ListCell *lc;
-	int removed = 0;
 
 	foreach (lc, paths)
 		lsn = log_removal(lfirst(lc));
-	if (XLogRecPtrIsInvalid(lsn))
+	return lsn;
+}
+
+/*
+ * staged_file_unlink_logged removes the staged files of a list of paths
+ * whose REMOVE records end at logged, once those are durable (a no-op
+ * flush when a later flush made them so); returns how many it removed.  A
+ * file already gone counts as removed; any other failure is reported at
+ * elevel.
+ */
+int
+staged_file_unlink_logged(List *paths, XLogRecPtr logged, int elevel)
+{
+	ListCell *lc;
+	int removed = 0;
+
+	if (XLogRecPtrIsInvalid(logged))
 		return 0;
-	XLogFlush(lsn);
+	XLogFlush(logged);
 	foreach (lc, paths)
 	{
 		if (unlink(lfirst(lc)) == 0 || errno == ENOENT)
@@ -412,6 +428,18 @@ staged_file_remove_list(List *paths, int elevel)
 							 errhint("paimon_sink.remove_orphan_files() removes it later.")));
 	}
 	return removed;
+}
+
+/*
+ * staged_file_remove_list removes the staged files of a list of paths
+ * (char *) as staged_file_remove does, with one WAL flush for them all;
+ * returns how many it removed.  A file already gone counts as removed; any
+ * other failure is reported at elevel.
+ */
+int
+staged_file_remove_list(List *paths, int elevel)
+{
+	return staged_file_unlink_logged(paths, staged_file_log_removals(paths), elevel);
 }
 
 /*

@@ -88,6 +88,8 @@ extern void staged_file_sync(File file, const char *path);
 extern void staged_file_truncate(File file, const char *path, off_t length, off_t size);
 extern int staged_file_remove(const char *path);
 extern int staged_file_remove_list(List *paths, int elevel);
+extern XLogRecPtr staged_file_log_removals(List *paths);
+extern int staged_file_unlink_logged(List *paths, XLogRecPtr logged, int elevel);
 extern bool staged_file_remove_directory(Oid database_id, int32 sink_id);
 extern bool staged_file_read_header(File file, const char *path, off_t offset, off_t file_size,
 									StagedBatchHeader *header);

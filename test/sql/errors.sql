@@ -222,3 +222,20 @@ SELECT * FROM paimon_sink.create_sink('x', 'orders', bucket_key => '{id,id}');
 SELECT paimon_sink.drop_sink(NULL);
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+-- a commit user written into the catalog by hand is refused as the library
+-- refuses it (23514); the marks, written at every checkpoint, are not checked
+SELECT sink_name FROM paimon_sink.create_sink('user_sink', 'orders');
+INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user)
+	SELECT sink_id, 'no spaces' FROM paimon_sink.sink_definition WHERE sink_name = 'user_sink';
+\echo :LAST_ERROR_SQLSTATE
+UPDATE paimon_sink.commit_user_state SET commit_user = repeat('x', 65)
+ WHERE sink_id = (SELECT sink_id FROM paimon_sink.sink_definition WHERE sink_name = 'user_sink');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO paimon_sink.commit_user_state (sink_id, commit_user)
+	SELECT sink_id, 'by-hand.1:ok_' FROM paimon_sink.sink_definition WHERE sink_name = 'user_sink';
+SELECT count(*) FROM paimon_sink.prepare_commit('user_sink', 'by-hand.1:ok_', 1);
+SELECT count(*) FROM paimon_sink.commit('user_sink', 'by-hand.1:ok_', 1);
+SELECT paimon_sink.last_committed_checkpoint('user_sink', 'by-hand.1:ok_');
+SELECT tgname, pg_catalog.pg_get_triggerdef(t.oid) ~ 'UPDATE OF commit_user' AS only_when_written
+  FROM pg_trigger t WHERE tgrelid = 'paimon_sink.commit_user_state'::regclass AND NOT tgisinternal;
+SELECT paimon_sink.drop_sink('user_sink');

@@ -231,7 +231,18 @@ GRANT INSERT ON insert_only TO regress_sink_owner;
 SET ROLE regress_sink_owner;
 SELECT * FROM paimon_sink.create_sink('x_sink', 'insert_only', mode => 'upsert');
 
--- what the committer counted (commit_stats) and what is pending
+-- what the committer counted (commit_stats) and what is pending; it writes
+-- its counters at most a second after the requests: wait for the 9 requests
+DO $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		EXIT WHEN (SELECT sum(commits + skipped_as_committed + failures)
+			FROM paimon_sink.commit_stats
+			WHERE sink_name IN ('accounts_sink', 'users_sink', 'rekeyed_sink')) >= 9;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END
+$$;
 SELECT sink_name, commits, skipped_as_committed, failures, failures_by_sqlstate, retries,
 	rows_committed, bytes_committed > 0 AS bytes, last_commit_ms > 0 AS timed,
 	p99_load_ms > 0 AS p99

@@ -61,6 +61,38 @@ is($node->safe_psql('postgres',
 	'staged rows survive an immediate shutdown');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '700', 'all rows once');
 
+# a crash once a checkpoint's REMOVE records are durable (they are written
+# between PREPARE TRANSACTION and COMMIT PREPARED; here another commit
+# flushes them): redo removes the files, and the prepared transaction,
+# which holds the loaded rows, is committed at committer start
+$node->safe_psql('postgres',
+	"INSERT INTO crash_sink SELECT g, 'before removal records' FROM generate_series(701, 750) g");
+$node->safe_psql('postgres',
+	"SELECT paimon_sink.inject_fault('committer_after_removal_records', 'pause')");
+my ($in, $out, $err) = ('', '', '');
+my $paused = IPC::Run::start(
+	[ 'psql', '-XAt', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT row_count FROM paimon_sink.checkpoint('crash_sink')" ],
+	'<', \$in, '>', \$out, '2>', \$err);
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_after_removal_records'"),
+	'a checkpoint paused between its REMOVE records and COMMIT PREPARED');
+ok(staged_files($node) >= 1, 'its staged files are still there');
+$node->safe_psql('postgres', 'CREATE TABLE flushes_the_wal (); DROP TABLE flushes_the_wal');
+$node->stop('immediate');
+$paused->finish;
+$node->start;
+ok(writers_ready($node, 'postgres'), 'writers serve after the crash');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
+	'the prepared checkpoint was committed at committer start');
+is($node->safe_psql('postgres',
+	"SELECT count(*) || ' ' || count(DISTINCT id) FROM target WHERE note = 'before removal records'"),
+	'50 50', 'each of its rows once');
+is(staged_files($node), 0, 'and its files are gone');
+is($node->safe_psql('postgres', "SELECT count(*) FROM paimon_sink.checkpoint('crash_sink')"), '0',
+	'the next checkpoint finds nothing more to commit');
+
 # in-doubt transactions: ours are committed at committer start; another
 # application's, another database's, and one named like ours for a
 # checkpoint that was never prepared (even a superuser's) are not

@@ -1,6 +1,7 @@
 # Concurrent commit() calls for the same and for successive checkpoint ids,
 # made deterministic by pausing the first commit between PREPARE TRANSACTION
-# and COMMIT PREPARED; and many sessions inserting while checkpoints run.
+# and COMMIT PREPARED; and many sessions inserting while checkpoints run;
+# checkpoint() calls queued for one sink served by one commit.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -93,6 +94,36 @@ ok($node->poll_query_until('postgres',
 	'every cancelled prepare_commit ran once the committer was free');
 sql("SELECT paimon_sink.clear_faults()");
 is(sql("SELECT count(*) FROM target WHERE note = 'queued'"), '1', 'the held checkpoint committed its row');
+
+# checkpoint() calls of one sink queued behind a busy committer ride on one
+# barrier, prepare and commit: one snapshot for them all, and each caller
+# gets its answer
+sql("INSERT INTO c VALUES (9101, 'held')");
+sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'pause')");
+my $before = sql("SELECT max(snapshot_id) FROM paimon_sink.snapshot_log");
+my $held = start_psql("SELECT string_agg(row_count::text, ',') FROM paimon_sink.checkpoint('c')");
+ok($node->poll_query_until('postgres',
+	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_before_prepare'"),
+	'the committer is held inside a checkpoint');
+my @riders;
+for my $n (1 .. 3)
+{
+	sql("INSERT INTO c VALUES (910$n, 'rider')");
+	push @riders, start_psql("SELECT string_agg(row_count::text, ',') FROM paimon_sink.checkpoint('c')");
+}
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 4 FROM pg_stat_activity WHERE query LIKE '%paimon_sink.checkpoint(''c'')%' "
+	  . "AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()"),
+	'three checkpoint() calls wait behind it');
+sql("SELECT paimon_sink.release_fault('committer_before_prepare')");
+$_->{handle}->finish for ($held, @riders);
+sql("SELECT paimon_sink.clear_faults()");
+is($held->{out} . $held->{err}, "1\n", 'the held checkpoint commits its row');
+is(join('|', map { $_->{out} . $_->{err} } @riders), "3\n|3\n|3\n",
+	'each queued call gets the answer of the one checkpoint that took their 3 rows');
+is(sql("SELECT max(snapshot_id) - $before FROM paimon_sink.snapshot_log"), '2',
+	'two snapshots: the held one and one for the three calls queued behind it');
+is(sql("SELECT count(*) FROM target WHERE note = 'rider'"), '3', 'each row once');
 
 $node->stop;
 done_testing();

@@ -166,6 +166,9 @@ my ($r) = outcome('sink_owner', q{
 is($r, 'yes', 'a sink whose trigger refuses its rows');
 ($result, $err) = outcome('sink_owner', "SELECT * FROM paimon_sink.checkpoint('sec')");
 is($result, 'P0001', 'fails its commit');
+ok($node->poll_query_until('postgres',
+	"SELECT failures = 1 FROM paimon_sink.commit_stats WHERE sink_name = 'sec'"),
+	'the committer counts the failure (within a second)');
 my ($stats_out, $stats_err) = ('', '');
 $node->psql('postgres', "SELECT coalesce(last_failure, 'hidden') || ' ' || failures_by_sqlstate FROM paimon_sink.commit_stats WHERE sink_name = 'sec'",
 	stdout => \$stats_out, extra_params => [ '-U', 'other_role' ]);

@@ -53,7 +53,7 @@ sub counts
 
 # wal_writer_delay keeps a record that no commit flushed in the WAL
 # buffers for a while, as an idle server does; the snapshot settings make
-# the committer expire a checkpoint's committables at the next commit.
+# the committer expire a checkpoint's committables after the next commit.
 sub new_pair
 {
 	my ($name) = @_;
@@ -110,6 +110,10 @@ sub write_rows
 		write_rows($primary, 1000 * $i, 1000 * $i + 9);
 		$primary->safe_psql('postgres', q{SELECT row_count FROM paimon_sink.checkpoint('s')});
 	}
+	# the committer expires off the commit path, within a second
+	ok($primary->poll_query_until('postgres',
+		'SELECT count(*) = 1 FROM paimon_sink.snapshot_log'),
+		'remove: the first checkpoint expired with its committables');
 	flush_and_catch_up($primary, $standby);
 	$primary->stop('fast');
 	$standby->promote;
