@@ -28,6 +28,34 @@
  * instead of waiting on a queue nobody reads.  The exit callback also wakes
  * every session still waiting for an acknowledgement.
  *
+ * Sync windows.  A writer acknowledges a hand-off as soon as its batches
+ * are written and their WAL records inserted: no fsync and no WAL flush on
+ * the commit path.  The session's commit record follows those records, so
+ * its flush (the transaction's one sync) makes the batches durable in the
+ * WAL, and crash recovery rewrites them.  What must still be fsynced is the
+ * files themselves, before a checkpoint whose redo point follows their
+ * records completes (recovery from it no longer replays them, and the WAL
+ * that holds them may be recycled).  PostgreSQL's own mechanism for "WAL
+ * logged, the change not yet durable" does it: from just before its first
+ * record on (staged_file.c calls writer_open_window between a change and
+ * its record), the writer holds a sync window open, in which
+ * MyProc->delayChkptFlags has DELAY_CHKPT_START; CreateCheckPoint, once it
+ * fixed its redo point,
+ * waits until every process that had the flag clears it (or ends its
+ * virtual transaction).  A record inserted before the redo point was
+ * inserted with the flag already set, so the checkpoint waits for this
+ * window; a record after the redo point is replayed.  The checkpointer
+ * counts only processes with a valid virtual transaction id, so a window
+ * is a transaction of its own (StartTransactionCommand: no xid, no
+ * snapshot); its memory context is left as it was.  The window closes,
+ * every file written in it and every folder with a new entry fsynced and
+ * then the flag cleared, paimon_sink.group_fsync_delay after it opened
+ * (a checkpoint waits at most that long, plus the fsyncs), at once when
+ * that is 0, before any barrier reply (a committable refers only to synced
+ * files), and when the writer exits.  Crash and standby redo do not need
+ * this: they fsync each record as they apply it (staged_wal.c), since a
+ * restartpoint does not wait for the startup process.
+ *
  * The loop follows src/test/modules/worker_spi: latch waits with
  * postmaster-death exit, SIGTERM via die(), SIGHUP reloads settings.
  *
@@ -88,7 +116,7 @@ typedef struct SlotReader
 	bool in_use; /* counted in queues_in_use */
 } SlotReader;
 
-/* A hand-off received whole, acknowledged after the next grouped fsync. */
+/* A hand-off received whole, its batches logged, to acknowledge. */
 typedef struct PendingAck
 {
 	HandoffSlot *slot;
@@ -108,6 +136,11 @@ static SlotReader *readers;
 static PendingAck *pending_acks;
 static int pending_ack_count;
 static int pending_ack_capacity;
+
+/* The sync window (see the file comment). */
+static bool window_open = false;
+static TimestampTz window_deadline;
+static List *window_directories = NIL; /* folders with a new entry, char *, in WriterContext */
 
 /*
  * writer_get_stream returns the stream of an identity, created empty on
@@ -186,6 +219,7 @@ current_file(Stream *stream, uint64 owner_xid)
 	OpenFile *file;
 	ListCell *lc;
 	MemoryContext old;
+	char directory[MAXPGPATH];
 
 	foreach (lc, stream->open_files)
 	{
@@ -196,11 +230,16 @@ current_file(Stream *stream, uint64 owner_xid)
 	old = MemoryContextSwitchTo(WriterContext);
 	file = palloc0(sizeof(OpenFile));
 	file->owner_xid = owner_xid;
-	file->file =
-		staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
-	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 2); /* the file and its folder */
+	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name,
+									&file->size, directory, writer_open_window);
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
+	file->dirty = true; /* its header: synced as the window closes, with its folder */
+	foreach (lc, window_directories)
+		if (strcmp(lfirst(lc), directory) == 0)
+			break;
+	if (lc == NULL)
+		window_directories = lappend(window_directories, pstrdup(directory));
 	stream->open_files = lappend(stream->open_files, file);
 	pg_atomic_fetch_add_u32(&MyWriter->files_open, 1);
 	MemoryContextSwitchTo(old);
@@ -274,9 +313,9 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 		(void) staged_file_name_to_uuid(origin_name, header.origin_file);
 	}
 	file->size = staged_file_append(file->file, MyDatabaseId, stream->id.sink_id, file->name,
-									file->path, offset, &header, payload);
+									file->path, offset, &header, payload, writer_open_window);
 	file->dirty = true;
-	/* a streaming transaction's rows head for the disk before its commit fsyncs them */
+	/* a streaming transaction's rows head for the disk before its window fsyncs them */
 	if (streamed)
 		FileWriteback(file->file, offset, file->size - offset, WAIT_EVENT_DATA_FILE_FLUSH);
 	writer_add_batch(file, offset, file->size - offset, rows, full_xid, fence_epoch, false);
@@ -313,6 +352,108 @@ sync_dirty_files(void)
 			file->dirty = false;
 		}
 	}
+}
+
+/*
+ * writer_open_window opens a sync window unless one is open (see the file
+ * comment): a transaction of its own, then DELAY_CHKPT_START, before the
+ * window's first record.  The caller's memory context stays current.
+ */
+void
+writer_open_window(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	if (window_open)
+		return;
+	Assert(!IsTransactionState());
+	StartTransactionCommand();
+	MemoryContextSwitchTo(old);
+	/* set before the window's first record: the WAL insertion lock orders it before the record */
+	MyProc->delayChkptFlags |= DELAY_CHKPT_START;
+	window_open = true;
+	window_deadline =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
+}
+
+/* sync_window_files fsyncs what the open window wrote: dirty files, then new folder entries. */
+static void
+sync_window_files(void)
+{
+	ListCell *lc;
+
+	sync_dirty_files();
+	foreach (lc, window_directories)
+	{
+		const char *directory = lfirst(lc);
+		int fd = OpenTransientFile(directory, O_RDONLY | PG_BINARY);
+
+		/* the folder of a sink dropped meanwhile: the committer removed it */
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0)
+			ereport(ERROR, (errcode_for_file_access(),
+							errmsg("could not open directory \"%s\": %m", directory)));
+		if (pg_fsync(fd) != 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync directory \"%s\": %m", directory)));
+		CloseTransientFile(fd);
+		pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+	}
+	list_free_deep(window_directories);
+	window_directories = NIL;
+}
+
+/*
+ * writer_sync_window fsyncs what the open window wrote so far and leaves
+ * it open: for a caller inside a hash_seq_search of the streams, which the
+ * end of the window's transaction would cancel (AtEOXact_HashTables).
+ * Raises an I/O error as writer_close_window.
+ */
+void
+writer_sync_window(void)
+{
+	if (window_open)
+		sync_window_files();
+}
+
+/*
+ * writer_close_window closes the open sync window: it fsyncs every file
+ * written in it and every folder with a new entry, then clears
+ * DELAY_CHKPT_START (a checkpoint waiting for it goes on) and commits the
+ * window's transaction.  The caller's memory context stays current; no
+ * hash_seq_search may be open (the transaction's end cancels it).  Raises
+ * an I/O error (PANIC, by data_sync_elevel) when an fsync fails.
+ */
+void
+writer_close_window(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	if (!window_open)
+		return;
+	fault_point("writer_before_window_sync");
+	sync_window_files();
+	MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
+	window_open = false;
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * window_timeout returns how long the loop may sleep, in ms: until the
+ * open window's end, or idle ms when none is open.
+ */
+static long
+window_timeout(long idle)
+{
+	long left;
+
+	if (!window_open)
+		return idle;
+	left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), window_deadline);
+	return Max(left, 1);
 }
 
 /*
@@ -390,14 +531,14 @@ release_reader(int index)
 /*
  * add_pending_ack remembers a hand-off received whole (its slot's
  * generation and requester, read under the mutex the sender wrote them
- * under), to be acknowledged after the next grouped fsync.
+ * under), its batches written and logged, to be acknowledged.
  */
 static void
 add_pending_ack(HandoffSlot *slot)
 {
 	PendingAck *ack;
 
-	/* While a group fsync waits, a slot can bring a second hand-off. */
+	/* A slot freed and taken again within one poll brings a second hand-off. */
 	if (pending_ack_count == pending_ack_capacity)
 	{
 		pending_ack_capacity *= 2;
@@ -468,36 +609,10 @@ poll_handoffs(void)
 }
 
 /*
- * group_fsync_wait waits paimon_sink.group_fsync_delay before an fsync, so
- * that more transactions share it.  It waits on the latch: a hand-off that
- * arrives meanwhile is received at once (and shares the fsync), and a
- * shutdown or the postmaster's death ends the wait at once.
- */
-static void
-group_fsync_wait(void)
-{
-	TimestampTz deadline;
-
-	if (PaimonSinkGroupFsyncDelayMs <= 0)
-		return;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
-	for (;;)
-	{
-		long timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-		if (timeout <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		(void) poll_handoffs();
-	}
-}
-
-/*
- * writer_acknowledge_handoffs acknowledges every hand-off received whole,
- * after one grouped fsync, and wakes the sessions that wait for them.
+ * writer_acknowledge_handoffs acknowledges every hand-off received whole
+ * and wakes the sessions that wait for them.  Their batches are written
+ * and logged; nothing is fsynced or flushed here: each session's commit
+ * record follows the records, and the sync window fsyncs the files.
  */
 void
 writer_acknowledge_handoffs(void)
@@ -505,8 +620,6 @@ writer_acknowledge_handoffs(void)
 	if (pending_ack_count == 0)
 		return;
 	fault_point("writer_after_receive");
-	group_fsync_wait();
-	sync_dirty_files();
 	SpinLockAcquire(&MyWriter->mutex);
 	for (int i = 0; i < pending_ack_count; i++)
 	{
@@ -675,9 +788,9 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 					  errdetail("Their transactions began writing under fence epoch %llu or lower; "
 								"the job replays them from its restored checkpoint.",
 								(unsigned long long) fence_epoch - 1)));
-	/* carried copies must be durable before the committable leaving them out is */
+	/* carried copies (and their new file) must be durable before the committable leaving them out is */
 	if (carried)
-		sync_dirty_files();
+		writer_sync_window();
 }
 
 /*
@@ -728,6 +841,18 @@ static void
 writer_exit(int code, Datum arg)
 {
 	PGPROC *committer;
+
+	/*
+	 * What this writer wrote is fsynced before a checkpoint may pass it: its
+	 * acknowledged batches may belong to committed transactions.  The
+	 * window's transaction is aborted by ShutdownPostgres, after this.
+	 */
+	if (window_open)
+	{
+		sync_window_files();
+		MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
+		window_open = false;
+	}
 
 	SpinLockAcquire(&MyWriter->mutex);
 	MyWriter->pid = 0;
@@ -852,6 +977,9 @@ paimon_sink_writer_main(Datum main_arg)
 		progress = poll_handoffs();
 		writer_acknowledge_handoffs();
 		barrier_writer_answer();
+		if (window_open &&
+			(PaimonSinkGroupFsyncDelayMs <= 0 || GetCurrentTimestamp() >= window_deadline))
+			writer_close_window();
 		/*
 		 * Read without the lock: a stale value only moves this exit by one
 		 * turn of the loop, and a writer that leaves too early is started
@@ -861,10 +989,11 @@ paimon_sink_writer_main(Datum main_arg)
 			proc_exit(0);
 		if (!progress)
 		{
-			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-								   PG_WAIT_EXTENSION);
+			bool idle = !window_open;
+			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   window_timeout(1000), PG_WAIT_EXTENSION);
 
-			if (events & WL_TIMEOUT)
+			if ((events & WL_TIMEOUT) && idle)
 				forget_dropped_sinks();
 		}
 	}

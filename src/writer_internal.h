@@ -84,6 +84,9 @@ extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
 extern void writer_sync(File file, const char *path);
 extern void writer_acknowledge_handoffs(void);
+extern void writer_open_window(void);
+extern void writer_sync_window(void);
+extern void writer_close_window(void);
 extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
 							   uint64 fence_epoch);
 
