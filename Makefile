@@ -17,6 +17,7 @@ OBJS = \
 	src/maintenance.o \
 	src/writer.o \
 	src/writer_adopt.o \
+	src/writer_window.o \
 	src/handoff.o \
 	src/fdw.o \
 	src/staged_file.o \

@@ -407,8 +407,9 @@ barrier_writer_answer(void)
 	kind = MyWriter->barrier_kind;
 	SpinLockRelease(&MyWriter->mutex);
 
-	/* everything received so far is made durable first */
+	/* everything received so far is acknowledged and fsynced first */
 	writer_acknowledge_handoffs();
+	writer_close_window();
 	forget_confirmed();
 
 	memset(&snapshot, 0, sizeof(snapshot));

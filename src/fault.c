@@ -32,11 +32,12 @@ PG_FUNCTION_INFO_V1(paimon_sink_fault_status);
 
 /* Every point, at the moments of DESIGN.md's failure table. */
 const char *const fault_point_names[] = {
-	"writer_after_receive",			   /* hand-off received, before fsync and ack */
+	"writer_after_receive",			   /* hand-off received and logged, before its ack */
 	"writer_after_ack",				   /* hand-off acknowledged */
+	"writer_before_window_sync",	   /* a sync window closing, before its fsyncs */
 	"writer_before_wal",			   /* a new staged file or a batch written, not yet
 								 * logged */
-	"backend_after_handoff",		   /* rows durable, before the commit record */
+	"backend_after_handoff",		   /* rows logged, before the commit record */
 	"barrier_after_first_writer",	   /* one writer sealed, the others not yet
 									 * collected */
 	"committer_before_prepare",		   /* checkpoint loaded, before PREPARE

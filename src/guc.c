@@ -25,7 +25,7 @@ int PaimonSinkWritersPerDatabase = 2;
 int PaimonSinkMaxDatabases = 4;
 int PaimonSinkQueueSizeKB = 256;
 int PaimonSinkQueuesPerWriter = 16;
-int PaimonSinkGroupFsyncDelayMs = 0;
+int PaimonSinkGroupFsyncDelayMs = 100;
 int PaimonSinkHandoffTimeoutMs = 30000;
 int PaimonSinkCheckpointIntervalMs = 0;
 int PaimonSinkSnapshotsRetained = 100;
@@ -109,8 +109,10 @@ guc_define_settings(void)
 							NULL, NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.group_fsync_delay",
-		"Time a writer waits before an fsync so that more transactions share it.", NULL,
-		&PaimonSinkGroupFsyncDelayMs, 0, 0, 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+		"Longest time a writer keeps the staged files it wrote unsynced (its sync window).",
+		"Hand-offs are acknowledged without an fsync; the writer fsyncs its files once this "
+		"long after its first write, and a PostgreSQL checkpoint waits for that.",
+		&PaimonSinkGroupFsyncDelayMs, 100, 0, 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.handoff_timeout",
 							"Longest wait for a writer or the committer to become available.", NULL,
 							&PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP,

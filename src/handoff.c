@@ -4,11 +4,16 @@
  *	  Buffering a transaction's sink rows and handing them to the writers
  *	  at pre-commit (the shape of postgres_fdw's pgfdw_xact_callback).
  *
- * Before anything tagged with the transaction's xid leaves this backend, a
- * transactional WAL record written under that xid is flushed: otherwise a
- * crash could let recovery hand the same xid to a new transaction, and a
- * writer would take this dead transaction's rows as committed.  The commit
- * itself is forced to be synchronous for the same reason.
+ * Rows leave this backend tagged with the transaction's xid, and nothing
+ * flushes a WAL record under that xid first: the commit record's flush is
+ * the transaction's one sync.  A crash before the commit can then leave a
+ * batch of this transaction on disk whose xid recovery hands to a new
+ * transaction; staged_wal.c keeps such a batch from counting as that new
+ * transaction's (the redo of a batch's record advances the next xid past
+ * it, and the end of recovery cuts every batch whose xid is not below the
+ * next xid off its file).  The commit is forced to be synchronous: the
+ * rows are acknowledged before they are synced, and only the commit
+ * record's flush makes their WAL record durable.
  *
  * A transaction that buffers more than paimon_sink.handoff_buffer_size
  * streams its full chunks to the writers while it runs (outside
@@ -35,7 +40,6 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "pgstat.h"
-#include "replication/message.h"
 #include "shared_state.h"
 #include "storage/buffile.h"
 #include "storage/latch.h"
@@ -96,7 +100,7 @@ static List *pending_streams = NIL;
 static PendingStream *last_stream = NULL;
 static List *active_handoffs = NIL;
 static ActiveHandoff **writer_handoffs = NULL; /* per writer, while open */
-static bool xid_made_durable = false;
+static bool sync_commit_forced = false;
 static bool wake_committer_at_commit = false;
 static bool want_database_at_commit = false;
 static BufFile *spill_file = NULL;
@@ -611,7 +615,7 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 }
 
 /*
- * wait_for_ack waits until the writer made this hand-off durable, or
+ * wait_for_ack waits until the writer wrote and logged this hand-off, or
  * raises ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
  * timeout: the writer sets our latch when it acknowledges, and its exit
  * callback sets it for every hand-off it took and did not acknowledge.
@@ -643,19 +647,19 @@ wait_for_ack(ActiveHandoff *handoff)
 }
 
 /*
- * The transaction's xid, made safe to hand out: a transactional WAL record
- * under it is flushed first (see the file comment), once per transaction.
+ * The transaction's xid, the tag of its batches; its commit is made
+ * synchronous (see the file comment).  No WAL is flushed here: the commit
+ * record's flush covers the batches' records, which precede it.
  */
 static FullTransactionId
-durable_xid(void)
+batch_xid(void)
 {
 	FullTransactionId full_xid = GetTopFullTransactionId();
 
-	if (!xid_made_durable)
+	if (!sync_commit_forced)
 	{
-		XLogFlush(LogLogicalMessage(PAIMON_SINK_GID_PREFIX, "", 0, true));
 		ForceSyncCommit();
-		xid_made_durable = true;
+		sync_commit_forced = true;
 	}
 	return full_xid;
 }
@@ -706,7 +710,7 @@ send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
 static void
 stream_rows(PendingStream *stream)
 {
-	FullTransactionId full_xid = durable_xid();
+	FullTransactionId full_xid = batch_xid();
 	ActiveHandoff *handoff = writer_handoff(stream->writer_index);
 	PendingChunk *last = llast(stream->chunks);
 	ListCell *lc;
@@ -733,11 +737,14 @@ stream_rows(PendingStream *stream)
 	last->rows = 0;
 }
 
-/* Hand every pending row to its writer and wait until all are durable. */
+/*
+ * Hand every pending row to its writer and wait until each writer logged
+ * them (their records precede this transaction's commit record).
+ */
 static void
 send_pending_rows(void)
 {
-	FullTransactionId full_xid = durable_xid();
+	FullTransactionId full_xid = batch_xid();
 	ListCell *lc;
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
@@ -815,7 +822,7 @@ reset_state(void)
 	last_stream = NULL;
 	active_handoffs = NIL;
 	writer_handoffs = NULL;
-	xid_made_durable = false;
+	sync_commit_forced = false;
 }
 
 /*

@@ -4,9 +4,12 @@
  *	  Creating, appending to and reading staged files.
  *
  * Paths are built from the database oid, the sink id and a libuuid name
- * only: nothing a user typed ever becomes part of a path.  New files and
- * their folders are fsynced before anything refers to them, as fd.c's
- * durable_rename does for renames.
+ * only: nothing a user typed ever becomes part of a path.  A new file and
+ * its entry in its folder are fsynced by the writer when its sync window
+ * closes (writer.c), before a committable refers to the file and before a
+ * checkpoint whose redo point follows the file's record completes; until
+ * then the file's record is what makes it durable.  A new folder is
+ * fsynced into its parent at once (rare, and no record names folders).
  *
  * Every change made here is also a WAL record of paimon_sink's resource
  * manager (staged_wal.c): the creation with its header, each batch record,
@@ -16,12 +19,14 @@
  *
  * A new file and a batch are logged just after they are written, a cut
  * and a removal just before they are made.  A checkpoint does not wait for
- * a writer between the two steps (the checkpointer waits on
- * DELAY_CHKPT_START only for processes with a virtual transaction id, which
- * a writer between transactions has not), and the redo of a base backup
- * starts at its checkpoint: a creation or batch logged before that checkpoint and
- * written after the backup copied the folder would be in neither the copy
- * nor the redo, leaving a committed batch out (a hole that cuts the file
+ * a process between the two steps unless it holds DELAY_CHKPT_START with a
+ * virtual transaction id: a writer does while its sync window is open
+ * (writer.c), which covers its creations and batches, but the order below
+ * does not rely on it, and cuts and removals are made outside a window (by
+ * a writer adopting files, a barrier's discard, the committer).  The redo
+ * of a base backup starts at its checkpoint: a creation or batch logged
+ * before that checkpoint and written after the backup copied the folder
+ * would be in neither the copy nor the redo, leaving a committed batch out (a hole that cuts the file
  * there, or a missing file whose later batches redo skips).  Written
  * first, it is in the copy whenever its record is older than the
  * checkpoint.  Bytes written and never logged (a crash between the two)
@@ -158,18 +163,23 @@ ensure_directory(const char *path, const char *parent)
 }
 
 /*
- * staged_file_create creates a new staged file for a stream, writes and
- * fsyncs its header and its folder entry, and returns it open for writing.
- * file_name (STAGED_FILE_NAME_LENGTH + 1 bytes) receives its name and *size
- * the offset where batches start.  creator, the writer's index, names the
- * temporary file the header is made in (see staged_file_temporary_creator).
+ * staged_file_create creates a new staged file for a stream with its
+ * header, logs it, and returns it open for writing; nothing is fsynced (the
+ * caller syncs the file and its folder, directory, MAXPGPATH bytes, before
+ * anything but the WAL refers to it; before_log runs just before the
+ * record is inserted: the writer's sync window opens there, so that a
+ * writer stopped between a change and its record holds no checkpoint
+ * back).  file_name (STAGED_FILE_NAME_LENGTH
+ * + 1 bytes) receives its name and *size the offset where batches start.
+ * creator, the writer's index, names the temporary file the header is
+ * written in, so that no other writer adopting files sees a file under its
+ * name without its header (see staged_file_temporary_creator).
  */
 File
 staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, char *file_name,
-				   off_t *size)
+				   off_t *size, char *directory, void (*before_log)(void))
 {
 	char database_path[MAXPGPATH];
-	char directory[MAXPGPATH];
 	char path[MAXPGPATH];
 	char temporary[MAXPGPATH + 16];
 	uuid_t uuid;
@@ -198,7 +208,7 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	header.bucket = stream->bucket;
 	strlcpy(header.commit_user, stream->commit_user, sizeof(header.commit_user));
 
-	/* a file appears under its name only with its header durable */
+	/* a file appears under its name only with its header written */
 	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
 	if (file < 0)
 		ereport(ERROR, (errcode_for_file_access(),
@@ -212,15 +222,20 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not write staged file \"%s\": %m", path)));
 	}
-	/* durable_rename would fsync the file twice more: once is enough */
-	staged_file_sync(file, temporary);
+	/*
+	 * No fsync: after a crash of the operating system the file may be
+	 * missing or lack its header.  Its record, once durable, makes it again
+	 * (redo); without it the file holds no batch of a committed transaction
+	 * (their records follow this one), and a writer adopting files leaves
+	 * a file without its header alone.
+	 */
 	if (rename(temporary, path) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rename staged file \"%s\": %m", temporary)));
-	fsync_fname(directory, true);
 
 	/* then the WAL (see the top of this file); redo makes it under its name at once */
 	fault_point("writer_before_wal");
+	before_log();
 	(void) staged_wal_log(XLOG_STAGED_CREATE, database_id, stream->sink_id, file_name, 0,
 						  (char *) &header, sizeof(header), NULL, 0);
 
@@ -304,12 +319,15 @@ batch_checksum(StagedBatchHeader *header, const char *payload)
  * (see the top of this file), and returns the offset after it.  The file is
  * named by its database, sink and name (for the record) and by its path
  * (staged_file_path's, for messages), which the writer keeps, so that the
- * write path derives nothing.  The caller fsyncs (grouped) before
- * acknowledging.
+ * write path derives nothing; before_log runs just before the record is
+ * inserted (as for staged_file_create).  Nothing is fsynced or flushed: the
+ * commit record of the batch's transaction follows its record, and the
+ * writer fsyncs the file when its sync window closes (writer.c).
  */
 off_t
 staged_file_append(File file, Oid database_id, int32 sink_id, const char *name, const char *path,
-				   off_t offset, StagedBatchHeader *header, const char *payload)
+				   off_t offset, StagedBatchHeader *header, const char *payload,
+				   void (*before_log)(void))
 {
 	header->magic = STAGED_BATCH_MAGIC;
 	header->checksum = batch_checksum(header, payload);
@@ -325,6 +343,7 @@ staged_file_append(File file, Oid database_id, int32 sink_id, const char *name, 
 						errmsg("could not write staged file \"%s\": %m", path)));
 	}
 	fault_point("writer_before_wal");
+	before_log();
 	(void) staged_wal_log(XLOG_STAGED_APPEND, database_id, sink_id, name, (uint64) offset,
 						  (char *) header, sizeof(*header), payload, header->payload_length);
 	return offset + sizeof(*header) + header->payload_length;

@@ -78,12 +78,13 @@ typedef struct StagedBatchHeader
 extern void staged_file_directory(char *path, Oid database_id, int32 sink_id);
 extern void staged_file_path(char *path, Oid database_id, int32 sink_id, const char *file_name);
 extern File staged_file_create(Oid database_id, int creator, const StreamIdentity *stream,
-							   char *file_name, off_t *size);
+							   char *file_name, off_t *size, char *directory,
+							   void (*before_log)(void));
 extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *data_start,
 							 int elevel);
 extern off_t staged_file_append(File file, Oid database_id, int32 sink_id, const char *name,
 								const char *path, off_t offset, StagedBatchHeader *header,
-								const char *payload);
+								const char *payload, void (*before_log)(void));
 extern void staged_file_sync(File file, const char *path);
 extern void staged_file_truncate(File file, const char *path, off_t length, off_t size);
 extern int staged_file_remove(const char *path);

@@ -24,14 +24,38 @@
  * file's name only; the path is rebuilt from them, so a record can name no
  * other file.
  *
+ * Transaction ids.  A session hands its rows over without flushing any WAL
+ * record of its xid (handoff.c), and a writer writes a batch before it
+ * logs it, so a crash can leave a batch on disk (the page cache outlives
+ * PostgreSQL) whose xid recovery hands to a new transaction: that batch
+ * would then count as committed.  Two rules close it.  The redo of a batch
+ * record advances the next xid past the batch's xid, as the redo of
+ * PostgreSQL's own records does (AdvanceNextFullTransactionIdPastXid), so
+ * the xid of a batch in the WAL is never handed out again.  And at the end
+ * of redo (rm_cleanup, in the startup process, before any session runs)
+ * every staged file is cut before its first batch whose xid is not below
+ * the next xid: such a batch's record was neither replayed (its redo would
+ * have advanced the next xid) nor older than the redo start (the
+ * checkpoint's next xid, read after its redo point, would be above it), so
+ * it was never logged, never acknowledged, and belongs to no committed
+ * transaction; nor does any batch after it in its file, whose records
+ * would follow its own in the WAL.  The cut is fsynced before the startup
+ * goes on, so no session gets that xid while the batch can come back.
+ * With no redo (a clean shutdown) the next xid is the shutdown
+ * checkpoint's, above every xid ever handed out: nothing to cut.
+ * Recovery to a target cuts the batches of transactions after the target
+ * that a base backup copied, by the same rule.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "access/transam.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
@@ -252,7 +276,119 @@ forget_skipped(const char *path, bool prefix)
 }
 
 /*
- * staged_wal_cleanup, at the end of redo (rm_cleanup), warns of each staged
+ * cut_unlogged_batches cuts a staged file before its first batch whose
+ * xid is next_xid or above (see the top of this file), and fsyncs it.  A
+ * file without a valid header, or whose batches end in a torn record, is
+ * read only that far: the writer adopting it deals with the rest.
+ */
+static void
+cut_unlogged_batches(const char *path, uint64 next_xid)
+{
+	StagedFileHeader file_header;
+	StagedBatchHeader header;
+	struct stat st;
+	off_t offset = sizeof(file_header);
+	int fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+
+	if (fd < 0 && errno == ENOENT)
+		return;
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open staged file \"%s\" at the end of recovery: %m", path)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(), errmsg("could not stat staged file \"%s\": %m", path)));
+	if (pg_pread(fd, &file_header, sizeof(file_header), 0) != sizeof(file_header) ||
+		file_header.magic != STAGED_FILE_MAGIC)
+	{
+		CloseTransientFile(fd);
+		return;
+	}
+	while (offset + (off_t) sizeof(header) <= st.st_size)
+	{
+		if (pg_pread(fd, &header, sizeof(header), offset) != sizeof(header) ||
+			header.magic != STAGED_BATCH_MAGIC)
+			break;
+		if (header.full_xid >= next_xid)
+		{
+			ereport(LOG, (errmsg("paimon_sink cuts staged file \"%s\" at %lld of %lld bytes: "
+								 "its batches from there were never logged",
+								 path, (long long) offset, (long long) st.st_size),
+						  errdetail("The batch there has transaction id %llu; the next "
+									"transaction id after recovery is %llu.",
+									(unsigned long long) header.full_xid,
+									(unsigned long long) next_xid)));
+			if (ftruncate(fd, offset) != 0)
+				ereport(ERROR, (errcode_for_file_access(),
+								errmsg("could not truncate staged file \"%s\": %m", path)));
+			if (pg_fsync(fd) != 0)
+				ereport(data_sync_elevel(ERROR),
+						(errcode_for_file_access(),
+						 errmsg("could not fsync staged file \"%s\": %m", path)));
+			break;
+		}
+		offset += sizeof(header) + header.payload_length;
+	}
+	CloseTransientFile(fd);
+}
+
+/*
+ * cut_all_unlogged_batches runs cut_unlogged_batches on every staged file
+ * of every sink, with the next xid as redo left it (end of redo, startup
+ * process).
+ */
+static void
+cut_all_unlogged_batches(void)
+{
+	uint64 next_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
+	DIR *databases = AllocateDir(PAIMON_SINK_DIRECTORY);
+	struct dirent *database_entry;
+
+	if (databases == NULL)
+		return;
+	while ((database_entry = ReadDir(databases, PAIMON_SINK_DIRECTORY)) != NULL)
+	{
+		char database_path[MAXPGPATH];
+		DIR *sinks;
+		struct dirent *sink_entry;
+
+		if (database_entry->d_name[0] == '.')
+			continue;
+		snprintf(database_path, sizeof(database_path), "%s/%s", PAIMON_SINK_DIRECTORY,
+				 database_entry->d_name);
+		sinks = AllocateDir(database_path);
+		while (sinks != NULL && (sink_entry = ReadDir(sinks, database_path)) != NULL)
+		{
+			char sink_path[MAXPGPATH];
+			DIR *files;
+			struct dirent *file_entry;
+
+			if (sink_entry->d_name[0] == '.')
+				continue;
+			snprintf(sink_path, sizeof(sink_path), "%s/%s", database_path, sink_entry->d_name);
+			files = AllocateDir(sink_path);
+			while (files != NULL && (file_entry = ReadDir(files, sink_path)) != NULL)
+			{
+				char path[MAXPGPATH];
+
+				if (!staged_file_name_is_valid(file_entry->d_name))
+					continue;
+				snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
+				cut_unlogged_batches(path, next_xid);
+			}
+			if (files != NULL)
+				FreeDir(files);
+		}
+		if (sinks != NULL)
+			FreeDir(sinks);
+	}
+	FreeDir(databases);
+}
+
+/*
+ * staged_wal_cleanup, at the end of redo (rm_cleanup), cuts the batches
+ * that were never logged (cut_all_unlogged_batches), and warns of each staged
  * file whose records redo skipped because it was missing and whose removal
  * the WAL did not hold: it was deleted outside the extension on the node the
  * WAL comes from, or never copied here.  A checkpoint that records it fails
@@ -263,6 +399,7 @@ staged_wal_cleanup(void)
 {
 	ListCell *lc;
 
+	cut_all_unlogged_batches();
 	foreach (lc, skipped_files)
 		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_FILE),
@@ -276,7 +413,11 @@ staged_wal_cleanup(void)
 	skipped_files = NIL;
 }
 
-/* redo_append writes a batch record's bytes at its offset. */
+/*
+ * redo_append writes a batch record's bytes at its offset, and advances
+ * the next xid past the batch's (see the top of this file), also when its
+ * file is gone.
+ */
 static void
 redo_append(const xl_staged_file *xlrec, const char *data, int length)
 {
@@ -284,6 +425,14 @@ redo_append(const xl_staged_file *xlrec, const char *data, int length)
 	char path[MAXPGPATH];
 	int fd;
 
+	if (length >= (int) sizeof(StagedBatchHeader))
+	{
+		StagedBatchHeader header;
+
+		memcpy(&header, data, sizeof(header));
+		if (header.magic == STAGED_BATCH_MAGIC)
+			AdvanceNextFullTransactionIdPastXid((TransactionId) header.full_xid);
+	}
 	record_path(xlrec, directory, path, false);
 	fd = redo_open(path);
 	if (fd < 0)

@@ -28,6 +28,10 @@
  * instead of waiting on a queue nobody reads.  The exit callback also wakes
  * every session still waiting for an acknowledgement.
  *
+ * Sync windows: a writer acknowledges a hand-off once its batches are
+ * written and logged, and fsyncs its files in windows that PostgreSQL's
+ * checkpoints wait for (writer_window.c).
+ *
  * The loop follows src/test/modules/worker_spi: latch waits with
  * postmaster-death exit, SIGTERM via die(), SIGHUP reloads settings.
  *
@@ -88,7 +92,7 @@ typedef struct SlotReader
 	bool in_use; /* counted in queues_in_use */
 } SlotReader;
 
-/* A hand-off received whole, acknowledged after the next grouped fsync. */
+/* A hand-off received whole, its batches logged, to acknowledge. */
 typedef struct PendingAck
 {
 	HandoffSlot *slot;
@@ -186,6 +190,7 @@ current_file(Stream *stream, uint64 owner_xid)
 	OpenFile *file;
 	ListCell *lc;
 	MemoryContext old;
+	char directory[MAXPGPATH];
 
 	foreach (lc, stream->open_files)
 	{
@@ -196,11 +201,12 @@ current_file(Stream *stream, uint64 owner_xid)
 	old = MemoryContextSwitchTo(WriterContext);
 	file = palloc0(sizeof(OpenFile));
 	file->owner_xid = owner_xid;
-	file->file =
-		staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name, &file->size);
-	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 2); /* the file and its folder */
+	file->file = staged_file_create(MyDatabaseId, MyWriterIndex, &stream->id, file->name,
+									&file->size, directory, writer_open_window);
 	staged_file_path(file->path, MyDatabaseId, stream->id.sink_id, file->name);
 	file->appendable = true;
+	file->dirty = true; /* its header: synced as the window closes, with its folder */
+	writer_window_add_directory(directory);
 	stream->open_files = lappend(stream->open_files, file);
 	pg_atomic_fetch_add_u32(&MyWriter->files_open, 1);
 	MemoryContextSwitchTo(old);
@@ -274,9 +280,9 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 		(void) staged_file_name_to_uuid(origin_name, header.origin_file);
 	}
 	file->size = staged_file_append(file->file, MyDatabaseId, stream->id.sink_id, file->name,
-									file->path, offset, &header, payload);
+									file->path, offset, &header, payload, writer_open_window);
 	file->dirty = true;
-	/* a streaming transaction's rows head for the disk before its commit fsyncs them */
+	/* a streaming transaction's rows head for the disk before its window fsyncs them */
 	if (streamed)
 		FileWriteback(file->file, offset, file->size - offset, WAIT_EVENT_DATA_FILE_FLUSH);
 	writer_add_batch(file, offset, file->size - offset, rows, full_xid, fence_epoch, false);
@@ -290,29 +296,6 @@ writer_sync(File file, const char *path)
 {
 	staged_file_sync(file, path);
 	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
-}
-
-/* sync_dirty_files fsyncs every open file written since its last fsync. */
-static void
-sync_dirty_files(void)
-{
-	HASH_SEQ_STATUS status;
-	Stream *stream;
-
-	hash_seq_init(&status, WriterStreams);
-	while ((stream = hash_seq_search(&status)) != NULL)
-	{
-		ListCell *lc;
-
-		foreach (lc, stream->open_files)
-		{
-			OpenFile *file = lfirst(lc);
-
-			if (file->dirty)
-				writer_sync(file->file, file->path);
-			file->dirty = false;
-		}
-	}
 }
 
 /*
@@ -390,14 +373,14 @@ release_reader(int index)
 /*
  * add_pending_ack remembers a hand-off received whole (its slot's
  * generation and requester, read under the mutex the sender wrote them
- * under), to be acknowledged after the next grouped fsync.
+ * under), its batches written and logged, to be acknowledged.
  */
 static void
 add_pending_ack(HandoffSlot *slot)
 {
 	PendingAck *ack;
 
-	/* While a group fsync waits, a slot can bring a second hand-off. */
+	/* A slot freed and taken again within one poll brings a second hand-off. */
 	if (pending_ack_count == pending_ack_capacity)
 	{
 		pending_ack_capacity *= 2;
@@ -468,36 +451,10 @@ poll_handoffs(void)
 }
 
 /*
- * group_fsync_wait waits paimon_sink.group_fsync_delay before an fsync, so
- * that more transactions share it.  It waits on the latch: a hand-off that
- * arrives meanwhile is received at once (and shares the fsync), and a
- * shutdown or the postmaster's death ends the wait at once.
- */
-static void
-group_fsync_wait(void)
-{
-	TimestampTz deadline;
-
-	if (PaimonSinkGroupFsyncDelayMs <= 0)
-		return;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
-	for (;;)
-	{
-		long timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-		if (timeout <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		(void) poll_handoffs();
-	}
-}
-
-/*
- * writer_acknowledge_handoffs acknowledges every hand-off received whole,
- * after one grouped fsync, and wakes the sessions that wait for them.
+ * writer_acknowledge_handoffs acknowledges every hand-off received whole
+ * and wakes the sessions that wait for them.  Their batches are written
+ * and logged; nothing is fsynced or flushed here: each session's commit
+ * record follows the records, and the sync window fsyncs the files.
  */
 void
 writer_acknowledge_handoffs(void)
@@ -505,8 +462,6 @@ writer_acknowledge_handoffs(void)
 	if (pending_ack_count == 0)
 		return;
 	fault_point("writer_after_receive");
-	group_fsync_wait();
-	sync_dirty_files();
 	SpinLockAcquire(&MyWriter->mutex);
 	for (int i = 0; i < pending_ack_count; i++)
 	{
@@ -675,9 +630,9 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 					  errdetail("Their transactions began writing under fence epoch %llu or lower; "
 								"the job replays them from its restored checkpoint.",
 								(unsigned long long) fence_epoch - 1)));
-	/* carried copies must be durable before the committable leaving them out is */
+	/* carried copies (and their new file) must be durable before the committable leaving them out is */
 	if (carried)
-		sync_dirty_files();
+		writer_sync_window();
 }
 
 /*
@@ -728,6 +683,13 @@ static void
 writer_exit(int code, Datum arg)
 {
 	PGPROC *committer;
+
+	/*
+	 * What this writer wrote is fsynced before a checkpoint may pass it: its
+	 * acknowledged batches may belong to committed transactions.  The
+	 * window's transaction is aborted by ShutdownPostgres, after this.
+	 */
+	writer_window_exit();
 
 	SpinLockAcquire(&MyWriter->mutex);
 	MyWriter->pid = 0;
@@ -852,6 +814,8 @@ paimon_sink_writer_main(Datum main_arg)
 		progress = poll_handoffs();
 		writer_acknowledge_handoffs();
 		barrier_writer_answer();
+		if (writer_window_due())
+			writer_close_window();
 		/*
 		 * Read without the lock: a stale value only moves this exit by one
 		 * turn of the loop, and a writer that leaves too early is started
@@ -861,10 +825,11 @@ paimon_sink_writer_main(Datum main_arg)
 			proc_exit(0);
 		if (!progress)
 		{
-			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-								   PG_WAIT_EXTENSION);
+			bool idle = !writer_window_is_open();
+			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   writer_window_timeout(1000), PG_WAIT_EXTENSION);
 
-			if (events & WL_TIMEOUT)
+			if ((events & WL_TIMEOUT) && idle)
 				forget_dropped_sinks();
 		}
 	}

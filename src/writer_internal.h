@@ -3,7 +3,8 @@
  * writer_internal.h
  *	  The state of one writer process, shared by the files that make it up:
  *	  writer.c (the loop, hand-off receive, streams, sealing), writer_adopt.c
- *	  (streams rebuilt from staged files after a restart) and
+ *	  (streams rebuilt from staged files after a restart), writer_window.c
+ *	  (the sync windows) and
  *	  barrier_writer.c (its end of the barrier protocol).
  *
  * Only a writer process includes this: the variables below are that
@@ -84,6 +85,16 @@ extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
 extern void writer_sync(File file, const char *path);
 extern void writer_acknowledge_handoffs(void);
+
+/* in writer_window.c: the sync window */
+extern void writer_open_window(void);
+extern void writer_window_add_directory(const char *directory);
+extern void writer_sync_window(void);
+extern void writer_close_window(void);
+extern bool writer_window_is_open(void);
+extern bool writer_window_due(void);
+extern long writer_window_timeout(long idle);
+extern void writer_window_exit(void);
 extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
 							   uint64 fence_epoch);
 

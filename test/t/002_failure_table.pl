@@ -53,7 +53,7 @@ sub count_note { return sql("SELECT count(*) FROM target WHERE note = '$_[0]'");
 insert_rows(50, 'committed before crash');
 sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'kill')");
 my ($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'writer died' FROM generate_series(100001, 100010) g");
-isnt($ret, 0, 'a writer killed before its fsync fails the transaction');
+isnt($ret, 0, 'a writer killed before its acknowledgement fails the transaction');
 ok(writers_ready($node, 'postgres'), 'cluster and writers are back');
 sql("SELECT paimon_sink.inject_fault('backend_after_handoff', 'panic')");
 ($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'no commit record' FROM generate_series(100011, 100020) g");

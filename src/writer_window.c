@@ -1,0 +1,229 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer_window.c
+ *	  A writer's sync windows: when the staged files it wrote are fsynced.
+ *
+ * A writer acknowledges a hand-off as soon as its batches are written and
+ * their WAL records inserted: no fsync and no WAL flush on the commit
+ * path.  The session's commit record follows those records, so its flush (the
+ * transaction's one sync) makes the batches durable in the WAL, and crash
+ * recovery rewrites them.  What must still be fsynced is the files
+ * themselves, before a checkpoint whose redo point follows their records
+ * completes (recovery from it no longer replays them, and the WAL that holds
+ * them may be recycled).  PostgreSQL's own mechanism for "WAL logged, the
+ * change not yet durable" does it: from just before its first record on
+ * (staged_file.c calls writer_open_window between a change and its record),
+ * the writer holds a sync window open, in which MyProc->delayChkptFlags has
+ * DELAY_CHKPT_START; CreateCheckPoint, once it fixed its redo point, waits
+ * until every process that had the flag clears it (or ends its virtual
+ * transaction).  A record inserted before the redo point was inserted with
+ * the flag already set, so the checkpoint waits for this window; a record
+ * after the redo point is replayed.  The checkpointer counts only processes
+ * with a valid virtual transaction id, so a window is a transaction of its
+ * own (StartTransactionCommand: no xid, no snapshot); its memory context is
+ * left as it was.  The window closes, every file written in it and every
+ * folder with a new entry fsynced and then the flag cleared,
+ * paimon_sink.group_fsync_delay after it opened (a checkpoint waits at most
+ * that long, plus the fsyncs), at once when that is 0, before any barrier
+ * reply (a committable refers only to synced files), and when the writer
+ * exits.  Crash and standby redo do not need this: they fsync each record as
+ * they apply it (staged_wal.c), since a restartpoint does not wait for the
+ * startup process.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+
+#include "access/xact.h"
+#include "fault.h"
+#include "miscadmin.h"
+#include "paimon_sink.h"
+#include "storage/fd.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "writer_internal.h"
+
+static bool window_open = false;
+static TimestampTz window_deadline;
+static List *window_directories = NIL; /* folders with a new entry, char *, in WriterContext */
+
+/* sync_dirty_files fsyncs every open file written since its last fsync. */
+static void
+sync_dirty_files(void)
+{
+	HASH_SEQ_STATUS status;
+	Stream *stream;
+
+	hash_seq_init(&status, WriterStreams);
+	while ((stream = hash_seq_search(&status)) != NULL)
+	{
+		ListCell *lc;
+
+		foreach (lc, stream->open_files)
+		{
+			OpenFile *file = lfirst(lc);
+
+			if (file->dirty)
+				writer_sync(file->file, file->path);
+			file->dirty = false;
+		}
+	}
+}
+
+/*
+ * writer_open_window opens a sync window unless one is open (see the file
+ * comment): a transaction of its own, then DELAY_CHKPT_START, before the
+ * window's first record.  The caller's memory context stays current.
+ */
+void
+writer_open_window(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	if (window_open)
+		return;
+	Assert(!IsTransactionState());
+	StartTransactionCommand();
+	MemoryContextSwitchTo(old);
+	/* set before the window's first record: the WAL insertion lock orders it before the record */
+	MyProc->delayChkptFlags |= DELAY_CHKPT_START;
+	window_open = true;
+	window_deadline =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
+}
+
+/* sync_window_files fsyncs what the open window wrote: dirty files, then new folder entries. */
+static void
+sync_window_files(void)
+{
+	ListCell *lc;
+
+	sync_dirty_files();
+	foreach (lc, window_directories)
+	{
+		const char *directory = lfirst(lc);
+		int fd = OpenTransientFile(directory, O_RDONLY | PG_BINARY);
+
+		/* the folder of a sink dropped meanwhile: the committer removed it */
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0)
+			ereport(ERROR, (errcode_for_file_access(),
+							errmsg("could not open directory \"%s\": %m", directory)));
+		if (pg_fsync(fd) != 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync directory \"%s\": %m", directory)));
+		CloseTransientFile(fd);
+		pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+	}
+	list_free_deep(window_directories);
+	window_directories = NIL;
+}
+
+/*
+ * writer_sync_window fsyncs what the open window wrote so far and leaves
+ * it open: for a caller inside a hash_seq_search of the streams, which the
+ * end of the window's transaction would cancel (AtEOXact_HashTables).
+ * Raises an I/O error as writer_close_window.
+ */
+void
+writer_sync_window(void)
+{
+	if (window_open)
+		sync_window_files();
+}
+
+/*
+ * writer_close_window closes the open sync window: it fsyncs every file
+ * written in it and every folder with a new entry, then clears
+ * DELAY_CHKPT_START (a checkpoint waiting for it goes on) and commits the
+ * window's transaction.  The caller's memory context stays current; no
+ * hash_seq_search may be open (the transaction's end cancels it).  Raises
+ * an I/O error (PANIC, by data_sync_elevel) when an fsync fails.
+ */
+void
+writer_close_window(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	if (!window_open)
+		return;
+	fault_point("writer_before_window_sync");
+	sync_window_files();
+	MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
+	window_open = false;
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * writer_window_timeout returns how long the loop may sleep, in ms: until the
+ * open window's end, or idle ms when none is open.
+ */
+long
+writer_window_timeout(long idle)
+{
+	long left;
+
+	if (!window_open)
+		return idle;
+	left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), window_deadline);
+	return Max(left, 1);
+}
+
+/*
+ * writer_window_add_directory remembers a sink folder that got a new entry
+ * in the open window, to fsync when it closes.
+ */
+void
+writer_window_add_directory(const char *directory)
+{
+	ListCell *lc;
+	MemoryContext old;
+
+	foreach (lc, window_directories)
+		if (strcmp(lfirst(lc), directory) == 0)
+			return;
+	old = MemoryContextSwitchTo(WriterContext);
+	window_directories = lappend(window_directories, pstrdup(directory));
+	MemoryContextSwitchTo(old);
+}
+
+/* writer_window_is_open tells whether a sync window is open. */
+bool
+writer_window_is_open(void)
+{
+	return window_open;
+}
+
+/*
+ * writer_window_due tells whether the open window is to close now: its
+ * time is up, or paimon_sink.group_fsync_delay is 0.
+ */
+bool
+writer_window_due(void)
+{
+	return window_open &&
+		   (PaimonSinkGroupFsyncDelayMs <= 0 || GetCurrentTimestamp() >= window_deadline);
+}
+
+/*
+ * writer_window_exit fsyncs what the open window wrote and clears
+ * DELAY_CHKPT_START, from the writer's exit callback: its acknowledged
+ * batches may belong to committed transactions, so a checkpoint must not
+ * pass them unsynced.  The window's transaction is aborted by
+ * ShutdownPostgres, after this.
+ */
+void
+writer_window_exit(void)
+{
+	if (!window_open)
+		return;
+	sync_window_files();
+	MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
+	window_open = false;
+}
