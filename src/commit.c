@@ -46,16 +46,23 @@
 CommitTally CommitTallies;
 
 /*
- * Staged files of checkpoints committed by the request being served:
- * removed once the requester has its answer.  A crash before leaves them
- * to recovery_remove_committed_files at the next start.  Their REMOVE
- * records were written between PREPARE TRANSACTION and COMMIT PREPARED
- * and end at committed_removals, so COMMIT PREPARED's flush made them
- * durable: a crash once they are leaves nothing the prepared transaction
- * needs (its rows are loaded; recovery commits it).
+ * Staged files of checkpoints committed by the request being served, and
+ * the end of their REMOVE records, written right after COMMIT PREPARED
+ * (committed_removals).  Once the requester has its answer they join the
+ * removals pending (removal_pending, up to removal_pending_lsn), which are
+ * unlinked once a later WAL flush made their records durable: the next
+ * checkpoint's PREPARE, any commit, or the committer's own flush when it
+ * has nothing else to do (commit_finish_removals).  A file is never
+ * removed before its checkpoint committed: a prepared transaction that
+ * recovery or an operator rolls back leaves its checkpoint committable
+ * from the files.  A crash before the unlink leaves the files to redo
+ * (records flushed) or to recovery_remove_committed_files at the next
+ * start.
  */
 static List *committed_paths = NIL;
 static XLogRecPtr committed_removals = InvalidXLogRecPtr;
+static List *removal_pending = NIL;
+static XLogRecPtr removal_pending_lsn = InvalidXLogRecPtr;
 
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
@@ -102,19 +109,52 @@ commit_failure_hint(int sqlerrcode)
 }
 
 /*
- * commit_remove_files removes the staged files of the checkpoints the
- * request just served committed, their removal records durable (COMMIT
- * PREPARED flushed them: no flush of its own): a file that a crash keeps
- * here is removed again by recovery_remove_committed_files, with its
- * record.
+ * unlink_pending unlinks the removals pending, when their REMOVE records
+ * are durable, or after flushing them when flush is true.
+ */
+static void
+unlink_pending(bool flush)
+{
+	if (removal_pending == NIL)
+		return;
+	if (!flush && GetFlushRecPtr(NULL) < removal_pending_lsn)
+		return;
+	(void) staged_file_unlink_logged(removal_pending, removal_pending_lsn, LOG);
+	list_free_deep(removal_pending);
+	removal_pending = NIL;
+	removal_pending_lsn = InvalidXLogRecPtr;
+}
+
+/*
+ * commit_remove_files hands the staged files of the checkpoints the
+ * request just served committed to the removals pending, and unlinks those
+ * whose REMOVE records a WAL flush already made durable (no flush of its
+ * own: see removal_pending).
  */
 void
 commit_remove_files(void)
 {
-	(void) staged_file_unlink_logged(committed_paths, committed_removals, LOG);
-	list_free_deep(committed_paths);
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	removal_pending = list_concat(removal_pending, committed_paths);
+	MemoryContextSwitchTo(old);
+	list_free(committed_paths);
 	committed_paths = NIL;
+	if (!XLogRecPtrIsInvalid(committed_removals))
+		removal_pending_lsn = Max(removal_pending_lsn, committed_removals);
 	committed_removals = InvalidXLogRecPtr;
+	unlink_pending(false);
+}
+
+/*
+ * commit_finish_removals unlinks every removal pending, flushing their
+ * REMOVE records first when no other flush did: the committer calls it
+ * before it naps, when no request waits for it.
+ */
+void
+commit_finish_removals(void)
+{
+	unlink_pending(true);
 }
 
 /*
@@ -295,10 +335,9 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * gid is drawn now, not before the load, and shown only to the sink
  * owner's members (commit_progress): a role that learns it before the
  * PREPARE could take it.  A PREPARE refused (a name taken meanwhile, a
- * NOTIFY) names the checkpoint, through callback.  Between the two go the
- * REMOVE records of the checkpoint's files (files, LoadFile *), which
- * COMMIT PREPARED's flush makes durable: once prepared, the checkpoint
- * needs its files no more.
+ * NOTIFY) names the checkpoint, through callback.  After COMMIT PREPARED
+ * go the REMOVE records of the checkpoint's files (files, LoadFile *),
+ * without a flush of their own (see removal_pending).
  */
 static void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
@@ -324,16 +363,16 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 	error_context_stack = callback->previous;
 	fault_point("committer_after_prepare");
 
-	/* the files' REMOVE records, made durable by COMMIT PREPARED's flush */
+	StartTransactionCommand();
+	FinishPreparedTransaction(gid, true);
+	CommitTransactionCommand();
+
+	/* the files' REMOVE records, only now: the checkpoint is committed */
 	foreach (lc, files)
 		paths = lappend(paths, ((LoadFile *) lfirst(lc))->path);
 	removals = staged_file_log_removals(paths);
 	list_free(paths);
 	fault_point("committer_after_removal_records");
-
-	StartTransactionCommand();
-	FinishPreparedTransaction(gid, true);
-	CommitTransactionCommand();
 	if (!XLogRecPtrIsInvalid(removals))
 		committed_removals = removals;
 	MemoryContextSwitchTo(CommitterContext);

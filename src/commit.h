@@ -21,5 +21,6 @@ extern void commit_pending(int32 sink_id, const char *commit_user, int64 checkpo
 						   CommitterRequest *request, List *identifiers, CommitUserMarks marks);
 extern const char *commit_failure_hint(int sqlerrcode);
 extern void commit_remove_files(void);
+extern void commit_finish_removals(void);
 
 #endif /* PAIMON_SINK_COMMIT_H */

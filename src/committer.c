@@ -744,6 +744,9 @@ nap(bool ready)
 	int events;
 
 	pgstat_report_activity(STATE_IDLE, NULL);
+	/* nothing waits for the committer: the flush of pending removals costs no one */
+	if (!request_any_queued(CommitterDatabase))
+		commit_finish_removals();
 	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap_ms(ready),
 					   PG_WAIT_EXTENSION);
 	if ((events & WL_LATCH_SET) && !request_any_queued(CommitterDatabase))

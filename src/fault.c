@@ -44,8 +44,8 @@ const char *const fault_point_names[] = {
 								 * TRANSACTION */
 	"committer_after_prepare",		   /* after PREPARE TRANSACTION, before COMMIT
 								 * PREPARED */
-	"committer_after_removal_records", /* the files' REMOVE records written, before
-										 * COMMIT PREPARED */
+	"committer_after_removal_records", /* after COMMIT PREPARED, the files'
+										 * REMOVE records written, unflushed */
 	"committer_after_commit_prepared", /* after COMMIT PREPARED, before
 										 * replying */
 	"committer_maintenance",		   /* maintenance after a commit was answered */

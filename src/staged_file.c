@@ -407,8 +407,9 @@ staged_file_remove(const char *path)
  * staged_file_log_removals writes the REMOVE records of a list of paths
  * (char *) of staged files about to be removed, without a flush; returns
  * the end of the last one (InvalidXLogRecPtr for none), for
- * staged_file_unlink_logged.  A caller whose own WAL flush follows (a
- * COMMIT PREPARED) spares the flush staged_file_remove_list makes.
+ * staged_file_unlink_logged.  A caller that can wait for another's WAL
+ * flush (the committer: see commit.c) spares the flush
+ * staged_file_remove_list makes.
  */
 XLogRecPtr
 staged_file_log_removals(List *paths)

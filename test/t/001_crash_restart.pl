@@ -62,9 +62,8 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM target'), '700', 'all rows once');
 
 # a crash once a checkpoint's REMOVE records are durable (they are written
-# between PREPARE TRANSACTION and COMMIT PREPARED; here another commit
-# flushes them): redo removes the files, and the prepared transaction,
-# which holds the loaded rows, is committed at committer start
+# right after COMMIT PREPARED, unflushed; here another commit flushes them):
+# redo removes the files, and the committed rows stay, once
 $node->safe_psql('postgres',
 	"INSERT INTO crash_sink SELECT g, 'before removal records' FROM generate_series(701, 750) g");
 $node->safe_psql('postgres',
@@ -76,22 +75,36 @@ my $paused = IPC::Run::start(
 	'<', \$in, '>', \$out, '2>', \$err);
 ok($node->poll_query_until('postgres',
 	"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'committer_after_removal_records'"),
-	'a checkpoint paused between its REMOVE records and COMMIT PREPARED');
+	'a checkpoint paused after its COMMIT PREPARED and REMOVE records');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"), '0',
+	'its prepared transaction is committed before any REMOVE record is written');
 ok(staged_files($node) >= 1, 'its staged files are still there');
 $node->safe_psql('postgres', 'CREATE TABLE flushes_the_wal (); DROP TABLE flushes_the_wal');
 $node->stop('immediate');
 $paused->finish;
 $node->start;
 ok(writers_ready($node, 'postgres'), 'writers serve after the crash');
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
-	'the prepared checkpoint was committed at committer start');
 is($node->safe_psql('postgres',
 	"SELECT count(*) || ' ' || count(DISTINCT id) FROM target WHERE note = 'before removal records'"),
 	'50 50', 'each of its rows once');
 is(staged_files($node), 0, 'and its files are gone');
 is($node->safe_psql('postgres', "SELECT count(*) FROM paimon_sink.checkpoint('crash_sink')"), '0',
 	'the next checkpoint finds nothing more to commit');
+
+# files of committed checkpoints are unlinked once a later flush covers
+# their REMOVE records, at the latest when the committer has nothing to do
+$node->safe_psql('postgres',
+	"INSERT INTO crash_sink SELECT g, 'unlinked later' FROM generate_series(751, 760) g");
+is($node->safe_psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('crash_sink')"), '10',
+	'a checkpoint commits');
+my $left = staged_files($node);
+for (my $i = 0; $left > 0 && $i < 100; $i++)
+{
+	usleep(100_000);
+	$left = staged_files($node);
+}
+is($left, 0, 'its files are removed without another request');
 
 # in-doubt transactions: ours are committed at committer start; another
 # application's, another database's, and one named like ours for a
