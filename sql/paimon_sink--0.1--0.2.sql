@@ -229,6 +229,9 @@ REVOKE ALL ON FUNCTION paimon_sink.refuse_invalid_commit_user() FROM PUBLIC;
 CREATE TRIGGER commit_user_valid BEFORE INSERT OR UPDATE OF commit_user
 	ON paimon_sink.commit_user_state
 	FOR EACH ROW EXECUTE FUNCTION paimon_sink.refuse_invalid_commit_user();
+-- A CHECK holds in every session; an ordinary trigger does not fire with
+-- session_replication_role = replica (a subscription's apply, a restore).
+ALTER TABLE paimon_sink.commit_user_state ENABLE ALWAYS TRIGGER commit_user_valid;
 
 -- The committer expires snapshots off the commit path, and serves the
 -- checkpoint() calls queued for one sink with one checkpoint.

@@ -102,7 +102,12 @@ metadata_add_maintenance_result(uint64 request_id, const char *file_name, int64 
  * metadata_count_commits adds what a sink's requests committed, and how
  * many failed, to its commit_statistics row (unlogged: no WAL flush);
  * last_committed_at (0: no commit) is when the last of those commits was.
- * A dropped sink counts nothing.
+ * A dropped sink counts nothing, and neither does one a transaction is
+ * dropping: its definition is locked, not waited for (that drop deletes
+ * the statistics row, so waiting would stall the committer as long as the
+ * transaction stays open, and then fail the foreign key, and with it every
+ * sink's counts of the write); locked FOR KEY SHARE, the definition
+ * cannot go before this commits.  A drop rolled back loses those counts.
  */
 void
 metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
@@ -113,7 +118,7 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
 		"(sink_id, commits, skipped, retries, rows_committed, bytes_committed, last_commit_ms, "
 		"failures, last_committed_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 "
 		"WHERE EXISTS (SELECT FROM paimon_sink.sink_definition d "
-		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+		"  WHERE d.sink_id OPERATOR(pg_catalog.=) $1 FOR KEY SHARE SKIP LOCKED) "
 		"ON CONFLICT (sink_id) DO UPDATE SET commits = s.commits OPERATOR(pg_catalog.+) $2, "
 		"skipped = s.skipped OPERATOR(pg_catalog.+) $3, "
 		"retries = s.retries OPERATOR(pg_catalog.+) $4, "
@@ -139,7 +144,8 @@ metadata_count_commits(int32 sink_id, const CommitTally *tally, int64 failures,
 
 /*
  * metadata_count_failure counts failures (how many) of a sink's requests
- * by SQLSTATE, the last at last_failed_at with message.
+ * by SQLSTATE, the last at last_failed_at with message; a sink dropped or
+ * being dropped counts nothing, as in metadata_count_commits.
  */
 void
 metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures, TimestampTz last_failed_at,
@@ -149,7 +155,8 @@ metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures, TimestampT
 		"INSERT INTO paimon_sink.commit_failures AS f "
 		"(sink_id, sqlstate, failures, last_failed_at, last_message) "
 		"SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT FROM "
-		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1) "
+		"paimon_sink.sink_definition d WHERE d.sink_id OPERATOR(pg_catalog.=) $1 "
+		"FOR KEY SHARE SKIP LOCKED) "
 		"ON CONFLICT (sink_id, sqlstate) DO UPDATE SET "
 		"failures = f.failures OPERATOR(pg_catalog.+) $3, last_failed_at = $4, "
 		"last_message = $5",
