@@ -140,6 +140,23 @@ sub checkpoint_completes
 			"SELECT state = 'idle' AND query NOT LIKE 'sync window%' FROM pg_stat_activity WHERE pid = $pid"),
 		'stopped: the writer shows idle once its window closed');
 	check_exact($node, \%book, 'writer stopped in its window');
+
+	# a fast and a smart shutdown with a writer paused inside its window:
+	# the pause ends on the shutdown's SIGTERM, the writer fsyncs as it
+	# exits, and the shutdown checkpoint does not wait for it
+	for my $mode ('fast', 'smart')
+	{
+		$node->safe_psql('postgres',
+			"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
+		committed_insert($node, \%book, $mode eq 'fast' ? 21 : 31, $mode eq 'fast' ? 30 : 40,
+			"committed before a $mode shutdown");
+		ok(paused($node, 'writer_before_window_sync'), "stopped: a writer holds its window ($mode)");
+		$node->stop($mode);
+		pass("stopped: a $mode shutdown completes");
+		$node->start;
+		ok(writers_ready($node, 'postgres'), "stopped: the cluster is back after a $mode shutdown");
+		check_exact($node, \%book, "$mode shutdown with a window open");
+	}
 	$node->stop('fast');
 }
 
