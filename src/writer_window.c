@@ -30,6 +30,14 @@
  * they apply it (staged_wal.c), since a restartpoint does not wait for the
  * startup process.
  *
+ * A writer that cannot go on while its window is open (stopped by a
+ * signal, a debugger, a paused fault point, a hung disk) holds every
+ * checkpoint, including the shutdown checkpoint and a base backup's, and
+ * PostgreSQL 15 shows no wait event for that wait.  So an open window is
+ * the writer's activity in pg_stat_activity (state active, the query naming
+ * the window), and its end makes the writer idle again: an operator whose
+ * CHECKPOINT does not return finds the writer to look at there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -40,6 +48,7 @@
 #include "fault.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
+#include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -93,6 +102,8 @@ writer_open_window(void)
 	window_open = true;
 	window_deadline =
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkGroupFsyncDelayMs);
+	pgstat_report_activity(STATE_RUNNING, "sync window open: PostgreSQL checkpoints wait until "
+										  "this writer fsyncs its staged files and closes it");
 }
 
 /* sync_window_files fsyncs what the open window wrote: dirty files, then new folder entries. */
@@ -158,6 +169,7 @@ writer_close_window(void)
 	window_open = false;
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(old);
+	pgstat_report_activity(STATE_IDLE, "");
 }
 
 /*
