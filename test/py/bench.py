@@ -110,7 +110,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import PGBIN, ROOT, Cluster, interrupt_on_signals, library_path, percentile, pg_user
+from harness import PGBIN, ROOT, Cluster, finish_run, interrupt_on_signals, library_path, percentile, pg_user
 from harness import lib_identity as file_identity
 
 import psycopg2
@@ -1128,23 +1128,11 @@ def main():
                 % (cfg.out, len(problems), ":\n" + "".join(problems[:10]).rstrip() if problems else ""))
             if failed:
                 sys.stderr.write("----- server log (last 30 lines)\n%s" % "".join(lines[-30:]))
-        if bench.ctl is not None:
-            try:
-                bench.ctl.close()
-            except Exception:
-                pass
-        h.cleanup()
-        last = None
-        try:
-            last = bench.report(failed)
-        except Exception:
-            log("report failed:\n" + traceback.format_exc())
-            rc = rc or 1
-        log("total: %.1f s" % (time.monotonic() - T0))
-        print(last or "bench: sink_vs_insert_select=n/a sink_copy_vs_copy=n/a sink_vs_xa=n/a "
-              "commit_p50_vs_2pc=n/a writer_mem_10m_vs_1m=n/a upsert_vs_on_conflict=n/a "
-              "sink_wal_per_staged_byte=n/a insert_select_wal_per_heap_byte=n/a sink_wal_vs_insert_select=n/a "
-              "small_tx_vs_plain=n/a", flush=True)
+        rc = finish_run(bench, h, failed,
+                        "bench: sink_vs_insert_select=n/a sink_copy_vs_copy=n/a sink_vs_xa=n/a "
+                        "commit_p50_vs_2pc=n/a writer_mem_10m_vs_1m=n/a upsert_vs_on_conflict=n/a "
+                        "sink_wal_per_staged_byte=n/a insert_select_wal_per_heap_byte=n/a sink_wal_vs_insert_select=n/a "
+                        "small_tx_vs_plain=n/a", log, T0) or rc
     return rc
 
 

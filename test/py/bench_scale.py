@@ -62,7 +62,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import Cluster, interrupt_on_signals, percentile
+from harness import Cluster, finish_run, interrupt_on_signals, percentile
 from bench import row_sql
 
 import psycopg2
@@ -457,22 +457,10 @@ def main():
             if h.work and os.path.exists(h.server_log):
                 with open(h.server_log, errors="replace") as f:
                     sys.stderr.write("----- server log (last 30 lines)\n%s" % "".join(f.readlines()[-30:]))
-        if s.ctl is not None:
-            try:
-                s.ctl.close()
-            except Exception:
-                pass
-        h.cleanup()
-        last = None
-        try:
-            last = s.report(failed)
-        except Exception:
-            log("report failed:\n" + traceback.format_exc())
-            rc = rc or 1
-        log("total: %.1f s" % (time.monotonic() - T0))
-        print(last or "bench-scale: lag_p99_ms_1=n/a lag_p99_ms_10=n/a lag_p99_ms_100=n/a p99_100_vs_1=n/a "
-              "worst_sink_p99_ms_100=n/a overdue_100=n/a hol_lag_p99_delta_ms=n/a hol_big_checkpoint_s=n/a",
-              flush=True)
+        rc = finish_run(s, h, failed,
+                        "bench-scale: lag_p99_ms_1=n/a lag_p99_ms_10=n/a lag_p99_ms_100=n/a p99_100_vs_1=n/a "
+                        "worst_sink_p99_ms_100=n/a overdue_100=n/a hol_lag_p99_delta_ms=n/a hol_big_checkpoint_s=n/a",
+                        log, T0) or rc
     return rc
 
 

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 # The repository root, when this file is the checkout's test/py/harness.py
 # (job.py and bench.py); meaningless in a copy (soak.py, demo_ckpt.py).
@@ -95,6 +96,25 @@ def close_quietly(conn):
         conn.close()
     except Exception:
         pass
+
+
+def finish_run(runner, cluster, failed, fallback, log, t0):
+    """finish_run ends a benchmark program's run, also after a failure: it
+    closes the runner's control connection (runner.ctl), removes the
+    cluster, lets the runner report (runner.report(failed) returns its last
+    line) and prints that line, or fallback when the report failed; returns
+    1 when the report failed, else 0."""
+    close_quietly(runner.ctl)
+    cluster.cleanup()
+    last, rc = None, 0
+    try:
+        last = runner.report(failed)
+    except Exception:
+        log("report failed:\n" + traceback.format_exc())
+        rc = 1
+    log("total: %.1f s" % (time.monotonic() - t0))
+    print(last or fallback, flush=True)
+    return rc
 
 
 def interrupt_on_signals():
