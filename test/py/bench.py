@@ -110,7 +110,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import PGBIN, ROOT, Cluster, finish_run, interrupt_on_signals, library_path, percentile, pg_user
+from harness import ControlQueries, PGBIN, ROOT, Cluster, finish_run, interrupt_on_signals, library_path, percentile, pg_user
 from harness import lib_identity as file_identity
 
 import psycopg2
@@ -249,7 +249,7 @@ def parse_args():
 # The benchmark
 # ----------------------------------------------------------------------------
 
-class Bench:
+class Bench(ControlQueries):
     """The benchmark: one cluster, the data set, every path's runs, the commit latency and writer
     memory phases, and the report."""
 
@@ -277,16 +277,6 @@ class Bench:
         guards against hangs."""
         return self.h.server(connect_timeout=10, app_prefix="bench-").connect(
             app, autocommit=autocommit, statement_timeout_ms=STMT_TIMEOUT_MS)
-
-    def q(self, sql, args=None):
-        """q runs a statement on the control connection and returns its rows (or None)."""
-        with self.ctl.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-
-    def q1(self, sql, args=None):
-        """q1 returns the first column of q's first row."""
-        return self.q(sql, args)[0][0]
 
     # setup ----------------------------------------------------------------------
     def setup(self):

@@ -62,7 +62,7 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import Cluster, finish_run, interrupt_on_signals, percentile
+from harness import ControlQueries, Cluster, finish_run, interrupt_on_signals, percentile
 from bench import row_sql
 
 import psycopg2
@@ -171,7 +171,7 @@ class Load:
             raise BenchFail(self.errors[0])
 
 
-class Scale:
+class Scale(ControlQueries):
     """Scale is the benchmark: the cluster, the scale runs, the head-of-line run, the report."""
 
     def __init__(self, cfg, h):
@@ -189,16 +189,6 @@ class Scale:
         statement timeout."""
         return self.h.server(connect_timeout=10, app_prefix="bench-scale-").connect(
             app, statement_timeout_ms=STMT_TIMEOUT_MS)
-
-    def q(self, sql, args=None):
-        """q runs a statement on the control connection and returns its rows (or None)."""
-        with self.ctl.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-
-    def q1(self, sql, args=None):
-        """q1 returns the first column of q's first row."""
-        return self.q(sql, args)[0][0]
 
     def setup(self):
         """setup builds and installs the extension (unless told not to), starts the cluster and

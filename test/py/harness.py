@@ -98,6 +98,21 @@ def close_quietly(conn):
         pass
 
 
+class ControlQueries:
+    """ControlQueries gives a benchmark runner q and q1 on its control
+    connection (self.ctl, an autocommit psycopg2 connection)."""
+
+    def q(self, sql, args=None):
+        """q runs a statement on the control connection and returns its rows (or None)."""
+        with self.ctl.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall() if cur.description else None
+
+    def q1(self, sql, args=None):
+        """q1 returns the first column of q's first row."""
+        return self.q(sql, args)[0][0]
+
+
 def finish_run(runner, cluster, failed, fallback, log, t0):
     """finish_run ends a benchmark program's run, also after a failure: it
     closes the runner's control connection (runner.ctl), removes the
