@@ -618,6 +618,7 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 			{
 				StagedBatchHeader header;
 
+				liveness_beat(MyWriter); /* a long transaction's records, one by one */
 				if (class == BATCH_CARRY ? !staged_file_read_batch(file->file, file->path, offset,
 																   file->size, &header, &payload)
 										 : !staged_file_read_header(file->file, file->path, offset,
