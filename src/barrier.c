@@ -9,7 +9,11 @@
  * writer's barrier area (the stream, the kind, the snapshot that splits
  * the rows between this checkpoint and the next) and creates the reply
  * queue in it; the writer seals its files and sends a record per file,
- * then an end record.  Once the transaction that recorded the files is
+ * then an end record.  The committer reads every writer's queue as the
+ * records come.  No wait is unbounded (liveness.c): a fenced writer fails
+ * the barrier at once, one that shows no progress for
+ * paimon_sink.handoff_timeout is fenced and fails it, and a writer whose
+ * committer reads nothing for that long gives its answer up.  Once the transaction that recorded the files is
  * durable, the committer confirms the barrier's seq and the writers forget
  * the files.  The reply queue is attached with the writer's
  * BackgroundWorkerHandle when this committer started the writer, so that
@@ -31,6 +35,7 @@
 #include "access/xact.h"
 #include "barrier.h"
 #include "fault.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -42,6 +47,9 @@
 
 /* The reply queues of the barrier under way, detached at exit. */
 static shm_mq_handle **barrier_queues;
+
+/* What becomes of a barrier that a writer does not answer. */
+#define BARRIER_OUTCOME "Nothing of this checkpoint was prepared; the rows stay staged."
 
 /*
  * idle_writer waits until a writer serves and has no barrier under way.
@@ -64,6 +72,7 @@ idle_writer(int index)
 		SpinLockRelease(&writer->mutex);
 		if (idle)
 			return writer;
+		liveness_refuse_fenced(index, BARRIER_OUTCOME);
 		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
 			ereport(
 				ERROR,
@@ -104,15 +113,16 @@ writer_gone(int index, uint64 incarnation)
 }
 
 /*
- * receive_replies reads writer index's reply queue to its end record,
- * appending a palloc'd copy of each record (its excluded offsets
- * following it) to *records.
+ * receive_one reads what writer index's reply queue holds now, appending a
+ * palloc'd copy of each record (its excluded offsets following it) to
+ * *records; returns true once it read the end record.  *gone says that
+ * the writer was found stopped at the previous look: a writer that stopped
+ * may have sent its last records first, so the queue is read once more
+ * before that is an error.
  */
-static void
-receive_replies(int index, shm_mq_handle *queue, uint64 incarnation, List **records)
+static bool
+receive_one(int index, shm_mq_handle *queue, bool gone, List **records)
 {
-	bool gone = false;
-
 	for (;;)
 	{
 		Size length;
@@ -124,32 +134,127 @@ receive_replies(int index, shm_mq_handle *queue, uint64 incarnation, List **reco
 			CommittableRecord *record = data;
 
 			if (record->kind == BARRIER_RECORD_END)
-				return;
+				return true;
 			*records = lappend(*records, memcpy(palloc(length), data, length));
 			continue;
 		}
-		/* a writer that stopped may have sent its last records first: read once more */
 		if (result == SHM_MQ_DETACHED || gone)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("sink writer %d stopped during the barrier", index),
 					 errdetail("Nothing of this checkpoint was prepared; the rows stay staged."),
 					 errhint("Retry the prepare.")));
-		gone = writer_gone(index, incarnation);
-		if (gone)
+		return false;
+	}
+}
+
+/*
+ * receive_replies reads every writer's reply queue to its end record, all
+ * of them as the records come (a writer whose queue is full never waits
+ * for another's answer), appending the records to *records.  A writer that
+ * shows no progress for paimon_sink.handoff_timeout since the barrier
+ * began is fenced (liveness.c) and the barrier fails with
+ * ERRCODE_QUERY_CANCELED; one that stopped, with ERRCODE_CONNECTION_FAILURE.
+ */
+static void
+receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **records)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	bool *gone = palloc0(sizeof(bool) * PaimonSinkWritersPerDatabase);
+	int remaining = PaimonSinkWritersPerDatabase;
+	bool first = true;
+
+	while (remaining > 0)
+	{
+		long nap = liveness_idle_nap_ms();
+
+		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+		{
+			WriterEntry *writer = shared_writer(CommitterDatabase, w);
+			long left;
+
+			if (queues[w] == NULL)
+				continue;
+			if (receive_one(w, queues[w], gone[w], records))
+			{
+				shm_mq_detach(queues[w]);
+				queues[w] = NULL;
+				remaining--;
+				if (first)
+					fault_point("barrier_after_first_writer");
+				first = false;
+				continue;
+			}
+			gone[w] = writer_gone(w, incarnations[w]);
+			if (gone[w])
+			{
+				nap = 0;
+				continue;
+			}
+			left = liveness_wait_left(writer, incarnations[w], start);
+			if (left < 0)
+			{
+				/* it showed no progress: the committer fences it before the error goes up */
+				liveness_fence(w, "the barrier");
+				liveness_raise(writer, w, "the barrier", BARRIER_OUTCOME);
+			}
+			nap = Min(nap, left);
+			/* a writer of an earlier committer notifies nobody when it dies */
+			if (work_writer_handle(w) == NULL)
+				nap = Min(nap, 100);
+		}
+		if (remaining == 0 || nap == 0)
 			continue;
 
 		/*
-		 * The writer's send, its exit (a detach) and the stop of a writer
-		 * this committer started (the postmaster notifies it) all set the
-		 * latch; the timeout is for a writer of an earlier committer, which
-		 * notifies nobody when it dies.
+		 * The writers' sends, their exits (a detach) and the stop of a
+		 * writer this committer started (the postmaster notifies it) all
+		 * set the latch.
 		 */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 work_writer_handle(index) != NULL ? 1000 : 100, PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	pfree(gone);
+}
+
+/*
+ * request_barrier asks writer index for the barrier, once it serves and no
+ * other barrier is under way (idle_writer): the barrier area filled, the
+ * reply queue created with the committer as its receiver and attached with
+ * the writer's handle, seqs[index] and incarnations[index] set.
+ */
+static void
+request_barrier(int index, SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
+				uint64 fence_epoch, const SnapshotData *snapshot, uint64 *seqs,
+				uint64 *incarnations)
+{
+	WriterEntry *writer = idle_writer(index);
+	shm_mq *queue;
+	PGPROC *proc;
+
+	memcpy(shared_address(writer->barrier_xip_offset), snapshot->xip,
+		   sizeof(TransactionId) * snapshot->xcnt);
+	queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
+	shm_mq_set_receiver(queue, MyProc);
+	SpinLockAcquire(&writer->mutex);
+	proc = writer->proc;
+	writer->barrier_sink_id = sink->sink_id;
+	writer->barrier_sink_uuid = sink->sink_uuid;
+	strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
+	writer->barrier_writer_id = writer_id;
+	writer->barrier_kind = kind;
+	writer->barrier_fence_epoch = fence_epoch;
+	writer->barrier_xmin = snapshot->xmin;
+	writer->barrier_xmax = snapshot->xmax;
+	writer->barrier_xcnt = snapshot->xcnt;
+	seqs[index] = ++writer->barrier_seq;
+	incarnations[index] = writer->incarnation;
+	writer->barrier_state = BARRIER_REQUESTED;
+	SpinLockRelease(&writer->mutex);
+	barrier_queues[index] = shm_mq_attach(queue, NULL, work_writer_handle(index));
+	SetLatch(&proc->procLatch);
 }
 
 /*
@@ -192,45 +297,16 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 		CommitTransactionCommand();
 	MemoryContextSwitchTo(caller);
 
+	/* a fenced writer fails the barrier before any writer is asked */
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-	{
-		WriterEntry *writer = idle_writer(w);
-		shm_mq *queue;
-		PGPROC *proc;
-
-		memcpy(shared_address(writer->barrier_xip_offset), snapshot.xip,
-			   sizeof(TransactionId) * snapshot.xcnt);
-		queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
-		shm_mq_set_receiver(queue, MyProc);
-		SpinLockAcquire(&writer->mutex);
-		proc = writer->proc;
-		writer->barrier_sink_id = sink->sink_id;
-		writer->barrier_sink_uuid = sink->sink_uuid;
-		strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
-		writer->barrier_writer_id = writer_id;
-		writer->barrier_kind = kind;
-		writer->barrier_fence_epoch = fence_epoch;
-		writer->barrier_xmin = snapshot.xmin;
-		writer->barrier_xmax = snapshot.xmax;
-		writer->barrier_xcnt = snapshot.xcnt;
-		seqs[w] = ++writer->barrier_seq;
-		incarnations[w] = writer->incarnation;
-		writer->barrier_state = BARRIER_REQUESTED;
-		SpinLockRelease(&writer->mutex);
-		queues[w] = shm_mq_attach(queue, NULL, work_writer_handle(w));
-		SetLatch(&proc->procLatch);
-	}
+		liveness_refuse_fenced(w, BARRIER_OUTCOME);
 
 	PG_TRY();
 	{
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-		{
-			receive_replies(w, queues[w], incarnations[w], &records);
-			shm_mq_detach(queues[w]);
-			queues[w] = NULL;
-			if (w == 0)
-				fault_point("barrier_after_first_writer");
-		}
+			request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot, seqs,
+							incarnations);
+		receive_replies(queues, incarnations, &records);
 	}
 	PG_CATCH();
 	{
@@ -238,6 +314,7 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	pfree(incarnations);
 	return records;
 }
 
@@ -282,6 +359,21 @@ barrier_detach_all(void)
 static shm_mq_handle *barrier_queue; /* while answering a barrier */
 
 /*
+ * send_record sends one record (its iovcnt parts) on the reply queue,
+ * unless a send failed before: the committer detached, or read nothing
+ * for paimon_sink.handoff_timeout (liveness_committer_reads), when the
+ * writer gives its answer up rather than wait on, and detaches.
+ */
+static void
+send_record(shm_mq_handle *queue, shm_mq_iovec *iov, int iovcnt, bool *failed)
+{
+	if (*failed)
+		return;
+	if (liveness_sendv(queue, iov, iovcnt, liveness_committer_reads, MyWriter) != SHM_MQ_SUCCESS)
+		*failed = true;
+}
+
+/*
  * stream_matches tells whether a stream is one the barrier concerns: its
  * sink (by id and incarnation), and its commit user and writer id when the
  * barrier names them.  The barrier area is read without the mutex: the
@@ -320,16 +412,18 @@ discard_stream(Stream *stream, shm_mq_handle *queue, bool *failed)
 		if (staged_file_remove(file->path) != 0 && errno != ENOENT)
 			ereport(WARNING, (errcode_for_file_access(),
 							  errmsg("could not remove staged file \"%s\": %m", file->path)));
-		else if (!*failed)
+		else
 		{
 			CommittableRecord record;
+			shm_mq_iovec iov;
 
 			memset(&record, 0, sizeof(record));
 			record.kind = BARRIER_RECORD_DISCARDED;
 			record.stream = stream->id;
 			strlcpy(record.file_name, file->name, sizeof(record.file_name));
-			if (shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
-				*failed = true;
+			iov.data = (const char *) &record;
+			iov.len = sizeof(record);
+			send_record(queue, &iov, 1, failed);
 		}
 		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
 		if (file->batches)
@@ -394,10 +488,12 @@ barrier_writer_answer(void)
 	uint64 barrier_seq;
 	bool failed = false;
 	CommittableRecord end;
+	shm_mq_iovec end_iov;
 	int kind;
 
 	SpinLockAcquire(&MyWriter->mutex);
-	if (MyWriter->barrier_state != BARRIER_REQUESTED)
+	/* a fenced writer answers nothing: its committer gave the barrier up */
+	if (MyWriter->barrier_state != BARRIER_REQUESTED || MyWriter->fenced)
 	{
 		SpinLockRelease(&MyWriter->mutex);
 		return;
@@ -441,14 +537,15 @@ barrier_writer_answer(void)
 			{
 				OpenFile *file = lfirst(lc);
 				CommittableRecord record;
+				shm_mq_iovec iov;
 
 				memset(&record, 0, sizeof(record));
 				record.kind = BARRIER_RECORD_COMMITTABLE;
 				record.stream = stream->id;
 				strlcpy(record.file_name, file->name, sizeof(record.file_name));
-				if (!failed &&
-					shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
-					failed = true;
+				iov.data = (const char *) &record;
+				iov.len = sizeof(record);
+				send_record(queue, &iov, 1, &failed);
 			}
 		}
 		foreach (lc, stream->sealed)
@@ -457,14 +554,11 @@ barrier_writer_answer(void)
 			shm_mq_iovec iov[2];
 
 			sealed->reported_seq = barrier_seq;
-			if (failed)
-				continue;
 			iov[0].data = (const char *) &sealed->record;
 			iov[0].len = sizeof(sealed->record);
 			iov[1].data = (const char *) sealed->excluded;
 			iov[1].len = sizeof(int64) * sealed->record.excluded_count;
-			if (shm_mq_sendv(queue, iov, 2, false, true) != SHM_MQ_SUCCESS)
-				failed = true;
+			send_record(queue, iov, 2, &failed);
 		}
 		if (kind == BARRIER_DISCARD)
 		{
@@ -474,8 +568,9 @@ barrier_writer_answer(void)
 	}
 	memset(&end, 0, sizeof(end));
 	end.kind = BARRIER_RECORD_END;
-	if (!failed)
-		(void) shm_mq_send(queue, sizeof(end), &end, false, true);
+	end_iov.data = (const char *) &end;
+	end_iov.len = sizeof(end);
+	send_record(queue, &end_iov, 1, &failed);
 	shm_mq_detach(queue);
 	barrier_queue = NULL;
 

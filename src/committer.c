@@ -28,6 +28,7 @@
 #include "commit.h"
 #include "committer.h"
 #include "executor/spi.h"
+#include "liveness.h"
 #include "load.h"
 #include "maintenance.h"
 #include "mb/pg_wchar.h"
@@ -644,6 +645,7 @@ static CommitterDuty duties[] = {
 	{"snapshot expiry", false, false, NULL, maintenance_expiry_schedule, maintenance_expire_due},
 	{"commit statistics", false, false, NULL, maintenance_statistics_schedule,
 	 maintenance_write_statistics},
+	{"writer watch", false, false, liveness_watch_interval_ms, NULL, liveness_watch},
 };
 
 #define CATALOG_MAINTENANCE (&duties[2])

@@ -766,9 +766,12 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	encode_row(state, slot, kind);
 	state->stream.bucket = row_bucket(state, slot);
 	MemoryContextSwitchTo(old);
-	pending = handoff_stream(&state->stream,
-							 handoff_writer_for(state->stream.sink_id, state->stream.bucket),
-							 state->fence_epoch);
+	/* an append sink without a bucket key may hand its rows to any writer that answers */
+	pending = handoff_stream(
+		&state->stream, handoff_writer_for(state->stream.sink_id, state->stream.bucket),
+		state->fence_epoch,
+		state->layout->bucket_key_count == 0 && !state->layout->upsert ? state->layout->sink.buckets
+																	   : 0);
 	handoff_append_row(pending, state->line.data, state->line.len);
 	MemoryContextReset(state->row_context);
 }

@@ -27,6 +27,7 @@ int PaimonSinkQueueSizeKB = 256;
 int PaimonSinkQueuesPerWriter = 16;
 int PaimonSinkGroupFsyncDelayMs = 100;
 int PaimonSinkHandoffTimeoutMs = 30000;
+int PaimonSinkFencedWriterKillDelayMs = -1;
 int PaimonSinkCheckpointIntervalMs = 0;
 int PaimonSinkSnapshotsRetained = 100;
 int PaimonSinkSnapshotRetentionMs = 600000;
@@ -113,10 +114,21 @@ guc_define_settings(void)
 		"Hand-offs are acknowledged without an fsync; the writer fsyncs its files once this "
 		"long after its first write, and a PostgreSQL checkpoint waits for that.",
 		&PaimonSinkGroupFsyncDelayMs, 100, 0, 1000, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("paimon_sink.handoff_timeout",
-							"Longest wait for a writer or the committer to become available.", NULL,
-							&PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP,
-							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.handoff_timeout",
+		"Longest a writer may show no progress, and longest wait for the workers to serve.",
+		"A writer that shows no progress for this long does not answer: waits on it end with "
+		"SQLSTATE 57014 and the committer fences and restarts it. Also the longest wait for a "
+		"writer or the committer to start serving, or for a free hand-off queue.",
+		&PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.fenced_writer_kill_delay",
+		"Time after which the committer sends SIGKILL to a fenced writer that has not left.",
+		"The postmaster then restarts the whole cluster (every session ends, crash recovery "
+		"runs). -1 never sends it: the fenced process leaves on its SIGTERM once it runs again.",
+		&PaimonSinkFencedWriterKillDelayMs, -1, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.checkpoint_interval",
 		"Interval of the periodic checkpoints of sinks created without a checkpoint_interval.",

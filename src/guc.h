@@ -17,6 +17,7 @@ extern int PaimonSinkQueuesPerWriter;
 /* Intervals and delays of the workers (PGC_SIGHUP). */
 extern int PaimonSinkGroupFsyncDelayMs;
 extern int PaimonSinkHandoffTimeoutMs;
+extern int PaimonSinkFencedWriterKillDelayMs;
 extern int PaimonSinkCheckpointIntervalMs;
 extern int PaimonSinkSnapshotsRetained;
 extern int PaimonSinkSnapshotRetentionMs;

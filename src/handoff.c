@@ -15,6 +15,10 @@
  * rows are acknowledged before they are synced, and only the commit
  * record's flush makes their WAL record durable.
  *
+ * The queues themselves (slots, sends, the acknowledgement, each wait
+ * bounded by the writer's liveness) and the choice of a writer for an
+ * append sink without a bucket key are handoff_queue.c's.
+ *
  * A transaction that buffers more than paimon_sink.handoff_buffer_size
  * streams its full chunks to the writers while it runs (outside
  * subtransactions, whose rows a rollback could still take back), so that
@@ -37,6 +41,8 @@
 #include "common/hashfn.h"
 #include "fault.h"
 #include "handoff.h"
+#include "handoff_queue.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "pgstat.h"
@@ -79,21 +85,14 @@ struct PendingStream
 {
 	StreamIdentity id;
 	int writer_index;
-	uint64 fence_epoch; /* the lowest any statement of it saw */
-	List *chunks;		/* PendingChunk * */
+	int32 route_buckets; /* > 0: an append sink without a bucket key (its buckets) */
+	bool routed;		 /* its writer and bucket are picked (handoff_queue_route) */
+	int32 routed_bucket; /* the bucket it is handed off under */
+	uint64 fence_epoch;	 /* the lowest any statement of it saw */
+	List *chunks;		 /* PendingChunk * */
 	uint64 rows;
 	List *marks; /* SavepointMark *, innermost last */
 };
-
-/* A queue this backend is sending on, so an abort can detach it. */
-typedef struct ActiveHandoff
-{
-	WriterEntry *writer;
-	HandoffSlot *slot;
-	uint64 generation;
-	uint64 incarnation;
-	shm_mq_handle *queue;
-} ActiveHandoff;
 
 /* Per-transaction state, in TopTransactionContext. */
 static List *pending_streams = NIL;
@@ -137,10 +136,15 @@ handoff_writer_for(int32 sink_id, int32 bucket)
  * handoff_stream returns this transaction's buffer for a stream, creating
  * it on first use.  fence_epoch is the commit user's epoch the calling
  * statement read: the transaction keeps the lowest, since a recover() after
- * its first write fences all of it.
+ * its first write fences all of it.  route_buckets is the sink's buckets
+ * when it is an append sink without a bucket key, whose stream may go to
+ * another writer than writer_index under another bucket number when that
+ * writer does not answer (handoff_queue_route, at the first hand-off);
+ * else 0.
  */
 PendingStream *
-handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoch)
+handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoch,
+			   int32 route_buckets)
 {
 	ListCell *lc;
 	PendingStream *pending;
@@ -169,6 +173,8 @@ handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoc
 	pending = palloc0(sizeof(PendingStream));
 	pending->id = *stream;
 	pending->writer_index = writer_index;
+	pending->route_buckets = route_buckets;
+	pending->routed_bucket = stream->bucket;
 	pending->fence_epoch = fence_epoch;
 	pending_streams = lappend(pending_streams, pending);
 	MemoryContextSwitchTo(old);
@@ -396,9 +402,10 @@ rows_pending(void)
 
 /*
  * workers_ready tells whether this database's committer and all its
- * writers serve.  A writer's readiness is read under its mutex; the
- * committer's flag, which only the committer writes, without a lock: a
- * stale value only moves the end of the caller's wait by one poll.
+ * writers serve (a fenced writer whose process has not left counts: the
+ * database goes on without it, see liveness.c).  The committer's flag,
+ * which only the committer writes, is read without a lock: a stale value
+ * only moves the end of the caller's wait by one poll.
  */
 static bool
 workers_ready(DatabaseEntry *db)
@@ -406,35 +413,9 @@ workers_ready(DatabaseEntry *db)
 	if (!db->committer_ready)
 		return false;
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-	{
-		WriterEntry *writer = shared_writer(db, w);
-		bool ready;
-
-		SpinLockAcquire(&writer->mutex);
-		ready = writer->ready;
-		SpinLockRelease(&writer->mutex);
-		if (!ready)
+		if (!liveness_writer_serves(shared_writer(db, w)))
 			return false;
-	}
 	return true;
-}
-
-/*
- * remaining_wait returns how many milliseconds of paimon_sink.handoff_timeout
- * are left since start, at most limit (limit -1: no other bound); 0 once the
- * timeout has passed.
- */
-static long
-remaining_wait(TimestampTz start, long limit)
-{
-	long left;
-
-	if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs))
-		return 0;
-	left =
-		PaimonSinkHandoffTimeoutMs - TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
-	left = Max(left, 1);
-	return limit < 0 ? left : Min(left, limit);
 }
 
 /*
@@ -471,7 +452,7 @@ handoff_database_index(bool wait_for_writers)
 					 errdetail("This transaction created or updated extension paimon_sink; its "
 							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
-		timeout = remaining_wait(start, -1);
+		timeout = liveness_remaining_ms(start);
 		if (timeout == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -485,165 +466,6 @@ handoff_database_index(bool wait_for_writers)
 	}
 	ConditionVariableCancelSleep();
 	return index;
-}
-
-/*
- * take_slot takes a hand-off slot the writer has published (its queue
- * created, the writer attached as its receiver), or returns NULL when the
- * writer is not ready or every slot is busy.
- */
-static HandoffSlot *
-take_slot(WriterEntry *writer, ActiveHandoff *handoff)
-{
-	HandoffSlot *slot = NULL;
-
-	SpinLockAcquire(&writer->mutex);
-	for (int s = 0; writer->ready && s < writer->slot_count; s++)
-	{
-		HandoffSlot *candidate = &writer->slots[s];
-
-		if (candidate->state == HANDOFF_FREE && candidate->published &&
-			candidate->incarnation == writer->incarnation)
-		{
-			slot = candidate;
-			slot->state = HANDOFF_ACTIVE;
-			slot->sender_done = false;
-			slot->generation++;
-			slot->requester = MyProc;
-			handoff->generation = slot->generation;
-			handoff->incarnation = writer->incarnation;
-			break;
-		}
-	}
-	SpinLockRelease(&writer->mutex);
-	return slot;
-}
-
-/*
- * open_handoff takes a hand-off slot of a writer and attaches to its queue
- * as the sender.  It waits on the writer's condition variable, which the
- * writer broadcasts when it publishes slots (after each use, and when it
- * starts), up to paimon_sink.handoff_timeout; then it raises
- * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
- */
-static ActiveHandoff *
-open_handoff(WriterEntry *writer)
-{
-	TimestampTz start = GetCurrentTimestamp();
-	ActiveHandoff *handoff = MemoryContextAllocZero(TopTransactionContext, sizeof(ActiveHandoff));
-
-	for (;;)
-	{
-		HandoffSlot *slot = take_slot(writer, handoff);
-		long timeout;
-
-		if (slot != NULL)
-		{
-			shm_mq *queue = shared_address(slot->queue_offset);
-
-			ConditionVariableCancelSleep();
-			/* this wakes the writer, attached as the receiver */
-			shm_mq_set_sender(queue, MyProc);
-			handoff->queue = shm_mq_attach(queue, NULL, NULL);
-			handoff->writer = writer;
-			handoff->slot = slot;
-			active_handoffs = lappend(active_handoffs, handoff);
-			return handoff;
-		}
-
-		timeout = remaining_wait(start, -1);
-		if (timeout == 0)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("no sink writer accepted the rows of this transaction"),
-				 errdetail("Every hand-off queue of the writer was busy or the writer was not "
-						   "running for %d ms.",
-						   PaimonSinkHandoffTimeoutMs),
-				 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
-		(void) ConditionVariableTimedSleep(&writer->slot_freed, timeout, PG_WAIT_EXTENSION);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * close_handoff detaches our end of a hand-off queue; the slot is free
- * once the writer detached too, and the writer, woken, publishes it again.
- */
-static void
-close_handoff(ActiveHandoff *handoff)
-{
-	HandoffSlot *slot = handoff->slot;
-	PGPROC *writer_proc = NULL;
-
-	shm_mq_detach(handoff->queue);
-	handoff->queue = NULL;
-	SpinLockAcquire(&handoff->writer->mutex);
-	slot->sender_done = true;
-	if (slot->receiver_done)
-	{
-		slot->state = HANDOFF_FREE;
-		slot->published = false;
-		writer_proc = handoff->writer->proc;
-	}
-	SpinLockRelease(&handoff->writer->mutex);
-	if (writer_proc != NULL)
-		SetLatch(&writer_proc->procLatch);
-}
-
-/*
- * send_message sends one message on a hand-off queue, or raises
- * ERRCODE_CONNECTION_FAILURE when the writer detached from it.
- */
-static void
-send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, int length)
-{
-	shm_mq_iovec iov[2];
-	shm_mq_result result;
-
-	iov[0].data = (const char *) message;
-	iov[0].len = sizeof(*message);
-	iov[1].data = rows;
-	iov[1].len = length;
-	result = shm_mq_sendv(handoff->queue, iov, length > 0 ? 2 : 1, false, true);
-	if (result != SHM_MQ_SUCCESS)
-		ereport(ERROR, (errcode(ERRCODE_CONNECTION_FAILURE),
-						errmsg("lost the sink writer while handing off rows"),
-						errdetail("The writer detached from its queue; this transaction is rolled "
-								  "back, so none of its rows are staged."),
-						errhint("Retry the transaction.")));
-}
-
-/*
- * wait_for_ack waits until the writer wrote and logged this hand-off, or
- * raises ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
- * timeout: the writer sets our latch when it acknowledges, and its exit
- * callback sets it for every hand-off it took and did not acknowledge.
- */
-static void
-wait_for_ack(ActiveHandoff *handoff)
-{
-	for (;;)
-	{
-		bool done;
-		bool lost;
-
-		SpinLockAcquire(&handoff->writer->mutex);
-		done = handoff->slot->done_generation >= handoff->generation;
-		lost = handoff->writer->incarnation != handoff->incarnation || handoff->writer->pid == 0;
-		SpinLockRelease(&handoff->writer->mutex);
-		if (done)
-			return;
-		if (lost)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("the sink writer stopped before staging the rows of this transaction"),
-					 errdetail("This transaction is rolled back, so none of its rows are staged."),
-					 errhint("Retry the transaction.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
 }
 
 /*
@@ -674,10 +496,31 @@ writer_handoff(int w)
 	if (writer_handoffs[w] == NULL)
 	{
 		DatabaseEntry *db = shared_database(handoff_database_index(true));
+		MemoryContext old;
 
-		writer_handoffs[w] = open_handoff(shared_writer(db, w));
+		writer_handoffs[w] = handoff_queue_open(db, w);
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		active_handoffs = lappend(active_handoffs, writer_handoffs[w]);
+		MemoryContextSwitchTo(old);
 	}
 	return writer_handoffs[w];
+}
+
+/*
+ * route_stream picks, at a stream's first hand-off, the writer and bucket
+ * of an append sink's stream without a bucket key: its own bucket's writer
+ * when that answers, else another that does (handoff_queue_route).  Its
+ * later chunks follow: a transaction's rows of one stream go to one writer.
+ */
+static void
+route_stream(PendingStream *stream)
+{
+	if (stream->routed || stream->route_buckets == 0)
+		return;
+	stream->routed_bucket =
+		handoff_queue_route(shared_database(handoff_database_index(false)), stream->id.sink_id,
+							stream->id.bucket, stream->route_buckets, &stream->writer_index);
+	stream->routed = true;
 }
 
 /* Send one chunk of a stream's rows; streamed: while the transaction runs. */
@@ -695,9 +538,10 @@ send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
 	message.full_xid = U64FromFullTransactionId(full_xid);
 	message.fence_epoch = stream->fence_epoch;
 	message.stream = stream->id;
+	message.stream.bucket = stream->routed_bucket;
 	message.row_count = chunk->rows;
 	rows = chunk_rows(chunk, &length);
-	send_message(handoff, &message, rows, length);
+	handoff_queue_send(handoff, &message, rows, length);
 	if (chunk->spilled)
 		pfree(rows);
 }
@@ -711,10 +555,12 @@ static void
 stream_rows(PendingStream *stream)
 {
 	FullTransactionId full_xid = batch_xid();
-	ActiveHandoff *handoff = writer_handoff(stream->writer_index);
+	ActiveHandoff *handoff;
 	PendingChunk *last = llast(stream->chunks);
 	ListCell *lc;
 
+	route_stream(stream);
+	handoff = writer_handoff(stream->writer_index);
 	foreach (lc, stream->chunks)
 	{
 		PendingChunk *chunk = lfirst(lc);
@@ -747,6 +593,9 @@ send_pending_rows(void)
 	FullTransactionId full_xid = batch_xid();
 	ListCell *lc;
 
+	foreach (lc, pending_streams)
+		if (((PendingStream *) lfirst(lc))->rows > 0)
+			route_stream(lfirst(lc));
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		ActiveHandoff *handoff = writer_handoffs ? writer_handoffs[w] : NULL;
@@ -775,12 +624,12 @@ send_pending_rows(void)
 		memset(&message, 0, sizeof(message));
 		message.kind = HANDOFF_MESSAGE_END;
 		message.full_xid = U64FromFullTransactionId(full_xid);
-		send_message(handoff, &message, NULL, 0);
-		close_handoff(handoff);
+		handoff_queue_send(handoff, &message, NULL, 0);
+		handoff_queue_close(handoff);
 	}
 
 	foreach (lc, active_handoffs)
-		wait_for_ack(lfirst(lc));
+		handoff_queue_wait_ack(lfirst(lc));
 	fault_point("backend_after_handoff");
 }
 
@@ -860,7 +709,7 @@ handoff_xact_callback(XactEvent event, void *arg)
 				ActiveHandoff *handoff = lfirst(lc);
 
 				if (handoff->queue != NULL)
-					close_handoff(handoff);
+					handoff_queue_close(handoff);
 			}
 			reset_state();
 			break;

@@ -108,6 +108,20 @@ typedef struct WriterEntry
 	Size barrier_xip_offset;
 	Size barrier_queue_offset;
 
+	/*
+	 * Liveness (liveness.c).  heartbeat is the TimestampTz of the writer's
+	 * last sign of progress (a turn of its loop, a message received, a file
+	 * sealed or fsynced), written by the writer only.  The committer fences
+	 * the process of a writer that showed none for paimon_sink.handoff_timeout:
+	 * fenced, fenced_pid and fenced_at are written by the committer under
+	 * mutex, and cleared by the next incarnation when it starts.
+	 */
+	pg_atomic_uint64 heartbeat;
+	bool fenced;
+	pid_t fenced_pid;
+	TimestampTz fenced_at;
+	bool fenced_kill_sent; /* paimon_sink.fenced_writer_kill_delay passed: SIGKILL sent */
+
 	/* statistics, written by the writer only */
 	pg_atomic_uint64 rows_staged;
 	pg_atomic_uint64 bytes_staged;

@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "launcher.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -102,20 +103,18 @@ work_writer_handle(int index)
 	return writer_handles[index];
 }
 
-/* work_writers_ready tells whether every writer has adopted its files and serves. */
+/*
+ * work_writers_ready tells whether every writer has adopted its files and
+ * serves, or is fenced with its process not gone yet (liveness.c): the
+ * database goes on without such a writer, and a barrier refuses it.
+ */
 bool
 work_writers_ready(void)
 {
 	bool ready = true;
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-	{
-		WriterEntry *writer = shared_writer(CommitterDatabase, w);
-
-		SpinLockAcquire(&writer->mutex);
-		ready = ready && writer->ready;
-		SpinLockRelease(&writer->mutex);
-	}
+		ready = ready && liveness_writer_serves(shared_writer(CommitterDatabase, w));
 	return ready;
 }
 

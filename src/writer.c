@@ -32,6 +32,11 @@
  * written and logged, and fsyncs its files in windows that PostgreSQL's
  * checkpoints wait for (writer_window.c).
  *
+ * Liveness: the writer's heartbeat moves at every turn of its loop and
+ * every message it receives; a writer that shows no progress for
+ * paimon_sink.handoff_timeout is fenced by the committer (liveness.c), and
+ * a fenced writer acknowledges nothing more and exits.
+ *
  * The loop follows src/test/modules/worker_spi: latch waits with
  * postmaster-death exit, SIGTERM via die(), SIGHUP reloads settings.
  *
@@ -46,6 +51,7 @@
 #include "barrier.h"
 #include "fault.h"
 #include "handoff.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -420,6 +426,7 @@ poll_handoffs(void)
 			if (result == SHM_MQ_WOULD_BLOCK)
 				break;
 			progress = true;
+			liveness_beat(MyWriter);
 			if (!reader->in_use)
 			{
 				reader->in_use = true;
@@ -451,25 +458,50 @@ poll_handoffs(void)
 }
 
 /*
+ * exit_fenced ends a writer whose process the committer fenced (liveness.c)
+ * without acknowledging anything more: the sessions of the hand-offs it
+ * holds fail, their transactions roll back.
+ */
+static void
+exit_fenced(void)
+{
+	ereport(LOG, (errmsg("paimon_sink writer %d exits: the committer fenced it after it showed no "
+						 "progress",
+						 MyWriterIndex),
+				  errdetail("It acknowledges none of the %d hand-offs it holds; their transactions "
+							"are rolled back.",
+							pending_ack_count)));
+	proc_exit(1);
+}
+
+/*
  * writer_acknowledge_handoffs acknowledges every hand-off received whole
  * and wakes the sessions that wait for them.  Their batches are written
  * and logged; nothing is fsynced or flushed here: each session's commit
- * record follows the records, and the sync window fsyncs the files.
+ * record follows the records, and the sync window fsyncs the files.  A
+ * fenced writer acknowledges nothing and exits: the fence is read under
+ * the same hold of the mutex as the acknowledgements are made, so every
+ * batch acknowledged was written before the fence (liveness.c relies on it).
  */
 void
 writer_acknowledge_handoffs(void)
 {
+	bool fenced;
+
 	if (pending_ack_count == 0)
 		return;
 	fault_point("writer_after_receive");
 	SpinLockAcquire(&MyWriter->mutex);
-	for (int i = 0; i < pending_ack_count; i++)
+	fenced = MyWriter->fenced;
+	for (int i = 0; i < pending_ack_count && !fenced; i++)
 	{
 		HandoffSlot *slot = pending_acks[i].slot;
 
 		slot->done_generation = Max(slot->done_generation, pending_acks[i].generation);
 	}
 	SpinLockRelease(&MyWriter->mutex);
+	if (fenced)
+		exit_fenced();
 	for (int i = 0; i < pending_ack_count; i++)
 		SetLatch(&pending_acks[i].requester->procLatch);
 	pg_atomic_fetch_add_u64(&MyWriter->handoffs, pending_ack_count);
@@ -572,6 +604,7 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 			BatchClass class = classify(batch, snapshot, fence_epoch);
 			off_t offset = batch->offset;
 
+			liveness_beat(MyWriter);
 			if (class == BATCH_TAKE)
 			{
 				sealed->record.row_count += batch->rows;
@@ -585,6 +618,7 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 			{
 				StagedBatchHeader header;
 
+				liveness_beat(MyWriter); /* a long transaction's records, one by one */
 				if (class == BATCH_CARRY ? !staged_file_read_batch(file->file, file->path, offset,
 																   file->size, &header, &payload)
 										 : !staged_file_read_header(file->file, file->path, offset,
@@ -780,7 +814,12 @@ paimon_sink_writer_main(Datum main_arg)
 	MyWriter->ready = false;
 	MyIncarnation = ++MyWriter->incarnation;
 	MyWriter->barrier_state = BARRIER_IDLE;
+	/* a fence was of the process before this one */
+	MyWriter->fenced = false;
+	MyWriter->fenced_pid = 0;
+	MyWriter->fenced_kill_sent = false;
 	SpinLockRelease(&MyWriter->mutex);
+	liveness_beat(MyWriter);
 	pg_atomic_write_u64(&MyWriter->rows_staged, 0);
 	pg_atomic_write_u64(&MyWriter->bytes_staged, 0);
 	pg_atomic_write_u32(&MyWriter->files_open, 0);
@@ -792,6 +831,7 @@ paimon_sink_writer_main(Datum main_arg)
 	writer_adopt_files();
 
 	arm_free_slots();
+	liveness_beat(MyWriter);
 	SpinLockAcquire(&MyWriter->mutex);
 	MyWriter->ready = true;
 	SpinLockRelease(&MyWriter->mutex);
@@ -806,6 +846,10 @@ paimon_sink_writer_main(Datum main_arg)
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		/* the committer sends SIGTERM as it fences: this only makes sure */
+		if (MyWriter->fenced)
+			exit_fenced();
+		liveness_beat(MyWriter);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -826,8 +870,9 @@ paimon_sink_writer_main(Datum main_arg)
 		if (!progress)
 		{
 			bool idle = !writer_window_is_open();
-			int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								   writer_window_timeout(1000), PG_WAIT_EXTENSION);
+			int events =
+				WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						  writer_window_timeout(liveness_idle_nap_ms()), PG_WAIT_EXTENSION);
 
 			if ((events & WL_TIMEOUT) && idle)
 				forget_dropped_sinks();

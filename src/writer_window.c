@@ -36,7 +36,11 @@
  * PostgreSQL 15 shows no wait event for that wait.  So an open window is
  * the writer's activity in pg_stat_activity (state active, the query naming
  * the window), and its end makes the writer idle again: an operator whose
- * CHECKPOINT does not return finds the writer to look at there.
+ * CHECKPOINT does not return finds the writer to look at there.  The hold
+ * is bounded all the same: a writer that shows no progress for
+ * paimon_sink.handoff_timeout is fenced by the committer, which fsyncs the
+ * database's staged files and clears the fenced process's flag
+ * (liveness.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +50,7 @@
 
 #include "access/xact.h"
 #include "fault.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -76,7 +81,10 @@ sync_dirty_files(void)
 			OpenFile *file = lfirst(lc);
 
 			if (file->dirty)
+			{
 				writer_sync(file->file, file->path);
+				liveness_beat(MyWriter);
+			}
 			file->dirty = false;
 		}
 	}
@@ -130,6 +138,7 @@ sync_window_files(void)
 					 errmsg("could not fsync directory \"%s\": %m", directory)));
 		CloseTransientFile(fd);
 		pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+		liveness_beat(MyWriter);
 	}
 	list_free_deep(window_directories);
 	window_directories = NIL;
