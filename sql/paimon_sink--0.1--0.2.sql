@@ -250,3 +250,30 @@ BEGIN
 			'in the shape of commit(). Calls for one sink that wait for the committer at once are served by one checkpoint, each getting its answer.'));
 END
 $$;
+
+-- A checkpoint always answers: empty ones with a row of 0 rows; an empty
+-- prepare while other streams hold staged rows warns; a prepare of a
+-- committed id drops what was staged for it; end_input() retried answers.
+DO $$
+DECLARE
+	p pg_catalog.regprocedure := 'paimon_sink.prepare_commit(text, text, bigint, integer)';
+	c pg_catalog.regprocedure := 'paimon_sink.commit(text, text, bigint)';
+	e pg_catalog.regprocedure := 'paimon_sink.end_input(text, text)';
+	d text;
+BEGIN
+	d := pg_catalog.obj_description(p::pg_catalog.oid, 'pg_proc'::pg_catalog.name);
+	d := pg_catalog.replace(d, 'byte_count bigint). A checkpoint holds',
+		'byte_count bigint); an empty checkpoint answers with one row of 0 rows (file_name and bucket NULL, writer_id the one asked for) and, when other streams of the sink hold staged rows, a WARNING (01000) naming each (commit user, writer id, rows). A checkpoint holds');
+	d := pg_catalog.replace(d, 'checkpoint id not above the last committed one,',
+		'checkpoint id not above the last committed one (the rows staged for it are dropped as a replay, counted in the detail and a LOG line; the hint names recover() and a new commit user),');
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', p, d);
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', c,
+		pg_catalog.replace(pg_catalog.obj_description(c::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'newly_committed boolean). Calling it again is harmless.',
+			'newly_committed boolean); a checkpoint_id committed without a snapshot (empty) answers too, with snapshot_id and committed_at NULL and row_count and file_count 0 (NULL when snapshot expiry may have forgotten its snapshot); an id above every prepared one has no row of its own. Calling it again is harmless.'));
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', e,
+		pg_catalog.replace(pg_catalog.obj_description(e::pg_catalog.oid, 'pg_proc'::pg_catalog.name),
+			'returns the snapshots made, as commit().',
+			'returns the snapshots made and the row of the end-of-input checkpoint, as commit() (0 rows when the input ended empty); a retry after a lost reply answers as a retried commit() does.'));
+END
+$$;

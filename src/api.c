@@ -89,7 +89,12 @@ submit(CommitterRequest *request)
  * writer_id integer) is the barrier: the stream's staged files are sealed
  * and recorded as committables of checkpoint_id; returns the checkpoint's
  * committables (checkpoint_id, file_name, writer_id, bucket, row_count,
- * byte_count).
+ * byte_count), or for an empty checkpoint one row of 0 rows with file_name
+ * and bucket NULL.  An empty checkpoint while other streams of the sink
+ * hold staged rows warns (01000), naming them.  Errors: 42704, 42501,
+ * 22023 (invalid commit user; an id at or below the last committed one,
+ * whose staged rows are dropped as a replay; an id below the last
+ * prepared one), 25001, 55000 (after end_input()).
  */
 Datum
 paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
@@ -118,7 +123,12 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
  * every prepared checkpoint up to checkpoint_id, each as one snapshot, and
  * returns the snapshots it made and the existing one of checkpoint_id
  * (snapshot_id, commit_user, checkpoint_id, row_count, file_count,
- * committed_at, newly_committed).
+ * committed_at, newly_committed); checkpoint_id committed without a
+ * snapshot (empty) answers with snapshot_id and committed_at NULL and 0
+ * rows (NULL when expiry may have forgotten its snapshot).  An id above
+ * every prepared one has no row of its own (commit(N) with a large N
+ * commits whatever is prepared).  Errors: 42704, 42501, 22023, 25001,
+ * 55000, 58P01 and the load's own.
  */
 Datum
 paimon_sink_commit(PG_FUNCTION_ARGS)
@@ -235,8 +245,10 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 /*
  * end_input(sink_name text, commit_user text) ends a bounded input: prepares
  * the checkpoint 9223372036854775807 (Paimon's END_INPUT) and commits at once;
- * returns the snapshots made, as commit().  A later prepare of the commit
- * user fails with 55000.
+ * returns the snapshots made and the row of that checkpoint, as commit()
+ * (0 rows when the input ended empty).  A retry (a reply lost) answers as
+ * a retried commit() does; a later prepare of the commit user fails with
+ * 55000.  Errors: those of prepare_commit and commit.
  */
 Datum
 paimon_sink_end_input(PG_FUNCTION_ARGS)

@@ -24,9 +24,11 @@
  * The writer's end (barrier_writer_answer, from the writer's loop) seals
  * the streams the barrier concerns against the committer's snapshot (the
  * sealing itself is writer.c's), discards them when a job restores from an
- * earlier checkpoint, or lists their files for orphan removal; it sends one
- * record per file, and the sealed files it reported stay until the
- * committer confirms that barrier.
+ * earlier checkpoint, drops what it sealed when the prepare is a replay of
+ * a committed checkpoint, lists their files for orphan removal, or counts
+ * the rows each holds; it sends one record per file (or per stream), and
+ * the sealed files it reported stay until the committer confirms that
+ * barrier.
  *
  *-------------------------------------------------------------------------
  */
@@ -434,6 +436,64 @@ discard_stream(Stream *stream, shm_mq_handle *queue, bool *failed)
 	stream->open_files = NIL;
 }
 
+/*
+ * send_stream_record sends a record of a stream on the reply queue (kind,
+ * file name or "", rows); *failed is set, and nothing more is sent, once a
+ * send fails.
+ */
+static void
+send_stream_record(shm_mq_handle *queue, uint32 kind, const Stream *stream, const char *file_name,
+				   int64 rows, bool *failed)
+{
+	CommittableRecord record;
+
+	if (*failed)
+		return;
+	memset(&record, 0, sizeof(record));
+	record.kind = kind;
+	record.stream = stream->id;
+	strlcpy(record.file_name, file_name, sizeof(record.file_name));
+	record.row_count = rows;
+	if (shm_mq_send(queue, sizeof(record), &record, false, true) != SHM_MQ_SUCCESS)
+		*failed = true;
+}
+
+/*
+ * drop_sealed removes the files of a stream that this barrier sealed (those
+ * from index first of its sealed list on), each reported with its rows as
+ * BARRIER_RECORD_DROPPED: a prepare refused because its checkpoint id is
+ * committed already drops the rows written for it, as Paimon's committer
+ * drops committables at or below the committed identifier.  Their removal
+ * is logged and flushed first (staged_file_remove), so that no restart
+ * adopts them again; carried copies of running transactions' batches are
+ * in the stream's next file and count once their origin is gone.  Files of
+ * an earlier barrier that was not confirmed stay: they may be recorded.
+ */
+static void
+drop_sealed(Stream *stream, int first, shm_mq_handle *queue, bool *failed)
+{
+	ListCell *lc;
+
+	foreach (lc, stream->sealed)
+	{
+		SealedFile *sealed = lfirst(lc);
+		char path[MAXPGPATH];
+
+		if (foreach_current_index(lc) < first)
+			continue;
+		staged_file_path(path, MyDatabaseId, stream->id.sink_id, sealed->record.file_name);
+		if (staged_file_remove(path) != 0 && errno != ENOENT)
+			ereport(WARNING, (errcode_for_file_access(),
+							  errmsg("could not remove staged file \"%s\": %m", path),
+							  errhint("paimon_sink.remove_orphan_files() removes it later.")));
+		send_stream_record(queue, BARRIER_RECORD_DROPPED, stream, sealed->record.file_name,
+						   sealed->record.row_count, failed);
+		stream->sealed = foreach_delete_current(stream->sealed, lc);
+		pfree(sealed->excluded);
+		pfree(sealed);
+	}
+}
+
 /* forget_confirmed forgets the sealed files the committer has recorded. */
 static void
 forget_confirmed(void)
@@ -527,8 +587,23 @@ barrier_writer_answer(void)
 
 		if (!stream_matches(stream))
 			continue;
-		if (kind == BARRIER_SEAL)
+		if (kind == BARRIER_STAGED)
+		{
+			/* only counted: nothing sealed, and no sealed file reported */
+			int64 rows = (int64) writer_stream_committed_rows(stream, &snapshot);
+
+			if (rows > 0)
+				send_stream_record(queue, BARRIER_RECORD_STAGED, stream, "", rows, &failed);
+			continue;
+		}
+		if (kind == BARRIER_SEAL || kind == BARRIER_DROP)
+		{
+			int first = list_length(stream->sealed);
+
 			writer_seal_stream(stream, &snapshot, barrier_seq, MyWriter->barrier_fence_epoch);
+			if (kind == BARRIER_DROP)
+				drop_sealed(stream, first, queue, &failed);
+		}
 		else if (kind == BARRIER_DISCARD)
 			discard_stream(stream, queue, &failed);
 		else if (kind == BARRIER_LIST)

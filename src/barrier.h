@@ -23,6 +23,8 @@
 #define BARRIER_RECORD_COMMITTABLE 1
 #define BARRIER_RECORD_END 2
 #define BARRIER_RECORD_DISCARDED 3 /* an open file the writer removed */
+#define BARRIER_RECORD_DROPPED 4   /* a file sealed and removed: row_count rows dropped */
+#define BARRIER_RECORD_STAGED 5	   /* a stream's committed rows, not yet sealed */
 
 /* A committable: one sealed file and the batch offsets it leaves out. */
 typedef struct CommittableRecord

@@ -38,6 +38,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -67,22 +68,46 @@ static XLogRecPtr removal_pending_lsn = InvalidXLogRecPtr;
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
 
-/* What a commit's errors say about where they come from. */
+/*
+ * What a commit's errors say about where they come from.  The target's
+ * name is looked up before the commit starts: a context callback runs
+ * while an error is being raised, where no catalog may be read.
+ */
 typedef struct CommitContext
 {
 	const char *sink;
 	const char *commit_user;
 	int64 checkpoint_id;
+	const char *target; /* schema-qualified, quoted where needed */
 } CommitContext;
 
-/* commit_error_context names the checkpoint being committed in an error's context. */
+/*
+ * commit_error_context names the checkpoint being committed (sink,
+ * checkpoint, commit user, target table) in an error's context.
+ */
 static void
 commit_error_context(void *arg)
 {
 	CommitContext *context = arg;
 
-	errcontext("committing checkpoint %lld of commit user \"%s\" of sink \"%s\"",
-			   (long long) context->checkpoint_id, context->commit_user, context->sink);
+	errcontext("committing checkpoint %lld of commit user \"%s\" of sink \"%s\" into table %s",
+			   (long long) context->checkpoint_id, context->commit_user, context->sink,
+			   context->target);
+}
+
+/*
+ * target_name returns the sink's target table's schema-qualified name (in
+ * the current memory context), or its oid when it is gone.
+ */
+static const char *
+target_name(const SinkInfo *sink)
+{
+	char *relation = get_rel_name(sink->target);
+	char *schema = relation ? get_namespace_name(get_rel_namespace(sink->target)) : NULL;
+
+	if (relation == NULL || schema == NULL)
+		return psprintf("with oid %u", sink->target);
+	return quote_qualified_identifier(schema, relation);
 }
 
 /*
@@ -445,6 +470,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	context.sink = sink->name;
 	context.commit_user = commit_user;
 	context.checkpoint_id = checkpoint_id;
+	context.target = MemoryContextStrdup(CommitterContext, target_name(sink));
 	callback.callback = commit_error_context;
 	callback.arg = &context;
 	callback.previous = error_context_stack;

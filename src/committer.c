@@ -280,7 +280,7 @@ run_request(CommitterRequest *outcome)
 			case REQUEST_PREPARE:
 				outcome->committable_count =
 					prepare_checkpoint(outcome->sink_id, outcome->commit_user,
-									   outcome->checkpoint_id, outcome->writer_id, true);
+									   outcome->checkpoint_id, outcome->writer_id, true, outcome);
 				break;
 			case REQUEST_COMMIT:
 				commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,

@@ -488,6 +488,26 @@ metadata_count_pending_checkpoints(int32 sink_id)
 	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
 }
 
+/*
+ * metadata_count_committables counts the committables of a checkpoint of a
+ * commit user (of one writer id, or of every one when writer_id < 0).
+ */
+int
+metadata_count_committables(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+							int32 writer_id)
+{
+	static Statement statement = {
+		"SELECT pg_catalog.count(*) AS count FROM paimon_sink.committable c "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
+		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4)",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
+				  ARG_INT4(writer_id)};
+
+	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
+}
+
 /* metadata_count_pending_after counts a commit user's uncommitted checkpoints above restored. */
 int
 metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored)

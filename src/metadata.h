@@ -166,6 +166,8 @@ extern bool metadata_record_committable(const CommittableEntry *entry);
 extern List *metadata_checkpoint_files(int32 sink_id, const char *commit_user, int64 checkpoint_id);
 extern List *metadata_pending_checkpoints(int32 sink_id, const char *commit_user, int64 up_to);
 extern int metadata_count_pending_checkpoints(int32 sink_id);
+extern int metadata_count_committables(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+									   int32 writer_id);
 extern int metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern int64 metadata_forget_files(int32 sink_id, const char *commit_user, Datum files,

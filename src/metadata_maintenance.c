@@ -174,19 +174,27 @@ metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures, TimestampT
  * metadata_return_committables returns the committables of a checkpoint
  * (of one writer id, or every one when writer_id < 0) as the result set
  * (checkpoint_id, file_name, writer_id, bucket, row_count, byte_count):
- * prepare_commit()'s shape.
+ * prepare_commit()'s shape.  A checkpoint with none answers all the same,
+ * with one row of 0 rows and bytes (file_name and bucket NULL; writer_id
+ * the one asked for, or NULL), so that an empty checkpoint never reads as
+ * no answer.
  */
 void
 metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
 							 int64 checkpoint_id, int32 writer_id)
 {
 	static Statement statement = {
-		"SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, "
+		"WITH f AS (SELECT c.checkpoint_id, c.file_name, c.writer_id, c.bucket, "
 		"c.row_count, c.byte_count FROM paimon_sink.committable c "
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4) "
-		"ORDER BY c.writer_id, c.bucket, c.file_name",
+		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4)) "
+		"SELECT f.checkpoint_id, f.file_name, f.writer_id, f.bucket, f.row_count, f.byte_count "
+		"FROM f UNION ALL "
+		"SELECT $3, NULL::pg_catalog.text, "
+		"CASE WHEN $4 OPERATOR(pg_catalog.>=) 0 THEN $4 END, NULL::pg_catalog.int4, "
+		"0::pg_catalog.int8, 0::pg_catalog.int8 WHERE NOT EXISTS (SELECT FROM f) "
+		"ORDER BY 3, 4, 2",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
 				  ARG_INT4(writer_id)};
@@ -198,7 +206,13 @@ metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char 
  * metadata_return_snapshots returns a commit user's snapshots with a commit
  * identifier in (after, up_to], and the one of identifier also, as the
  * result set (snapshot_id, commit_user, checkpoint_id, row_count,
- * file_count, committed_at, newly_committed): commit()'s shape.
+ * file_count, committed_at, newly_committed): commit()'s shape.  When also
+ * (> 0) is committed (at or below up_to) without a snapshot, it answers all
+ * the same, with snapshot_id and committed_at NULL: its row_count and
+ * file_count are 0 when it is known to have been empty (committed by this
+ * call, or a snapshot of the commit user below it, or none at all, is
+ * kept: expiry removes a commit user's oldest snapshots first and never its
+ * last), and NULL when expiry may have forgotten its snapshot.
  */
 void
 metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
@@ -212,7 +226,20 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
 		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
-		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) ORDER BY l.commit_identifier",
+		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) "
+		"UNION ALL "
+		"SELECT NULL::pg_catalog.int8, $2, $5, e.known::pg_catalog.int8, e.known, "
+		"NULL::pg_catalog.timestamptz, $5 OPERATOR(pg_catalog.>) $3 FROM (SELECT CASE WHEN "
+		"$5 OPERATOR(pg_catalog.>) $3 OR NOT EXISTS (SELECT FROM paimon_sink.snapshot_log a "
+		"WHERE a.sink_id OPERATOR(pg_catalog.=) $1 AND a.commit_user OPERATOR(pg_catalog.=) $2) "
+		"OR EXISTS (SELECT FROM paimon_sink.snapshot_log b "
+		"WHERE b.sink_id OPERATOR(pg_catalog.=) $1 AND b.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND b.commit_identifier OPERATOR(pg_catalog.<) $5) THEN 0 END AS known) e "
+		"WHERE $5 OPERATOR(pg_catalog.>) 0 AND $5 OPERATOR(pg_catalog.<=) $4 "
+		"AND NOT EXISTS (SELECT FROM paimon_sink.snapshot_log c "
+		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND c.commit_identifier OPERATOR(pg_catalog.=) $5) "
+		"ORDER BY 3",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after), ARG_INT8(up_to),
 				  ARG_INT8(also)};

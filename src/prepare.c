@@ -10,6 +10,14 @@
  * transaction that also raises the prepared mark.  Once that transaction
  * is durable the barrier is confirmed, so the writers forget the files.
  *
+ * A prepare of a committed checkpoint id is refused, and the rows staged
+ * for it are dropped at its barrier (a replay: Paimon's committer drops
+ * committables at or below the committed identifier), so that they never
+ * join a later checkpoint.  A prepare_commit() or end_input() that finds
+ * nothing while other streams of the sink hold staged rows warns, naming
+ * them: a job that addresses the wrong stream learns it before it
+ * acknowledges its source.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,14 +27,20 @@
 #include "barrier.h"
 #include "commit.h"
 #include "prepare.h"
+#include "request.h"
 #include "utils/array.h"
 #include "utils/guc.h"
 #include "work.h"
 
-/* check_checkpoint_id refuses a checkpoint id the commit user's marks do not allow. */
+/*
+ * check_checkpoint_id refuses a checkpoint id the commit user's marks do
+ * not allow; dropped is the number of rows the refused prepare dropped (a
+ * prepare of a committed id drops what was staged for it, see
+ * drop_replayed).
+ */
 static void
 check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_prepared,
-					int64 last_committed)
+					int64 last_committed, int64 dropped)
 {
 	if (last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		ereport(
@@ -37,15 +51,23 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 				 "end_input() committed its last checkpoint; nothing can be prepared after it."),
 			 errhint("Use a new commit user for new input.")));
 	if (checkpoint_id <= last_committed)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("checkpoint id %lld is not above the last committed checkpoint %lld of "
-						"commit user \"%s\"",
-						(long long) checkpoint_id, (long long) last_committed, commit_user),
-				 errdetail("Checkpoint ids of a commit user increase; committed ones are final."),
-				 errhint("Prepare checkpoint %lld or later, or ask "
-						 "paimon_sink.last_committed_checkpoint() where the commit user stands.",
-						 (long long) last_committed + 1)));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("checkpoint id %lld is not above the last committed checkpoint %lld of "
+					"commit user \"%s\"",
+					(long long) checkpoint_id, (long long) last_committed, commit_user),
+			 dropped > 0
+				 ? errdetail("Checkpoint ids of a commit user increase; committed ones are "
+							 "final. The %lld rows staged for it were dropped, as a replay of "
+							 "what checkpoint %lld committed.",
+							 (long long) dropped, (long long) checkpoint_id)
+				 : errdetail("Checkpoint ids of a commit user increase; committed ones are final."),
+			 errhint("A job restarted without its state must not go on under commit user \"%s\": "
+					 "restore its state and call paimon_sink.recover(), or start it with a new "
+					 "commit user. To go on under this one, prepare checkpoint %lld or later "
+					 "(paimon_sink.last_committed_checkpoint() tells where it stands).",
+					 commit_user, (long long) last_committed + 1)));
 	if (checkpoint_id < last_prepared)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("checkpoint id %lld goes backwards: commit user \"%s\" already "
@@ -53,6 +75,176 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 							   (long long) checkpoint_id, commit_user, (long long) last_prepared),
 						errdetail("Checkpoint ids of a commit user must not decrease."),
 						errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
+}
+
+/*
+ * drop_replayed serves a prepare of a checkpoint id at or below the commit
+ * user's last committed one: the streams it names are sealed and what was
+ * sealed is removed (BARRIER_DROP), so that rows written for a committed
+ * checkpoint (a job replaying after a refused stale restore, or restarted
+ * without its state) never join a later checkpoint; rows of transactions
+ * still running stay for the next one.  Logs the count; returns the rows
+ * dropped.  The barrier is not confirmed: nothing is recorded.
+ */
+static int64
+drop_replayed(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int32 writer_id,
+			  uint64 fence_epoch, int64 last_committed)
+{
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	int64 rows = 0;
+	int files = 0;
+	ListCell *lc;
+
+	foreach (lc, barrier_run(sink, commit_user, writer_id, BARRIER_DROP, fence_epoch, seqs))
+	{
+		CommittableRecord *record = lfirst(lc);
+
+		if (record->kind != BARRIER_RECORD_DROPPED)
+			continue;
+		rows += record->row_count;
+		files++;
+	}
+	if (files > 0)
+		ereport(LOG,
+				(errmsg("paimon_sink dropped %lld rows of commit user \"%s\" of sink \"%s\" "
+						"written for checkpoint %lld, at or below its last committed checkpoint "
+						"%lld",
+						(long long) rows, commit_user, sink->name, (long long) checkpoint_id,
+						(long long) last_committed),
+				 errdetail("Their %d staged files were removed: a checkpoint id that is committed "
+						   "never commits again, so rows written for it are a replay (as Paimon's "
+						   "committer drops committables at or below the committed identifier).",
+						   files)));
+	return rows;
+}
+
+/* A stream that holds staged rows, for the warning of stranded rows. */
+typedef struct StagedStream
+{
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int32 writer_id;
+	int64 rows;
+} StagedStream;
+
+/* staged_stream_cmp orders StagedStreams by commit user, then writer id. */
+static int
+staged_stream_cmp(const ListCell *a, const ListCell *b)
+{
+	const StagedStream *x = lfirst(a);
+	const StagedStream *y = lfirst(b);
+	int c = strcmp(x->commit_user, y->commit_user);
+
+	return c != 0 ? c : (x->writer_id > y->writer_id) - (x->writer_id < y->writer_id);
+}
+
+/*
+ * warn_stranded puts into request a warning (01000) when the sink's writers
+ * hold staged rows of committed transactions in streams other than the one
+ * an empty prepare named (commit_user, and writer_id when >= 0), naming
+ * each (commit user, writer id, rows): a job that prepared the wrong
+ * stream would acknowledge its source and lose them.  One barrier that
+ * only counts (BARRIER_STAGED), run only for an empty prepare, after its
+ * transaction (it takes one of its own for its snapshot).
+ */
+static void
+warn_stranded(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int32 writer_id,
+			  CommitterRequest *request)
+{
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List *streams = NIL;
+	ListCell *lc;
+	int64 total = 0;
+	int shown = 0;
+	StringInfoData detail;
+	ErrorData warning;
+	char *stream_name;
+
+	foreach (lc, barrier_run(sink, "", -1, BARRIER_STAGED, 0, seqs))
+	{
+		CommittableRecord *record = lfirst(lc);
+		StagedStream *found = NULL;
+		ListCell *s;
+
+		if (record->kind != BARRIER_RECORD_STAGED ||
+			(strcmp(record->stream.commit_user, commit_user) == 0 &&
+			 (writer_id < 0 || record->stream.writer_id == writer_id)))
+			continue;
+		foreach (s, streams)
+		{
+			StagedStream *stream = lfirst(s);
+
+			if (strcmp(stream->commit_user, record->stream.commit_user) == 0 &&
+				stream->writer_id == record->stream.writer_id)
+				found = stream;
+		}
+		if (found == NULL)
+		{
+			found = palloc0(sizeof(StagedStream));
+			strlcpy(found->commit_user, record->stream.commit_user, sizeof(found->commit_user));
+			found->writer_id = record->stream.writer_id;
+			streams = lappend(streams, found);
+		}
+		found->rows += record->row_count;
+		total += record->row_count;
+	}
+	if (streams == NIL)
+		return;
+	list_sort(streams, staged_stream_cmp);
+	initStringInfo(&detail);
+	appendStringInfoString(&detail, "Staged and not prepared: ");
+	foreach (lc, streams)
+	{
+		StagedStream *stream = lfirst(lc);
+
+		/* a bounded detail: the request carries at most PAIMON_SINK_ERROR_SIZE bytes */
+		if (shown++ == 20)
+		{
+			appendStringInfo(&detail, "; and %d more streams", list_length(streams) - 20);
+			break;
+		}
+		appendStringInfo(&detail, "%scommit user \"%s\" writer id %d: %lld rows",
+						 shown > 1 ? "; " : "", stream->commit_user, stream->writer_id,
+						 (long long) stream->rows);
+	}
+	appendStringInfoString(&detail, ". If they are this job's, acknowledging its source now would "
+									"lose them.");
+	stream_name = writer_id < 0
+					  ? psprintf("commit user \"%s\"", commit_user)
+					  : psprintf("commit user \"%s\" writer id %d", commit_user, writer_id);
+	memset(&warning, 0, sizeof(warning));
+	warning.elevel = WARNING;
+	warning.sqlerrcode = ERRCODE_WARNING;
+	warning.message =
+		psprintf("checkpoint %lld of %s of sink \"%s\" prepared no rows, but %lld "
+				 "rows of other streams of the sink are staged",
+				 (long long) checkpoint_id, stream_name, sink->name, (long long) total);
+	warning.detail = detail.data;
+	warning.hint = "Rows go to the stream of the commit user and writer id of the session that "
+				   "wrote them (settings paimon_sink.commit_user and paimon_sink.writer_id): "
+				   "prepare that stream, or write with the settings this prepare names. Rows of "
+				   "another subtask that prepares its own writer id for this checkpoint need "
+				   "nothing.";
+	request_set_error(request, &warning);
+}
+
+/* What stranded_step checks, after an empty prepare. */
+typedef struct StrandedCheck
+{
+	SinkInfo *sink;
+	const char *commit_user;
+	int64 checkpoint_id;
+	int32 writer_id;
+	CommitterRequest *request;
+} StrandedCheck;
+
+/* stranded_step runs warn_stranded for work_try. */
+static void
+stranded_step(void *arg)
+{
+	StrandedCheck *check = arg;
+
+	warn_stranded(check->sink, check->commit_user, check->checkpoint_id, check->writer_id,
+				  check->request);
 }
 
 /*
@@ -107,16 +299,20 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
  * the caller must call it once that commit is durable.  pending, unless
  * NULL, receives the commit user's prepared checkpoints up to checkpoint_id
  * (int64 *, in CommitterContext) and after its marks, as commit_pending
- * takes them, read in the same transaction.
+ * takes them, read in the same transaction.  warn, unless NULL, is the
+ * request that gets the warning of stranded rows when the checkpoint is
+ * empty (warn_stranded).
  */
 static int
 prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 checkpoint_id,
 				 int32 writer_id, bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
-				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after)
+				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after,
+				 CommitterRequest *warn)
 {
 	int recorded;
 	SinkInfo *sink;
 	CommitUserMarks marks;
+	bool empty;
 
 	work_begin();
 	sink = work_require_sink(sink_id);
@@ -127,9 +323,16 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	marks = metadata_commit_user_marks(sink_id, commit_user, true);
 	if (checkpoint_id == 0)
 		checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
-	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed);
+	if (checkpoint_id <= marks.last_committed &&
+		marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)
+		check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed,
+							drop_replayed(sink, commit_user, checkpoint_id, writer_id,
+										  marks.fence_epoch, marks.last_committed));
+	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed, 0);
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
+	empty = warn != NULL && recorded == 0 &&
+			metadata_count_committables(sink_id, commit_user, checkpoint_id, writer_id) == 0;
 	if (pending != NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
@@ -147,6 +350,13 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	*commit_end = XactLastCommitEnd;
 	if (durable)
 		barrier_confirm(seqs);
+	if (empty)
+	{
+		StrandedCheck check = {sink, commit_user, checkpoint_id, writer_id, warn};
+
+		/* only a diagnosis: its failure (a writer that stopped) is logged, the prepare stands */
+		(void) work_try(stranded_step, &check, NULL);
+	}
 	return recorded;
 }
 
@@ -167,18 +377,22 @@ prepare_confirm(const uint64 *seqs, XLogRecPtr commit_end)
 /*
  * prepare_checkpoint prepares checkpoint_id: barrier and record the
  * committables in one durable transaction.  Returns the number of
- * committables recorded.
+ * committables recorded.  warn, unless NULL, gets the warning of stranded
+ * rows when the checkpoint is empty.  A committed checkpoint_id is refused
+ * (ERRCODE_INVALID_PARAMETER_VALUE) after the rows staged for it are
+ * dropped; a prepare after end_input() raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
  */
 int
 prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
-				   bool record_empty)
+				   bool record_empty, CommitterRequest *warn)
 {
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int64 prepared;
 	XLogRecPtr commit_end;
 
 	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, record_empty,
-							true, seqs, &prepared, &commit_end, NULL, NULL);
+							true, seqs, &prepared, &commit_end, NULL, NULL, warn);
 }
 
 /*
@@ -206,7 +420,7 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 
 	request->committable_count =
 		prepare_recorded(sink_id, NULL, commit_user, 0, -1, false, false, seqs, &checkpoint_id,
-						 &commit_end, &pending, &marks);
+						 &commit_end, &pending, &marks, NULL);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
 	/* a fresh checkpoint id: above the last committed one, none skipped */
 	request->previous_last_committed = marks.last_committed;
@@ -231,12 +445,20 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 
 /*
  * prepare_end_input serves end_input(): prepare the end-of-input
- * checkpoint and commit at once.
+ * checkpoint and commit at once.  A retry after a lost reply (the input
+ * already ended) answers as commit() does: nothing is prepared again.
  */
 void
 prepare_end_input(int32 sink_id, const char *commit_user, CommitterRequest *request)
 {
-	request->committable_count =
-		prepare_checkpoint(sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, true);
+	CommitUserMarks marks;
+
+	work_begin();
+	(void) work_require_sink(sink_id);
+	marks = metadata_commit_user_marks(sink_id, commit_user, false);
+	work_end();
+	if (marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)
+		request->committable_count = prepare_checkpoint(
+			sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, true, request);
 	commit_up_to(sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, request);
 }

@@ -67,7 +67,9 @@ typedef enum BarrierKind
 {
 	BARRIER_SEAL = 0, /* seal the streams, report committables */
 	BARRIER_DISCARD,  /* drop the streams (a job restores) */
-	BARRIER_LIST	  /* report every file held (orphan removal) */
+	BARRIER_LIST,	  /* report every file held (orphan removal) */
+	BARRIER_DROP,	  /* seal the streams and remove what was sealed (a replay) */
+	BARRIER_STAGED	  /* report the rows each stream holds, change nothing */
 } BarrierKind;
 
 /* Barrier states of a writer. */

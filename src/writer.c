@@ -553,6 +553,28 @@ classify(const BatchInfo *batch, Snapshot snapshot, uint64 fence_epoch)
 }
 
 /*
+ * writer_stream_committed_rows counts the rows of a stream's open files
+ * whose transactions committed before snapshot, as a barrier would take
+ * them (fence epochs aside): what a prepare of the stream would record.
+ */
+uint64
+writer_stream_committed_rows(const Stream *stream, Snapshot snapshot)
+{
+	uint64 rows = 0;
+	ListCell *lc;
+
+	foreach (lc, stream->open_files)
+	{
+		OpenFile *file = lfirst(lc);
+
+		for (int b = 0; b < file->batch_count; b++)
+			if (classify(&file->batches[b], snapshot, 0) == BATCH_TAKE)
+				rows += file->batches[b].rows;
+	}
+	return rows;
+}
+
+/*
  * writer_seal_stream seals every open file of a stream against the
  * barrier's snapshot: each batch is taken, left out (aborted, or fenced by a
  * later recover()) or carried into the stream's next file (still running);

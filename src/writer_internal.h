@@ -85,6 +85,7 @@ extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
 extern void writer_sync(File file, const char *path);
 extern void writer_acknowledge_handoffs(void);
+extern uint64 writer_stream_committed_rows(const Stream *stream, Snapshot snapshot);
 
 /* in writer_window.c: the sync window */
 extern void writer_open_window(void);

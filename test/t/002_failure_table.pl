@@ -383,7 +383,7 @@ like($err, qr/discarded ${\ scalar(@job_removed)} missing staged files? of commi
 is(sql("SELECT string_agg(checkpoint_id::text, ',') FROM paimon_sink.pending_checkpoints WHERE commit_user = 'job-h'"),
 	'1', 'checkpoint 2, left with no file, is no longer pending');
 is(sql("SELECT string_agg(checkpoint_id || ':' || row_count || ':' || newly_committed, ',') FROM paimon_sink.commit('f', 'job-h', 2)"),
-	'1:8:true', 'commit(2) commits what checkpoint 1 kept');
+	'1:8:true,2:0:true', 'commit(2) commits what checkpoint 1 kept, and answers for the empty 2');
 is(sql("SELECT paimon_sink.last_committed_checkpoint('f', 'job-h')"), '2',
 	'and moves the mark over the empty checkpoint 2');
 is(count_note('job kept') . ' ' . count_note('job lost'), '8 0', 'the kept rows once, the lost ones never');
