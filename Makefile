@@ -12,6 +12,8 @@ OBJS = \
 	src/work.o \
 	src/prepare.o \
 	src/commit.o \
+	src/commit_parallel.o \
+	src/loader.o \
 	src/load.o \
 	src/barrier.o \
 	src/maintenance.o \

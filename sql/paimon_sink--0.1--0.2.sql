@@ -51,18 +51,19 @@ SELECT paimon_sink.start_workers();
 -- was a parse of pg_prepared_xacts that failed on a gid of another form.
 CREATE FUNCTION paimon_sink.in_doubt_status(
 	OUT gid text, OUT prepared timestamptz, OUT owner name, OUT sink_id integer,
-	OUT checkpoint_id bigint, OUT commit_user text, OUT ours boolean, OUT foreign_reason text)
+	OUT checkpoint_id bigint, OUT commit_user text, OUT ours boolean, OUT foreign_reason text,
+	OUT loader_part integer)
 	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_in_doubt_status' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.in_doubt_status() IS
-$$One row per prepared transaction of this database whose gid starts with paimon_sink: (gid text, prepared timestamptz, owner name, sink_id integer, checkpoint_id bigint, commit_user text, ours boolean, foreign_reason text). ours is true for the committer's own (its gid reads as paimon_sink:<database>:<sink>:<checkpoint>:<commit user> naming this database, it is owned by the role the committer prepares as, and it names an existing sink's checkpoint that is prepared or committed): recovery commits those. Any other is foreign: never committed or rolled back by paimon_sink, foreign_reason says why. sink_id, checkpoint_id and commit_user are NULL unless the gid names this database. As Citus's transaction recovery filters by prefix and database. Raises no error of its own.$$;
+$$One row per prepared transaction of this database whose gid starts with paimon_sink: (gid text, prepared timestamptz, owner name, sink_id integer, checkpoint_id bigint, commit_user text, ours boolean, foreign_reason text, loader_part integer). ours is true for the committer's own (its gid reads as paimon_sink:<database>:<sink>:<checkpoint>:<commit user>, or for a loader's share of a checkpoint paimon_sink:<database>:<sink>:<checkpoint>:<commit user>/<part>, naming this database, it is owned by the role the committer prepares as, and it names an existing sink's checkpoint that is prepared or committed): recovery finishes those, a checkpoint's own gid (loader_part NULL: the decision) by committing it, a loader's share (loader_part its part, from 0) by committing it when its checkpoint is committed and rolling it back when not. Any other is foreign: never committed or rolled back by paimon_sink, foreign_reason says why. sink_id, checkpoint_id, commit_user and loader_part are NULL unless the gid names this database. As Citus's transaction recovery filters by prefix and database. Raises no error of its own.$$;
 
 CREATE OR REPLACE VIEW paimon_sink.in_doubt AS
 	SELECT p.gid, p.prepared, p.owner, s.sink_name, p.checkpoint_id, p.commit_user, p.ours,
-		p.foreign_reason
+		p.foreign_reason, p.loader_part
 	FROM paimon_sink.in_doubt_status() p
 	LEFT JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) p.sink_id;
 COMMENT ON VIEW paimon_sink.in_doubt IS
-	'Prepared transactions of this database whose gid starts with paimon_sink: those of the committer (ours: recovery commits them) and foreign ones named like them (left alone; foreign_reason says why).';
+	'Prepared transactions of this database whose gid starts with paimon_sink: those of the committer (ours: recovery commits a checkpoint''s own, and a loader''s share, loader_part, when its checkpoint is committed, else rolls it back) and foreign ones named like them (left alone; foreign_reason says why).';
 
 -- The functions below check the caller's right themselves: the caller must
 -- be the sink's owner or a member of it (42501, with the GRANT to run).
@@ -110,16 +111,16 @@ DROP FUNCTION paimon_sink.commit_progress();
 CREATE FUNCTION paimon_sink.commit_progress(
 	OUT pid integer, OUT sink_id integer, OUT commit_user text, OUT checkpoint_id bigint,
 	OUT phase text, OUT files_done integer, OUT files_total integer, OUT rows_done bigint,
-	OUT rows_total bigint, OUT started_at timestamptz, OUT gid text)
+	OUT rows_total bigint, OUT started_at timestamptz, OUT gid text, OUT loaders integer)
 	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_commit_progress' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.commit_progress() IS
-$$The checkpoint this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED), staged files and rows read so far and in all, start time, and the gid it prepares under (NULL until the rows are loaded, and for a caller that is not a member of the sink's owner: a role that knew it before the PREPARE could take it). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$The checkpoints this database's committer is committing now, if any (as pg_stat_progress_copy reports a COPY): the one it loads itself and the one its loader workers load (a large checkpoint of an append sink, paimon_sink.parallel_load_rows), a row each: committer pid, sink id, commit user, checkpoint id, phase (loading: reading staged files, for an append sink into the target; applying: an upsert sink's MERGE; preparing: PREPARE TRANSACTION and COMMIT PREPARED, for the loaders' checkpoint the decision's and then their shares'), staged files and rows read so far (summed over the loaders) and in all, start time, the gid it prepares under (NULL until the rows are loaded, and for a caller that is not a member of the sink's owner: a role that knew it before the PREPARE could take it), and loaders (integer: 0 when the committer loads it, else the number of loader workers). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 CREATE VIEW paimon_sink.commit_progress AS
 	SELECT p.pid, s.sink_name, p.commit_user, p.checkpoint_id, p.phase, p.files_done,
-		p.files_total, p.rows_done, p.rows_total, p.started_at, p.gid
+		p.files_total, p.rows_done, p.rows_total, p.started_at, p.gid, p.loaders
 	FROM paimon_sink.commit_progress() p
 	LEFT JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) p.sink_id;
-COMMENT ON VIEW paimon_sink.commit_progress IS 'The checkpoint being committed now: phase, staged files and rows read so far and in all, and its gid.';
+COMMENT ON VIEW paimon_sink.commit_progress IS 'The checkpoints being committed now (the committer''s own load, and its loaders''): phase, staged files and rows read so far and in all, its gid, and the loaders loading it (0: the committer).';
 GRANT SELECT ON paimon_sink.commit_progress TO PUBLIC;
 
 -- A failed commit's message may carry the target's data (a trigger's

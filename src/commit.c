@@ -27,6 +27,7 @@
 #include "commands/dbcommands.h"
 #include "commands/trigger.h"
 #include "commit.h"
+#include "commit_parallel.h"
 #include "executor/spi.h"
 #include "fault.h"
 #include "load.h"
@@ -67,6 +68,10 @@ static XLogRecPtr removal_pending_lsn = InvalidXLogRecPtr;
 
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
+
+#define LOAD_FAILURE_HINT                                                                          \
+	"Nothing of the checkpoint was applied and it stays prepared: fix the cause and call "         \
+	"commit() or checkpoint() again."
 
 /*
  * What a commit's errors say about where they come from.  The target's
@@ -258,11 +263,12 @@ missing_files_hint(const SinkInfo *sink, const char *commit_user)
 /*
  * read_checkpoint_files is the first step: the committables of the
  * checkpoint, as LoadFiles in the request's memory, with their rows and
- * bytes added up; an error when a file is missing (nothing is applied).
+ * bytes added up (*file_bytes: the files' sizes, which the loaders split);
+ * an error when a file is missing (nothing is applied).
  */
 static List *
 read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					  int64 *rows, int64 *bytes)
+					  int64 *rows, int64 *bytes, int64 *file_bytes)
 {
 	int32 sink_id = sink->sink_id;
 	MemoryContext old_context = MemoryContextSwitchTo(CommitterContext);
@@ -285,6 +291,8 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
 		staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
 		if (stat(file->path, &st) != 0)
 			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", file->path);
+		else
+			*file_bytes += (int64) st.st_size;
 		*rows += file->row_count;
 		files = lappend(files, file);
 	}
@@ -319,8 +327,7 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 	 */
 	immediate->deferred = false;
 	AfterTriggerSetState(immediate);
-	failure_hint = "Nothing of the checkpoint was applied and it stays prepared: fix the cause and "
-				   "call commit() or checkpoint() again.";
+	failure_hint = LOAD_FAILURE_HINT;
 	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	if (SINK_IS_UPSERT(sink))
 		loaded = load_apply_files(sink, files, changes);
@@ -360,13 +367,15 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * gid is drawn now, not before the load, and shown only to the sink
  * owner's members (commit_progress): a role that learns it before the
  * PREPARE could take it.  A PREPARE refused (a name taken meanwhile, a
- * NOTIFY) names the checkpoint, through callback.  After COMMIT PREPARED
- * go the REMOVE records of the checkpoint's files (files, LoadFile *),
- * without a flush of their own (see removal_pending).
+ * NOTIFY) names the checkpoint, through callback.  For a checkpoint the
+ * loaders loaded (parallel), this is the decision: once it is committed
+ * the loaders' shares are.  After COMMIT PREPARED go the REMOVE records
+ * of the checkpoint's files (files, LoadFile *), without a flush of their
+ * own (see removal_pending).
  */
 static void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					   List *files, ErrorContextCallback *callback)
+					   List *files, ErrorContextCallback *callback, bool parallel)
 {
 	char gid[GIDSIZE];
 	List *paths = NIL;
@@ -374,8 +383,13 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 	XLogRecPtr removals;
 
 	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
-	load_progress_gid(gid);
-	load_progress_update(COMMIT_PHASE_PREPARING, 0, 0);
+	if (parallel)
+		commit_parallel_progress(COMMIT_PHASE_PREPARING, gid);
+	else
+	{
+		load_progress_gid(gid);
+		load_progress_update(COMMIT_PHASE_PREPARING, 0, 0);
+	}
 	fault_point("committer_before_prepare");
 	callback->previous = error_context_stack;
 	error_context_stack = callback;
@@ -386,11 +400,18 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
 	CommitTransactionCommand(); /* PREPARE TRANSACTION happens here */
 	error_context_stack = callback->previous;
+	if (parallel)
+		commit_parallel_decided();
 	fault_point("committer_after_prepare");
 
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
 	CommitTransactionCommand();
+	if (parallel)
+	{
+		fault_point("committer_after_decision");
+		(void) commit_parallel_commit_shares();
+	}
 
 	/* the files' REMOVE records, only now: the checkpoint is committed */
 	foreach (lc, files)
@@ -410,7 +431,8 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
  */
 static void
 log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
-		   uint64 loaded, List *files, int64 bytes, const UpsertCounts *changes, TimestampTz start)
+		   uint64 loaded, List *files, int64 bytes, const UpsertCounts *changes, TimestampTz start,
+		   int loaders)
 {
 	double elapsed_ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
 	MemoryContext old_context;
@@ -418,9 +440,9 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 
 	ereport(LOG,
 			(errmsg("paimon_sink committed snapshot %lld of sink \"%s\": commit user \"%s\", "
-					"identifier %lld, %llu rows, %d files, %.3f ms",
+					"identifier %lld, %llu rows, %d files, %d loaders, %.3f ms",
 					(long long) snapshot_id, sink->name, commit_user, (long long) checkpoint_id,
-					(unsigned long long) loaded, list_length(files), elapsed_ms),
+					(unsigned long long) loaded, list_length(files), loaders, elapsed_ms),
 			 SINK_IS_UPSERT(sink) ? errdetail("%llu versions of %llu keys: %llu upserted, %llu "
 											  "deleted; %llu target rows changed.",
 											  (unsigned long long) changes->versions,
@@ -442,20 +464,16 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 	MemoryContextSwitchTo(old_context);
 }
 
-/* commit_checkpoint commits one prepared checkpoint as one snapshot. */
-static void
-commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+/*
+ * begin_commit starts the transaction block a checkpoint commits in, with
+ * SPI connected, a snapshot, and callback (naming the checkpoint, in
+ * *context) on the error context stack; returns the sink.
+ */
+static SinkInfo *
+begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitContext *context,
+			 ErrorContextCallback *callback)
 {
-	TimestampTz start = GetCurrentTimestamp();
 	SinkInfo *sink;
-	List *files;
-	int64 rows = 0;
-	int64 bytes = 0;
-	int64 snapshot_id;
-	uint64 loaded;
-	CommitContext context;
-	ErrorContextCallback callback;
-	UpsertCounts changes = {0};
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -467,18 +485,114 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 
 	/* SPI calls return to SPI's context; what outlives SPI_finish goes to CommitterContext */
 	sink = work_require_sink(sink_id);
-	context.sink = sink->name;
-	context.commit_user = commit_user;
-	context.checkpoint_id = checkpoint_id;
-	context.target = MemoryContextStrdup(CommitterContext, target_name(sink));
-	callback.callback = commit_error_context;
-	callback.arg = &context;
-	callback.previous = error_context_stack;
-	error_context_stack = &callback;
+	context->sink = sink->name;
+	context->commit_user = commit_user;
+	context->checkpoint_id = checkpoint_id;
+	context->target = MemoryContextStrdup(CommitterContext, target_name(sink));
+	callback->callback = commit_error_context;
+	callback->arg = context;
+	callback->previous = error_context_stack;
+	error_context_stack = callback;
 	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+	return sink;
+}
 
-	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes);
+/*
+ * commit_loaded is the parallel commit's decision: once the loaders
+ * prepared every share of checkpoint_id (loaded rows in all), record the
+ * snapshot and raise the mark in the committer's own transaction, prepare
+ * and commit it, then commit the shares (prepare_and_commit_gid).  Before
+ * the decision is prepared, an error rolls every share back; after it, the
+ * shares are committed by the next in-doubt resolution.
+ */
+static void
+commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List *files, int64 bytes,
+			  uint64 loaded, TimestampTz start)
+{
+	SinkInfo *volatile sink = NULL;
+	volatile int64 snapshot_id = 0;
+	CommitContext context;
+	ErrorContextCallback callback;
+	UpsertCounts changes = {0};
+	ErrorContextCallback *saved = error_context_stack;
+	MemoryContext old = CurrentMemoryContext;
+
+	fault_point("committer_before_decision");
+	PG_TRY();
+	{
+		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
+		snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded,
+									  list_length(files), bytes, start);
+		PopActiveSnapshot();
+		SPI_finish();
+		error_context_stack = callback.previous;
+		prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, true);
+	}
+	PG_CATCH();
+	{
+		ErrorData *error;
+
+		/* the shares go back (unless decided) before the error does */
+		error_context_stack = saved;
+		MemoryContextSwitchTo(old);
+		error = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		SPI_finish();
+		MemoryContextSwitchTo(old);
+		commit_parallel_abort();
+		ReThrowError(error);
+	}
+	PG_END_TRY();
+	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
+			   PaimonSinkLoadersPerDatabase);
+	fault_point("committer_after_commit_prepared");
+}
+
+/*
+ * commit_checkpoint commits one prepared checkpoint as one snapshot: by
+ * the loaders when it is large enough (commit_parallel.c), else (or when
+ * they cannot) here.
+ */
+static void
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	SinkInfo *sink;
+	List *files;
+	int64 rows = 0;
+	int64 bytes = 0;
+	int64 file_bytes = 0;
+	int64 snapshot_id;
+	uint64 loaded;
+	CommitContext context;
+	ErrorContextCallback callback;
+	UpsertCounts changes = {0};
+
+	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
+	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
+	if (commit_parallel_wanted(sink, rows))
+	{
+		/* the loaders read and load; this block only read */
+		PopActiveSnapshot();
+		SPI_finish();
+		AbortOutOfAnyTransaction();
+		MemoryContextSwitchTo(CommitterContext);
+		failure_hint = LOAD_FAILURE_HINT;
+		if (commit_parallel_load(sink, commit_user, checkpoint_id, list_length(files), rows,
+								 file_bytes, &loaded) == PARALLEL_LOADED)
+		{
+			failure_hint = NULL;
+			error_context_stack = callback.previous;
+			commit_loaded(sink_id, commit_user, checkpoint_id, files, bytes, loaded, start);
+			return;
+		}
+		failure_hint = NULL;
+		/* the loaders could not: load it here, from a fresh start */
+		error_context_stack = callback.previous;
+		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
+	}
 	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes);
 	snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded, list_length(files),
 								  bytes, start);
@@ -486,9 +600,9 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	SPI_finish();
 	error_context_stack = callback.previous;
 
-	prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback);
-	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes,
-			   start);
+	prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, false);
+	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
+			   0);
 	fault_point("committer_after_commit_prepared");
 }
 

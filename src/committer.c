@@ -26,6 +26,7 @@
 #include "catalog.h"
 #include "commands/dbcommands.h"
 #include "commit.h"
+#include "commit_parallel.h"
 #include "committer.h"
 #include "executor/spi.h"
 #include "liveness.h"
@@ -243,8 +244,9 @@ exit_without_extension(void)
 static void
 committer_exit(int code, Datum arg)
 {
-	/* a writer answering a barrier must not wait for us */
+	/* a writer answering a barrier must not wait for us; a loader must not prepare for us */
 	barrier_detach_all();
+	commit_parallel_exit();
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	CommitterDatabase->committer_pid = 0;
 	CommitterDatabase->committer_proc = NULL;
@@ -314,6 +316,7 @@ run_request(CommitterRequest *outcome)
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
+		commit_parallel_cleanup();
 		RecoveryInDoubtPossible = true;
 		SPI_finish();
 		load_abort();
@@ -823,6 +826,8 @@ paimon_sink_committer_main(Datum main_arg)
 	SetConfigOption("client_encoding", GetDatabaseEncodingName(), PGC_SUSET, PGC_S_OVERRIDE);
 
 	register_committer();
+	/* recovery must see every share a loader of a committer before us may prepare */
+	commit_parallel_stop_stale();
 	/* the entry may show the schedule of a committer before us, or of another database */
 	publish_schedule();
 	/* registered first: the launcher must not start another one meanwhile */

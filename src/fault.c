@@ -49,6 +49,10 @@ const char *const fault_point_names[] = {
 	"committer_after_commit_prepared", /* after COMMIT PREPARED, before
 										 * replying */
 	"committer_maintenance",		   /* maintenance after a commit was answered */
+	"loader_before_prepare",		   /* a loader loaded its share, before PREPARE */
+	"loader_after_prepare",			   /* a loader prepared its share, not yet reported */
+	"committer_before_decision",	   /* every share prepared, no decision yet */
+	"committer_after_decision",		   /* decision committed, loader gids not yet */
 	NULL};
 
 static const char *const action_names[] = {"none", "error", "fatal", "panic",

@@ -36,6 +36,8 @@ int PaimonSinkOrphanFileAgeMs = 86400000;
 int PaimonSinkHandoffBufferKB = 8192;
 char *PaimonSinkCommitUser = NULL;
 int PaimonSinkWriterId = 0;
+int PaimonSinkLoadersPerDatabase = 2;
+int PaimonSinkParallelLoadRows = 100000;
 
 /*
  * check_commit_user_setting accepts an empty commit user (the sink's own)
@@ -98,6 +100,14 @@ guc_define_settings(void)
 		"paimon_sink.writers_per_database", "Number of writer workers per database with sinks.",
 		NULL, &PaimonSinkWritersPerDatabase, 2, 1, 64, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
+		"paimon_sink.loaders_per_database",
+		"Number of loader workers per database that load one large checkpoint at once.",
+		"Each loads a share of the checkpoint's staged rows in a prepared transaction of its own; "
+		"one decision commits them all. 0 turns parallel loads off. Each needs a worker slot and "
+		"a prepared transaction.",
+		&PaimonSinkLoadersPerDatabase, 2, 0, PAIMON_SINK_MAX_LOADERS, PGC_POSTMASTER, 0, NULL, NULL,
+		NULL);
+	DefineCustomIntVariable(
 		"paimon_sink.max_databases", "Number of databases that can use sinks at once.", NULL,
 		&PaimonSinkMaxDatabases, 4, 1, 1024, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.queue_size",
@@ -154,5 +164,11 @@ guc_define_settings(void)
 		"Age a staged file nothing refers to must reach before scheduled removal takes it.", NULL,
 		&PaimonSinkOrphanFileAgeMs, 86400000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
 		NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.parallel_load_rows",
+		"Rows from which an append sink's checkpoint is loaded by the loader workers.",
+		"A checkpoint with at least this many rows is loaded by paimon_sink.loaders_per_database "
+		"loaders, off the committer, which serves other sinks meanwhile. 0: never.",
+		&PaimonSinkParallelLoadRows, 100000, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("paimon_sink");
 }

@@ -8,11 +8,15 @@
 #ifndef PAIMON_SINK_GUC_H
 #define PAIMON_SINK_GUC_H
 
+/* The most loader workers a database may have (paimon_sink.loaders_per_database). */
+#define PAIMON_SINK_MAX_LOADERS 64
+
 /* Sizes, fixed at server start (PGC_POSTMASTER). */
 extern int PaimonSinkWritersPerDatabase;
 extern int PaimonSinkMaxDatabases;
 extern int PaimonSinkQueueSizeKB;
 extern int PaimonSinkQueuesPerWriter;
+extern int PaimonSinkLoadersPerDatabase;
 
 /* Intervals and delays of the workers (PGC_SIGHUP). */
 extern int PaimonSinkGroupFsyncDelayMs;
@@ -23,6 +27,7 @@ extern int PaimonSinkSnapshotsRetained;
 extern int PaimonSinkSnapshotRetentionMs;
 extern int PaimonSinkOrphanRemovalIntervalMs;
 extern int PaimonSinkOrphanFileAgeMs;
+extern int PaimonSinkParallelLoadRows;
 
 /* What a session writes with (PGC_USERSET). */
 extern int PaimonSinkHandoffBufferKB;

@@ -111,6 +111,22 @@ launcher_start_writer(int database_index, int writer_index)
 								 Int32GetDatum((database_index << 16) | writer_index));
 }
 
+/*
+ * launcher_start_loader registers loader loader_index of a database entry
+ * (paimon_sink_loader_main), whose assignment the committer has written
+ * into the entry.  The committer calls it, is told when the loader starts
+ * and stops, and waits on the handle.  NULL when no worker slot is free.
+ */
+BackgroundWorkerHandle *
+launcher_start_loader(int database_index, int loader_index)
+{
+	char name[BGW_MAXLEN];
+
+	snprintf(name, sizeof(name), "paimon_sink loader %d", loader_index);
+	return launcher_start_worker("paimon_sink_loader_main", "paimon_sink loader", name,
+								 Int32GetDatum((database_index << 16) | loader_index));
+}
+
 /* Mark every connectable, non-template database as wanted. */
 static void
 want_all_databases(void)

@@ -19,5 +19,6 @@ extern PGDLLEXPORT void paimon_sink_launcher_main(Datum main_arg);
 extern void launcher_register(void);
 extern BackgroundWorkerHandle *launcher_start_committer(int database_index);
 extern BackgroundWorkerHandle *launcher_start_writer(int database_index, int writer_index);
+extern BackgroundWorkerHandle *launcher_start_loader(int database_index, int loader_index);
 
 #endif /* PAIMON_SINK_LAUNCHER_H */

@@ -49,7 +49,31 @@ static struct
 	uint32 batch_rows;
 	uint32 batch_rows_read;
 	bool numbered; /* upsert: rows are counted per batch */
+	/* the share loaded: batches whose position (LoadFile.position + offset) lies in it */
+	int64 share_begin;
+	int64 share_end;
 } load = {.file = -1};
+
+/* A loader worker's entry, whose counters its load moves; NULL in the committer. */
+static LoaderEntry *progress_loader = NULL;
+
+/*
+ * load_progress_to_loader makes the progress of this process's loads go
+ * to a loader's entry (its rows and files done, summed by commit_progress)
+ * instead of the committer's.
+ */
+void
+load_progress_to_loader(LoaderEntry *loader)
+{
+	progress_loader = loader;
+}
+
+/* in_share tells whether a position in the checkpoint's files is in the share loaded. */
+static bool
+in_share(int64 position)
+{
+	return position >= load.share_begin && position < load.share_end;
+}
 
 /*
  * Every row of the batch COPY read last was returned.  A row is numbered by
@@ -110,8 +134,15 @@ load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 void
 load_progress_update(int phase, int files, int64 rows)
 {
-	CommitProgress *progress = &CommitterDatabase->progress;
+	CommitProgress *progress;
 
+	if (progress_loader != NULL)
+	{
+		pg_atomic_fetch_add_u32(&progress_loader->files_done, (uint32) files);
+		pg_atomic_fetch_add_u64(&progress_loader->rows_done, (uint64) rows);
+		return;
+	}
+	progress = &CommitterDatabase->progress;
 	SpinLockAcquire(&progress->mutex);
 	if (phase >= 0)
 		progress->phase = phase;
@@ -136,8 +167,12 @@ load_progress_gid(const char *gid)
 }
 
 /*
- * load_read is COPY's data source: the bytes of the included batches, file
- * after file, after the binary format's header.
+ * load_read is COPY's data source: the bytes of the included batches of
+ * the share, file after file, after the binary format's header.  A file
+ * wholly outside the share is not opened; in a file partly in it, the
+ * batches outside are stepped over by their headers.  A file counts as
+ * done for the share that holds its last byte, so that the shares of a
+ * checkpoint count each file once.
  */
 static int
 load_read(void *outbuf, int minread, int maxread)
@@ -174,19 +209,51 @@ load_read(void *outbuf, int minread, int maxread)
 		file = list_nth(load.files, load.file_index);
 		if (load.file < 0)
 		{
+			if (file->size > 0 && (file->position + file->size <= load.share_begin ||
+								   file->position >= load.share_end))
+			{
+				load.file_index++;
+				continue;
+			}
 			load.file = staged_file_open(file->path, NULL, &load.offset, ERROR);
 			if (load.file < 0)
 				ereport(ERROR, (errcode_for_file_access(),
 								errmsg("could not open staged file \"%s\": %m", file->path)));
 			load.file_size = FileSize(load.file);
 			load.next_excluded = 0;
+			if (file->size > 0 && load.file_size != file->size)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("staged file \"%s\" changed while its checkpoint was committed",
+								file->path),
+						 errdetail("It had %lld bytes, now %lld; nothing of this checkpoint is "
+								   "applied.",
+								   (long long) file->size, (long long) load.file_size)));
 		}
 		if (load.offset >= load.file_size)
 		{
 			FileClose(load.file);
 			load.file = -1;
 			load.file_index++;
-			load_progress_update(-1, 1, 0);
+			if (in_share(file->position + load.file_size - 1))
+				load_progress_update(-1, 1, 0);
+			continue;
+		}
+		if (!in_share(file->position + load.offset))
+		{
+			/* another share's batch: step over it */
+			if (!staged_file_read_header(load.file, file->path, load.offset, load.file_size,
+										 &header))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("staged file \"%s\" is damaged at offset %lld", file->path,
+								(long long) load.offset),
+						 errdetail("No batch record starts there; nothing of this checkpoint is "
+								   "applied.")));
+			if (load.next_excluded < file->excluded_count &&
+				file->excluded[load.next_excluded] == load.offset)
+				load.next_excluded++;
+			load.offset += sizeof(header) + header.payload_length;
 			continue;
 		}
 		if (!staged_file_read_batch(load.file, file->path, load.offset, load.file_size, &header,
@@ -216,10 +283,12 @@ load_read(void *outbuf, int minread, int maxread)
 	return copied;
 }
 
-/* start_load sets the data source at the start of files. */
+/* start_load sets the data source at the start of files, all of them in the share. */
 static void
 start_load(List *files, bool numbered)
 {
+	load.share_begin = 0;
+	load.share_end = PG_INT64_MAX;
 	load.numbered = numbered;
 	load.files = files;
 	load.header_sent = false;
@@ -263,11 +332,24 @@ load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
 
 /*
  * load_files loads staged files into the target with COPY FROM's
- * machinery, as the sink's owner, and returns the rows loaded.  BeginCopyFrom is called directly, so DoCopy's checks are
- * redone here: INSERT privilege on the columns and no row-level security.
+ * machinery, as the sink's owner, and returns the rows loaded.
  */
 uint64
 load_files(SinkInfo *sink, List *files)
+{
+	return load_files_share(sink, files, 0, PG_INT64_MAX);
+}
+
+/*
+ * load_files_share loads the share [share_begin, share_end) of staged
+ * files (LoadFile *, each with its position: the files laid end to end)
+ * into the target with COPY FROM's machinery, as the sink's owner, and
+ * returns the rows loaded: the batches that start in the share.
+ * BeginCopyFrom is called directly, so DoCopy's checks are redone here:
+ * INSERT privilege on the columns and no row-level security.
+ */
+uint64
+load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end)
 {
 	Relation rel;
 	ParseState *pstate;
@@ -306,6 +388,8 @@ load_files(SinkInfo *sink, List *files)
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
 	start_load(files, false);
+	load.share_begin = share_begin;
+	load.share_end = share_end;
 	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
 	rows = CopyFrom(cstate);
 	EndCopyFrom(cstate);

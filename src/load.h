@@ -11,6 +11,7 @@
 #define PAIMON_SINK_LOAD_H
 
 #include "catalog.h"
+#include "shared_state.h"
 #include "upsert.h"
 
 /* One staged file to load, and the batch offsets it leaves out. */
@@ -21,10 +22,13 @@ typedef struct LoadFile
 	int64 *excluded;
 	int excluded_count;
 	int64 row_count;
+	int64 size;		/* its bytes; 0: not known (the whole file is loaded) */
+	int64 position; /* of its first byte, the checkpoint's files laid end to end */
 } LoadFile;
 
 /* in load.c */
 extern uint64 load_files(SinkInfo *sink, List *files);
+extern uint64 load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end);
 extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);
 extern void load_abort(void);
 
@@ -32,5 +36,6 @@ extern void load_progress_start(int32 sink_id, const char *commit_user, int64 ch
 								int files, int64 rows);
 extern void load_progress_update(int phase, int files, int64 rows);
 extern void load_progress_gid(const char *gid);
+extern void load_progress_to_loader(LoaderEntry *loader);
 
 #endif /* PAIMON_SINK_LOAD_H */

@@ -18,6 +18,9 @@
 /* Between a gid's commit user and its random suffix: no commit user has it. */
 #define GID_NONCE_SEPARATOR "~"
 
+/* Between a loader gid's commit user and its part number: no commit user has it. */
+#define GID_PART_SEPARATOR "/"
+
 #define COMMIT_USER_CHARACTERS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
 
 /*
@@ -66,6 +69,29 @@ paimon_sink_check_commit_user(const char *commit_user)
 }
 
 /*
+ * build_gid writes into gid (GIDSIZE bytes) "paimon_sink:D:S:N:U~R", or
+ * with part >= 0 "paimon_sink:D:S:N:U/P~R", R 16 random hexadecimal
+ * digits drawn here.  Raises ERRCODE_INTERNAL_ERROR when no random bytes
+ * can be had.
+ */
+static void
+build_gid(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id, const char *commit_user,
+		  int part)
+{
+	uint64 nonce;
+	char part_text[16] = "";
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+						errmsg("could not generate a random gid suffix")));
+	if (part >= 0)
+		snprintf(part_text, sizeof(part_text), GID_PART_SEPARATOR "%d", part);
+	snprintf(
+		gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
+		PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, part_text, nonce);
+}
+
+/*
  * gid_build writes into gid (GIDSIZE bytes) a new gid to prepare
  * checkpoint_id of commit_user of a sink in: "paimon_sink:D:S:N:U~R", R
  * 16 random hexadecimal digits.  Gids are the cluster's, and any role of
@@ -79,14 +105,24 @@ paimon_sink_check_commit_user(const char *commit_user)
 void
 gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id, const char *commit_user)
 {
-	uint64 nonce;
+	build_gid(gid, database_id, sink_id, checkpoint_id, commit_user, -1);
+}
 
-	if (!pg_strong_random(&nonce, sizeof(nonce)))
-		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-						errmsg("could not generate a random gid suffix")));
-	snprintf(gid, GIDSIZE,
-			 "%s%u:%d:" INT64_FORMAT ":%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
-			 PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, nonce);
+/*
+ * gid_build_loader writes into gid (GIDSIZE bytes) a new gid for the
+ * prepared transaction of loader part "part" (0 to PAIMON_SINK_MAX_LOADERS
+ * - 1) of a checkpoint: "paimon_sink:D:S:N:U/P~R".  It is no decision: the
+ * checkpoint's own gid (gid_build) is, and recovery commits a loader's
+ * transaction only once the checkpoint is committed (recovery.c).  "/"
+ * cannot occur in a commit user.  Raises ERRCODE_INTERNAL_ERROR when no
+ * random bytes can be had.
+ */
+void
+gid_build_loader(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
+				 const char *commit_user, int part)
+{
+	Assert(part >= 0 && part < PAIMON_SINK_MAX_LOADERS);
+	build_gid(gid, database_id, sink_id, checkpoint_id, commit_user, part);
 }
 
 /* gid_has_prefix tells whether a gid starts as every gid of ours does; raises nothing. */
@@ -97,17 +133,17 @@ gid_has_prefix(const char *gid)
 }
 
 /*
- * Read a run of decimal digits at *cursor that ends at a ':' and is at most
- * max; moves *cursor past the ':'.  No sign, no leading zero (but for 0
- * itself), no spaces: only what gid_build writes.
+ * Read a run of decimal digits at *cursor that ends at the character end
+ * and is at most max; moves *cursor past that character.  No sign, no
+ * leading zero (but for 0 itself), no spaces: only what build_gid writes.
  */
 static bool
-parse_number(const char **cursor, uint64 max, uint64 *value)
+parse_number(const char **cursor, char end, uint64 max, uint64 *value)
 {
 	const char *p = *cursor;
 	uint64 result = 0;
 
-	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != ':'))
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != end))
 		return false;
 	for (; *p >= '0' && *p <= '9'; p++)
 	{
@@ -115,7 +151,7 @@ parse_number(const char **cursor, uint64 max, uint64 *value)
 			return false;
 		result = result * 10 + (uint64) (*p - '0');
 	}
-	if (*p != ':')
+	if (*p != end)
 		return false;
 	*cursor = p + 1;
 	*value = result;
@@ -123,42 +159,62 @@ parse_number(const char **cursor, uint64 max, uint64 *value)
 }
 
 /*
- * gid_parse reads a gid that gid_build could have written into *parts,
- * or one without the random suffix (as libraries before 0.2 wrote them);
- * false for any other text, which is then nothing of ours.  Raises
- * nothing.
+ * gid_parse reads a gid that gid_build or gid_build_loader could have
+ * written into *parts (part: the loader's part, -1 for a checkpoint's own
+ * gid), or a checkpoint's gid without the random suffix (as libraries
+ * before 0.2 wrote them); false for any other text, which is then nothing
+ * of ours.  Raises nothing.
  */
 bool
 gid_parse(const char *gid, GidParts *parts)
 {
 	const char *cursor = gid;
-	const char *nonce = strstr(gid, GID_NONCE_SEPARATOR);
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	const char *problem;
+	const char *end;
 	uint64 database_id;
 	uint64 sink_id;
 	uint64 checkpoint_id;
+	uint64 part = 0;
+	bool loader = false;
 	size_t length;
 
 	if (!gid_has_prefix(gid))
 		return false;
 	cursor += strlen(PAIMON_SINK_GID_START);
-	if (!parse_number(&cursor, PG_UINT32_MAX, &database_id) ||
-		!parse_number(&cursor, PG_INT32_MAX, &sink_id) ||
-		!parse_number(&cursor, PG_INT64_MAX, &checkpoint_id))
+	if (!parse_number(&cursor, ':', PG_UINT32_MAX, &database_id) ||
+		!parse_number(&cursor, ':', PG_INT32_MAX, &sink_id) ||
+		!parse_number(&cursor, ':', PG_INT64_MAX, &checkpoint_id))
 		return false;
-	length = nonce ? (size_t) (nonce - cursor) : strlen(cursor);
-	if (nonce != NULL && (strlen(nonce + 1) != 16 || strspn(nonce + 1, "0123456789abcdef") != 16))
-		return false;
+	/* the commit user ends at the part, the random suffix or the end */
+	length = strcspn(cursor, GID_PART_SEPARATOR GID_NONCE_SEPARATOR);
 	if (length > PAIMON_SINK_COMMIT_USER_MAXLEN)
 		return false;
 	memcpy(commit_user, cursor, length);
 	commit_user[length] = '\0';
 	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
 		return false;
+	end = cursor + length;
+	if (*end == GID_PART_SEPARATOR[0])
+	{
+		/* a loader's gid always has its random suffix */
+		end++;
+		if (!parse_number(&end, GID_NONCE_SEPARATOR[0], PAIMON_SINK_MAX_LOADERS - 1, &part))
+			return false;
+		loader = true;
+		end--;
+	}
+	if (*end == GID_NONCE_SEPARATOR[0])
+	{
+		if (strlen(end + 1) != 16 || strspn(end + 1, "0123456789abcdef") != 16)
+			return false;
+	}
+	else if (*end != '\0')
+		return false;
 	parts->database_id = (Oid) database_id;
 	parts->sink_id = (int32) sink_id;
 	parts->checkpoint_id = (int64) checkpoint_id;
+	parts->part = loader ? (int32) part : -1;
 	strlcpy(parts->commit_user, commit_user, sizeof(parts->commit_user));
 	return true;
 }

@@ -6,8 +6,10 @@
  *
  * The gid of checkpoint N of commit user U of sink S in database D is
  * "paimon_sink:D:S:N:U~R", R a random suffix (Citus's recovery gids carry
- * their identity the same way).  gid_build writes one and gid_parse reads
- * one back; nothing else in the code spells the format.
+ * their identity the same way); the gid of loader P's share of it is
+ * "paimon_sink:D:S:N:U/P~R".  gid_build and gid_build_loader write them
+ * and gid_parse reads them back; nothing else in the code spells the
+ * format.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +25,7 @@ typedef struct GidParts
 	Oid database_id;
 	int32 sink_id;
 	int64 checkpoint_id;
+	int32 part; /* a loader's part of the checkpoint; -1: the checkpoint's own gid */
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } GidParts;
 
@@ -33,6 +36,8 @@ extern bool paimon_sink_commit_user_is_valid(const char *commit_user, const char
 extern void paimon_sink_check_commit_user(const char *commit_user);
 extern void gid_build(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
 					  const char *commit_user);
+extern void gid_build_loader(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id,
+							 const char *commit_user, int part);
 extern bool gid_has_prefix(const char *gid);
 extern bool gid_parse(const char *gid, GidParts *parts);
 

@@ -45,6 +45,7 @@
 #include "barrier.h"
 #include "catalog.h"
 #include "commit.h"
+#include "commit_parallel.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -69,15 +70,20 @@ bool RecoveryInDoubtPossible = true;
 /* The gids of foreign transactions the committer has logged already. */
 static List *foreign_logged = NIL;
 
-/* Why a parsed gid of the committer's role is not ours, or NULL. */
+/*
+ * Why a parsed gid of the committer's role is not ours, or NULL;
+ * *last_committed gets its commit user's mark (-1: none).
+ */
 static char *
-checkpoint_problem(const GidParts *parts)
+checkpoint_problem(const GidParts *parts, int64 *mark)
 {
 	CheckpointState state =
 		metadata_checkpoint_state(parts->sink_id, parts->commit_user, parts->checkpoint_id);
 	bool sink_exists = state.sink_exists;
 	bool pending = state.pending;
 	int64 last_committed = state.commit_user_known ? state.last_committed : -1;
+
+	*mark = last_committed;
 
 	if (!sink_exists)
 		return psprintf("It names sink %d, which does not exist.", parts->sink_id);
@@ -121,14 +127,17 @@ recovery_prepared_gids(MemoryContext context)
 			entry = palloc0(sizeof(PreparedGid));
 			entry->gid = row_text(i, "gid");
 			entry->prepared = DatumGetTimestampTz(row_datum(i, "prepared", NULL));
+			entry->last_committed = -1;
 			entry->owner = DatumGetObjectId(row_datum(i, "ownerid", NULL));
 			MemoryContextSwitchTo(old);
 
 			entry->parsed = gid_parse(entry->gid, &entry->parts);
 			if (!entry->parsed)
-				problem = psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit "
-								   "user>~<random suffix>.",
-								   PAIMON_SINK_GID_START);
+				problem =
+					psprintf("It is not of the form %s<database>:<sink>:<checkpoint>:<commit "
+							 "user>~<random suffix> (a loader's: <commit user>/<part>~<random "
+							 "suffix>).",
+							 PAIMON_SINK_GID_START);
 			else if (entry->parts.database_id != MyDatabaseId)
 				problem = psprintf("It names database %u, not this one (%u).",
 								   entry->parts.database_id, MyDatabaseId);
@@ -139,7 +148,7 @@ recovery_prepared_gids(MemoryContext context)
 														  : "(dropped)",
 					GetUserNameFromId(security_committer_role(), false));
 			else
-				problem = checkpoint_problem(&entry->parts);
+				problem = checkpoint_problem(&entry->parts, &entry->last_committed);
 			entry->ours = problem == NULL;
 			if (problem != NULL)
 				entry->foreign_reason = MemoryContextStrdup(context, problem);
@@ -219,10 +228,13 @@ recovery_report_foreign(List *gids)
  * in_doubt_status() returns one row per prepared transaction of this
  * database whose gid has paimon_sink's prefix: (gid text, prepared
  * timestamptz, owner name, sink_id integer, checkpoint_id bigint,
- * commit_user text, ours boolean, foreign_reason text).  sink_id,
- * checkpoint_id and commit_user are NULL unless the gid reads as one of
- * ours naming this database; ours is true for the transactions recovery
- * commits; foreign_reason says why the others are left alone.  The view
+ * commit_user text, ours boolean, foreign_reason text, loader_part
+ * integer).  sink_id, checkpoint_id and commit_user are NULL unless the
+ * gid reads as one of ours naming this database; loader_part is a loader
+ * share's part (from 0), NULL for a checkpoint's own gid (the decision);
+ * ours is true for the transactions recovery finishes (a checkpoint gid
+ * is committed; a share committed when its checkpoint is, else rolled
+ * back); foreign_reason says why the others are left alone.  The view
  * paimon_sink.in_doubt reads it.  Raises no error of its own.
  */
 Datum
@@ -237,8 +249,8 @@ paimon_sink_in_doubt_status(PG_FUNCTION_ARGS)
 	foreach (lc, gids)
 	{
 		PreparedGid *entry = lfirst(lc);
-		Datum values[8];
-		bool nulls[8] = {0};
+		Datum values[9];
+		bool nulls[9] = {0};
 		char *owner = GetUserNameFromId(entry->owner, true);
 		bool names_here = entry->parsed && entry->parts.database_id == MyDatabaseId;
 
@@ -263,6 +275,8 @@ paimon_sink_in_doubt_status(PG_FUNCTION_ARGS)
 		nulls[7] = entry->foreign_reason == NULL;
 		if (entry->foreign_reason)
 			values[7] = CStringGetTextDatum(entry->foreign_reason);
+		nulls[8] = !names_here || entry->parts.part < 0;
+		values[8] = Int32GetDatum(entry->parts.part);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -297,31 +311,21 @@ recovery_remove_committed_files(void)
 }
 
 /*
- * recovery_finish_in_doubt commits every in-doubt transaction of ours in this database, then remove
- * the files of the checkpoints it committed; returns how many.  Only
- * transactions recovery.c proves ours are finished: a foreign one that
- * carries our prefix is left alone and logged once.  Reads only catalog
- * columns every version has: a library waiting for ALTER EXTENSION
- * paimon_sink UPDATE finishes ours too, since they hold back the cluster's
- * xmin and lock the tables an update may change (catalog_ready false: the
- * files wait for the update).
+ * finish_checkpoints commits the in-doubt checkpoint gids of ours in gids
+ * (a checkpoint is prepared only once it is complete: each is a decision);
+ * returns how many.
  */
-int
-recovery_finish_in_doubt(bool catalog_ready)
+static int
+finish_checkpoints(List *gids)
 {
 	int count = 0;
-	List *gids;
 	ListCell *lc;
-
-	work_begin();
-	gids = recovery_prepared_gids(CommitterContext);
-	work_end();
 
 	foreach (lc, gids)
 	{
 		PreparedGid *entry = lfirst(lc);
 
-		if (!entry->ours)
+		if (!entry->ours || entry->parts.part >= 0)
 			continue;
 		StartTransactionCommand();
 		FinishPreparedTransaction(entry->gid, true);
@@ -334,6 +338,78 @@ recovery_finish_in_doubt(bool catalog_ready)
 			 errdetail(
 				 "A checkpoint is prepared only once it is complete, so recovery commits it.")));
 	}
+	return count;
+}
+
+/*
+ * finish_shares finishes the in-doubt loader shares of ours in gids, read
+ * after the checkpoint gids were committed: a share whose checkpoint is
+ * committed (at or below the commit user's mark, which snapshot expiry
+ * never lowers) is committed, any other rolled back (its checkpoint stays
+ * prepared, loaded again by its next commit).  The shares of the parallel
+ * commit in flight are left alone.  Returns how many it committed.
+ */
+static int
+finish_shares(List *gids)
+{
+	int count = 0;
+	ListCell *lc;
+
+	foreach (lc, gids)
+	{
+		PreparedGid *entry = lfirst(lc);
+		bool decided;
+
+		if (!entry->ours || entry->parts.part < 0 || commit_parallel_owns(&entry->parts))
+			continue;
+		decided = entry->parts.checkpoint_id <= entry->last_committed;
+		StartTransactionCommand();
+		FinishPreparedTransaction(entry->gid, decided);
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(CommitterContext);
+		count += decided ? 1 : 0;
+		ereport(LOG,
+				(errmsg("paimon_sink committer %s in-doubt loader transaction \"%s\"",
+						decided ? "committed" : "rolled back", entry->gid),
+				 decided ? errdetail("Its checkpoint is committed: the decision was made.")
+						 : errdetail("Its checkpoint is not committed: no decision was made, and "
+									 "the checkpoint stays prepared.")));
+	}
+	return count;
+}
+
+/*
+ * recovery_finish_in_doubt finishes every in-doubt transaction of ours in
+ * this database, then removes the files of the checkpoints they
+ * committed; returns how many it committed.  Checkpoint gids first: they
+ * are the decisions (a checkpoint is prepared only once it is complete, so
+ * each is committed); then loader shares, each committed when its
+ * checkpoint is and rolled back when not (commit_parallel.c).  Only
+ * transactions recovery.c proves ours are finished: a foreign one that
+ * carries our prefix is left alone and logged once.  Reads only catalog
+ * columns every version has: a library waiting for ALTER EXTENSION
+ * paimon_sink UPDATE finishes ours too, since they hold back the cluster's
+ * xmin and lock the tables an update may change (catalog_ready false: the
+ * files wait for the update).
+ */
+int
+recovery_finish_in_doubt(bool catalog_ready)
+{
+	int count = 0;
+	List *gids;
+
+	work_begin();
+	gids = recovery_prepared_gids(CommitterContext);
+	work_end();
+	count = finish_checkpoints(gids);
+	if (count > 0)
+	{
+		/* the marks they raised decide the shares */
+		work_begin();
+		gids = recovery_prepared_gids(CommitterContext);
+		work_end();
+	}
+	count += finish_shares(gids);
 	recovery_report_foreign(gids);
 	/* the files of the checkpoints just committed are no longer needed */
 	if (count > 0 && catalog_ready)

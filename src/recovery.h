@@ -24,6 +24,7 @@ typedef struct PreparedGid
 	GidParts parts;		  /* what it names, when parsed */
 	bool ours;			  /* the committer's own: recovery finishes it */
 	char *foreign_reason; /* why it is not ours (a sentence); NULL if ours */
+	int64 last_committed; /* its commit user's mark when classified; -1: not known */
 } PreparedGid;
 
 extern List *recovery_prepared_gids(MemoryContext context);

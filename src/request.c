@@ -201,33 +201,55 @@ request_error_message(const CommitterRequest *request)
 }
 
 /*
- * relay_error raises in the requester the error (or emits the warning) the
- * committer stored in the request.  An error keeps every field the
- * committer had, its context included (what the committer was doing:
- * "committing checkpoint ..."); one without a context gets a line saying
- * where it comes from.  The requester's own error context callbacks add
- * theirs, as for any error it raises.
+ * request_encode_error writes edata into buffer (PAIMON_SINK_ERROR_SIZE
+ * bytes) as request_set_error does, for an error area of another kind (a
+ * loader's); returns the bytes written.
  */
-static void
-relay_error(const CommitterRequest *request)
+uint32
+request_encode_error(const ErrorData *edata, char *buffer)
+{
+	return encode_error(edata, buffer);
+}
+
+/*
+ * request_throw_error raises the error (or emits the warning) encoded in
+ * error (length bytes, as encode_error writes it) with every field it
+ * had, its context included; one without a context gets context_if_none.
+ * A FATAL becomes an ERROR: it ended the process that had it, not this
+ * one.  The caller's own error context callbacks add theirs, as for any
+ * error it raises.
+ */
+void
+request_throw_error(const char *error, uint32 length, const char *context_if_none)
 {
 	StringInfoData fields;
 	ErrorData edata;
 
 	initStringInfo(&fields);
-	appendBinaryStringInfo(&fields, request->error, request->error_length);
+	appendBinaryStringInfo(&fields, error, length);
 	pq_parse_errornotice(&fields, &edata);
-	/* a FATAL of the committer ends the committer, not the requester */
 	edata.elevel = Min(edata.elevel, ERROR);
 	if (edata.context == NULL)
-	{
-		char *database_name = get_database_name(MyDatabaseId);
-
-		edata.context = psprintf("relayed from the paimon_sink committer of database \"%s\"",
-								 database_name ? database_name : "?");
-	}
+		edata.context = pstrdup(context_if_none);
 	ThrowErrorData(&edata);
 	pfree(fields.data);
+}
+
+/*
+ * relay_error raises in the requester the error (or emits the warning) the
+ * committer stored in the request.  An error keeps every field the
+ * committer had, its context included (what the committer was doing:
+ * "committing checkpoint ..."); one without a context gets a line saying
+ * where it comes from.
+ */
+static void
+relay_error(const CommitterRequest *request)
+{
+	char *database_name = get_database_name(MyDatabaseId);
+
+	request_throw_error(request->error, request->error_length,
+						psprintf("relayed from the paimon_sink committer of database \"%s\"",
+								 database_name ? database_name : "?"));
 }
 
 /*

@@ -24,5 +24,7 @@ extern void request_fail_running(DatabaseEntry *db);
 /* in request.c: an error or warning carried in a request */
 extern void request_set_error(CommitterRequest *request, const ErrorData *edata);
 extern char *request_error_message(const CommitterRequest *request);
+extern uint32 request_encode_error(const ErrorData *edata, char *buffer);
+extern void request_throw_error(const char *error, uint32 length, const char *context_if_none);
 
 #endif /* PAIMON_SINK_REQUEST_H */

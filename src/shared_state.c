@@ -54,7 +54,14 @@ writer_entry_size(void)
 	return size;
 }
 
-/* database_entry_size returns the bytes of one database entry and its writers. */
+/* loader_entry_size returns the bytes of one loader entry, aligned. */
+static Size
+loader_entry_size(void)
+{
+	return MAXALIGN(sizeof(LoaderEntry));
+}
+
+/* database_entry_size returns the bytes of one database entry, its writers and its loaders. */
 static Size
 database_entry_size(void)
 {
@@ -63,6 +70,7 @@ database_entry_size(void)
 	size = MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
 					sizeof(Size) * PaimonSinkWritersPerDatabase);
 	size = add_size(size, mul_size(PaimonSinkWritersPerDatabase, writer_entry_size()));
+	size = add_size(size, mul_size(PaimonSinkLoadersPerDatabase, loader_entry_size()));
 	return size;
 }
 
@@ -112,6 +120,14 @@ shared_writer(DatabaseEntry *db, int index)
 	return (WriterEntry *) shared_address(db->writer_offsets[index]);
 }
 
+/* shared_loader returns loader index of a database entry. */
+LoaderEntry *
+shared_loader(DatabaseEntry *db, int index)
+{
+	Assert(index >= 0 && index < PaimonSinkLoadersPerDatabase);
+	return (LoaderEntry *) shared_address(db->loader_offset + index * loader_entry_size());
+}
+
 /* shared_state_init creates or attaches to the state (shmem_startup_hook). */
 void
 shared_state_init(void)
@@ -139,8 +155,10 @@ shared_state_init(void)
 			ConditionVariableInit(&db->request_done);
 			ConditionVariableInit(&db->workers_ready);
 			SpinLockInit(&db->progress.mutex);
+			SpinLockInit(&db->parallel_progress.mutex);
 			SpinLockInit(&db->schedule.mutex);
 			db->progress.phase = COMMIT_PHASE_IDLE;
+			db->parallel_progress.phase = COMMIT_PHASE_IDLE;
 			writer_offset = offset + MAXALIGN(offsetof(DatabaseEntry, writer_offsets) +
 											  sizeof(Size) * PaimonSinkWritersPerDatabase);
 			for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
@@ -172,6 +190,14 @@ shared_state_init(void)
 				area += MAXALIGN(sizeof(TransactionId) * snapshot_xid_capacity());
 				writer->barrier_queue_offset = area;
 				writer_offset += writer_entry_size();
+			}
+			db->loader_offset = writer_offset;
+			for (int l = 0; l < PaimonSinkLoadersPerDatabase; l++)
+			{
+				LoaderEntry *loader = shared_loader(db, l);
+
+				pg_atomic_init_u64(&loader->rows_done, 0);
+				pg_atomic_init_u32(&loader->files_done, 0);
 			}
 			offset += database_entry_size();
 		}
@@ -237,6 +263,10 @@ shared_try_want_database(Oid database_id)
 					reusable = reusable && writer->pid == 0;
 					SpinLockRelease(&writer->mutex);
 				}
+				for (int l = 0; l < PaimonSinkLoadersPerDatabase; l++)
+					reusable = reusable && shared_loader(db, l)->pid == 0;
+				for (int l = 0; reusable && l < PaimonSinkLoadersPerDatabase; l++)
+					shared_loader(db, l)->state = LOADER_FREE;
 				for (int r = 0; reusable && r < PAIMON_SINK_REQUESTS_PER_DATABASE; r++)
 					db->requests[r].state = REQUEST_FREE;
 			}
@@ -330,7 +360,7 @@ shared_database_wanted(Oid database_id)
 }
 
 /*
- * shared_stop_database stops the committer and writers of a database and
+ * shared_stop_database stops the committer, writers and loaders of a database and
  * waits (up to 5 s) until they left; the launcher does not restart them.
  */
 void
@@ -371,6 +401,17 @@ shared_stop_database(Oid database_id)
 			SpinLockAcquire(&writer->mutex);
 			pid = writer->pid;
 			SpinLockRelease(&writer->mutex);
+			if (pid != 0)
+			{
+				running = true;
+				(void) kill(pid, SIGTERM);
+			}
+		}
+		for (int l = 0; l < PaimonSinkLoadersPerDatabase; l++)
+		{
+			LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+			pid = shared_loader(db, l)->pid;
+			LWLockRelease(PaimonSinkState->lock);
 			if (pid != 0)
 			{
 				running = true;

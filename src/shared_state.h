@@ -214,6 +214,51 @@ typedef struct CommitterRequest
 	char error[PAIMON_SINK_ERROR_SIZE];
 } CommitterRequest;
 
+/* What a loader worker is doing (LoaderEntry.state). */
+typedef enum LoaderState
+{
+	LOADER_FREE = 0,
+	LOADER_ASSIGNED, /* the committer filled in the assignment and starts the worker */
+	LOADER_LOADING,	 /* the worker took it and loads its share */
+	LOADER_PREPARED, /* its share is loaded, inside its prepared transaction */
+	LOADER_FAILED	 /* it failed: the error is in error[] */
+} LoaderState;
+
+/*
+ * One loader worker of a database (loader.c): it loads one share of a
+ * large checkpoint of an append sink into the target and ends its
+ * transaction with PREPARE TRANSACTION under gid; the committer then
+ * records the decision (the snapshot) and commits every share's gid
+ * (commit_parallel.c).  The assignment is bounded whatever the checkpoint's
+ * size: the loader reads the checkpoint's files from the catalog itself
+ * and takes the batches whose position in them (their byte offset, the
+ * files laid end to end in the catalog's order) lies in its part of
+ * total_bytes.  Every field but the counters is read and written under
+ * PaimonSinkState->lock; the counters are the loader's, read by
+ * commit_progress.  committer_incarnation is the assigning committer's: a
+ * loader whose committer is no longer the database's never starts to load
+ * (register_committer bumps the incarnation before it looks at loaders).
+ */
+typedef struct LoaderEntry
+{
+	int state; /* LoaderState */
+	pid_t pid; /* set by the worker as it takes the assignment, cleared as it exits */
+	uint64 committer_incarnation;
+	int32 sink_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int64 checkpoint_id;
+	int32 part;		   /* 0 .. parts - 1 */
+	int32 parts;	   /* loaders of the checkpoint */
+	int64 total_bytes; /* of the checkpoint's files, as the committer found them */
+	char gid[GIDSIZE]; /* what it prepares under */
+	int64 rows_loaded; /* once prepared */
+	pg_atomic_uint64 rows_done;
+	pg_atomic_uint32 files_done;
+	int sqlerrcode; /* when failed */
+	uint32 error_length;
+	char error[PAIMON_SINK_ERROR_SIZE]; /* the whole ErrorData, as request.c encodes it */
+} LoaderEntry;
+
 /* Phases of a commit, for the view commit_progress. */
 typedef enum CommitPhase
 {
@@ -239,6 +284,8 @@ typedef struct CommitProgress
 	int64 rows_total;
 	int64 rows_done;
 	TimestampTz started_at;
+	int32 loaders;	   /* loader workers loading it; 0: the committer loads it */
+	int first_loader;  /* with loaders: the entry of its part 0; parts follow in order */
 	char gid[GIDSIZE]; /* the prepared transaction it commits in */
 } CommitProgress;
 
@@ -301,7 +348,10 @@ typedef struct DatabaseEntry
 	ConditionVariable request_done;
 	ConditionVariable workers_ready; /* broadcast as the committer or a writer starts serving */
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
-	CommitProgress progress;
+	CommitProgress progress;		  /* the committer's own load */
+	CommitProgress parallel_progress; /* the checkpoint its loaders load */
+	int32 busy_sink_id;				  /* whose requests wait while its loaders load; 0: none */
+	Size loader_offset;				  /* paimon_sink.loaders_per_database LoaderEntry from here */
 	ScheduleStatus schedule;
 	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */
 } DatabaseEntry;
@@ -324,6 +374,7 @@ extern void shared_state_init(void);
 
 extern DatabaseEntry *shared_database(int index);
 extern WriterEntry *shared_writer(DatabaseEntry *db, int index);
+extern LoaderEntry *shared_loader(DatabaseEntry *db, int index);
 extern void *shared_address(Size offset);
 extern Size shared_queue_size(void);
 

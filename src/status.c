@@ -117,54 +117,91 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 }
 
 /*
- * commit_progress() returns the checkpoint this database's committer is
- * committing, if any: (pid integer, sink_id integer, commit_user text,
- * checkpoint_id bigint, phase text, files_done integer, files_total integer,
- * rows_done bigint, rows_total bigint, started_at timestamptz, gid text), as
- * pg_stat_progress_copy reports a COPY; gid, drawn once the rows are
+ * progress_row adds the row of one commit in progress (a copy of its
+ * CommitProgress) to commit_progress()'s result; a commit by loaders sums
+ * their rows and files done.
+ */
+static void
+progress_row(ReturnSetInfo *rsinfo, DatabaseEntry *db, const CommitProgress *progress)
+{
+	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
+	Datum values[12];
+	bool nulls[12] = {0};
+	int64 rows_done = progress->rows_done;
+	int32 files_done = progress->files_done;
+
+	/* a loader's counters are its own, read without a lock: a view may lag them */
+	if (progress->loaders > 0)
+	{
+		rows_done = files_done = 0;
+		for (int i = 0;
+			 i < progress->loaders && progress->first_loader + i < PaimonSinkLoadersPerDatabase;
+			 i++)
+		{
+			LoaderEntry *loader = shared_loader(db, progress->first_loader + i);
+
+			rows_done += (int64) pg_atomic_read_u64(&loader->rows_done);
+			files_done += (int32) pg_atomic_read_u32(&loader->files_done);
+		}
+	}
+	/* The committer's pid changes under the lock of the database entries. */
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	values[0] = Int32GetDatum(db->committer_pid);
+	LWLockRelease(PaimonSinkState->lock);
+	values[1] = Int32GetDatum(progress->sink_id);
+	values[2] = CStringGetTextDatum(progress->commit_user);
+	values[3] = Int64GetDatum(progress->checkpoint_id);
+	values[4] = CStringGetTextDatum(phases[progress->phase]);
+	values[5] = Int32GetDatum(files_done);
+	values[6] = Int32GetDatum(progress->files_total);
+	values[7] = Int64GetDatum(rows_done);
+	values[8] = Int64GetDatum(progress->rows_total);
+	values[9] = TimestampTzGetDatum(progress->started_at);
+	/* A role that knew the gid before the PREPARE could take it: the owner's only. */
+	{
+		SinkInfo sink;
+
+		nulls[10] = progress->gid[0] == '\0' || !metadata_sink_by_id(progress->sink_id, &sink) ||
+					!has_privs_of_role(GetUserId(), sink.owner);
+		if (!nulls[10])
+			values[10] = CStringGetTextDatum(progress->gid);
+	}
+	values[11] = Int32GetDatum(progress->loaders);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * commit_progress() returns the checkpoints this database's committer is
+ * committing, if any: the one it loads itself and the one its loaders load
+ * (pid integer, sink_id integer, commit_user text, checkpoint_id bigint,
+ * phase text, files_done integer, files_total integer, rows_done bigint,
+ * rows_total bigint, started_at timestamptz, gid text, loaders integer),
+ * as pg_stat_progress_copy reports a COPY.  gid, drawn once the rows are
  * loaded, is NULL until then and for a caller that is not a member of the
- * sink's owner.  Error: 55000 library not preloaded.
+ * sink's owner; loaders is 0 for the committer's own load, else the number
+ * of loader workers, whose files and rows done are summed.  Error: 55000
+ * library not preloaded.
  */
 Datum
 paimon_sink_commit_progress(PG_FUNCTION_ARGS)
 {
-	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	DatabaseEntry *db = status_database(fcinfo);
 	CommitProgress progress;
-	Datum values[11];
-	bool nulls[11] = {0};
 
 	if (db == NULL)
 		return (Datum) 0;
 	SpinLockAcquire(&db->progress.mutex);
 	memcpy(&progress, &db->progress, sizeof(progress));
 	SpinLockRelease(&db->progress.mutex);
-	if (progress.phase == COMMIT_PHASE_IDLE)
-		return (Datum) 0;
-	/* The committer's pid changes under the lock of the database entries. */
-	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	values[0] = Int32GetDatum(db->committer_pid);
-	LWLockRelease(PaimonSinkState->lock);
-	values[1] = Int32GetDatum(progress.sink_id);
-	values[2] = CStringGetTextDatum(progress.commit_user);
-	values[3] = Int64GetDatum(progress.checkpoint_id);
-	values[4] = CStringGetTextDatum(phases[progress.phase]);
-	values[5] = Int32GetDatum(progress.files_done);
-	values[6] = Int32GetDatum(progress.files_total);
-	values[7] = Int64GetDatum(progress.rows_done);
-	values[8] = Int64GetDatum(progress.rows_total);
-	values[9] = TimestampTzGetDatum(progress.started_at);
-	/* A role that knew the gid before the PREPARE could take it: the owner's only. */
-	{
-		SinkInfo sink;
-
-		nulls[10] = progress.gid[0] == '\0' || !metadata_sink_by_id(progress.sink_id, &sink) ||
-					!has_privs_of_role(GetUserId(), sink.owner);
-		if (!nulls[10])
-			values[10] = CStringGetTextDatum(progress.gid);
-	}
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	progress.loaders = 0;
+	if (progress.phase != COMMIT_PHASE_IDLE)
+		progress_row(rsinfo, db, &progress);
+	SpinLockAcquire(&db->parallel_progress.mutex);
+	memcpy(&progress, &db->parallel_progress, sizeof(progress));
+	SpinLockRelease(&db->parallel_progress.mutex);
+	if (progress.phase != COMMIT_PHASE_IDLE)
+		progress_row(rsinfo, db, &progress);
 	return (Datum) 0;
 }
 

@@ -101,7 +101,7 @@ my %reason = (
 	another_role => "f It was prepared by role \"other_role\"; the committer prepares as role \"$committer_role\".",
 	next_checkpoint => "f It was prepared by role \"other_role\"; the committer prepares as role \"$committer_role\".",
 	no_sink => "- It names sink 999, which does not exist.",
-	malformed => "- It is not of the form paimon_sink:<database>:<sink>:<checkpoint>:<commit user>~<random suffix>.");
+	malformed => "- It is not of the form paimon_sink:<database>:<sink>:<checkpoint>:<commit user>~<random suffix> (a loader's: <commit user>/<part>~<random suffix>).");
 is(sql(q{SELECT string_agg(gid || ' ' || ours || ' ' || coalesce(sink_name, '-') || ' ' || foreign_reason, E'\n'
 	ORDER BY gid COLLATE "C") FROM paimon_sink.in_doubt}),
 	join("\n", map { "$foreign{$_} false $reason{$_}" } sort { $foreign{$a} cmp $foreign{$b} } keys %reason),
