@@ -19,6 +19,7 @@ OBJS = \
 	src/writer_adopt.o \
 	src/writer_window.o \
 	src/handoff.o \
+	src/handoff_failure.o \
 	src/fdw.o \
 	src/staged_file.o \
 	src/staged_wal.o \

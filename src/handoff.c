@@ -37,6 +37,7 @@
 #include "common/hashfn.h"
 #include "fault.h"
 #include "handoff.h"
+#include "handoff_failure.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "pgstat.h"
@@ -580,12 +581,9 @@ close_handoff(ActiveHandoff *handoff)
 	handoff->queue = NULL;
 	SpinLockAcquire(&handoff->writer->mutex);
 	slot->sender_done = true;
-	if (slot->receiver_done)
-	{
-		slot->state = HANDOFF_FREE;
-		slot->published = false;
+	/* a failed use stays taken until this session saw its failure (handoff_failure.c) */
+	if (handoff_slot_release_locked(slot))
 		writer_proc = handoff->writer->proc;
-	}
 	SpinLockRelease(&handoff->writer->mutex);
 	if (writer_proc != NULL)
 		SetLatch(&writer_proc->procLatch);
@@ -593,7 +591,9 @@ close_handoff(ActiveHandoff *handoff)
 
 /*
  * send_message sends one message on a hand-off queue, or raises
- * ERRCODE_CONNECTION_FAILURE when the writer detached from it.
+ * ERRCODE_CONNECTION_FAILURE when the writer detached from it, or the
+ * writer's failure to stage what this hand-off sent so far (53100 a full
+ * disk, 58030 an I/O error: handoff_failure_raise).
  */
 static void
 send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, int length)
@@ -601,6 +601,8 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 	shm_mq_iovec iov[2];
 	shm_mq_result result;
 
+	/* a streaming transaction learns of a failure at its next chunk, not at its commit */
+	handoff_failure_raise(handoff->writer, handoff->slot, handoff->generation);
 	iov[0].data = (const char *) message;
 	iov[0].len = sizeof(*message);
 	iov[1].data = rows;
@@ -616,7 +618,8 @@ send_message(ActiveHandoff *handoff, HandoffMessage *message, const char *rows, 
 
 /*
  * wait_for_ack waits until the writer wrote and logged this hand-off, or
- * raises ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
+ * raises the writer's failure to stage it (handoff_failure_raise), or
+ * ERRCODE_CONNECTION_FAILURE when the writer stopped first.  No
  * timeout: the writer sets our latch when it acknowledges, and its exit
  * callback sets it for every hand-off it took and did not acknowledge.
  */
@@ -628,6 +631,7 @@ wait_for_ack(ActiveHandoff *handoff)
 		bool done;
 		bool lost;
 
+		handoff_failure_raise(handoff->writer, handoff->slot, handoff->generation);
 		SpinLockAcquire(&handoff->writer->mutex);
 		done = handoff->slot->done_generation >= handoff->generation;
 		lost = handoff->writer->incarnation != handoff->incarnation || handoff->writer->pid == 0;
@@ -861,6 +865,8 @@ handoff_xact_callback(XactEvent event, void *arg)
 
 				if (handoff->queue != NULL)
 					close_handoff(handoff);
+				/* a failure nobody raised: the slot may serve again */
+				handoff_failure_forget(handoff->writer, handoff->slot, handoff->generation);
 			}
 			reset_state();
 			break;
