@@ -162,7 +162,7 @@ my $why;
 if (!defined $mount || $mount eq '')
 {
 	$why = $ENV{PS_FULL_FS_WHY}
-	  // 'PS_FULL_FS is not set: test/check mounts a small tmpfs as root and passes it in; '
+	  || 'PS_FULL_FS is not set: test/check mounts a small tmpfs as root and passes it in; '
 	  . 'this run (as postgres) cannot mount one';
 }
 elsif (!-d $mount || !-w $mount)
