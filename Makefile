@@ -23,6 +23,7 @@ OBJS = \
 	src/handoff.o \
 	src/handoff_queue.o \
 	src/liveness.o \
+	src/handoff_failure.o \
 	src/fdw.o \
 	src/staged_file.o \
 	src/staged_wal.o \

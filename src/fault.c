@@ -53,24 +53,34 @@ const char *const fault_point_names[] = {
 	"loader_after_prepare",			   /* a loader prepared its share, not yet reported */
 	"committer_before_decision",	   /* every share prepared, no decision yet */
 	"committer_after_decision",		   /* decision committed, loader gids not yet */
+	"staged_write",					   /* I/O: a write of a staged file (enospc, eio) */
+	"staged_fsync",					   /* I/O: an fsync of a staged file (enospc, eio) */
 	NULL};
 
-static const char *const action_names[] = {"none", "error", "fatal", "panic",
-										   "kill", "pause", NULL};
+static const char *const action_names[] = {"none",	"error",  "fatal", "panic", "kill",
+										   "pause", "enospc", "eio",   NULL};
+
+/* errno_action tells whether an action makes an I/O point fail (fault_errno's). */
+static bool
+errno_action(int action)
+{
+	return action == FAULT_ENOSPC || action == FAULT_EIO;
+}
 
 /*
- * fault_point is a named moment: when a test armed it, act.  A paused
- * process waits, interruptibly, until release_fault() or clear_faults().
+ * take_hit counts a hit of point name, armed with an action of the kind
+ * asked (errno actions or the others), and returns the action; FAULT_NONE
+ * when no such point is armed.  *hit_point receives the point.
  */
-void
-fault_point(const char *name)
+static int
+take_hit(const char *name, bool errno_kind, FaultPoint **hit_point)
 {
 	FaultTable *table;
 	FaultPoint *point = NULL;
 	int action = FAULT_NONE;
 
 	if (PaimonSinkState == NULL)
-		return;
+		return FAULT_NONE;
 	table = &PaimonSinkState->faults;
 	/*
 	 * Read without the mutex, the cheap test of an unarmed build: a hit that
@@ -78,7 +88,7 @@ fault_point(const char *name)
 	 * before they cause its hit.
 	 */
 	if (table->armed == 0)
-		return;
+		return FAULT_NONE;
 
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)
@@ -86,7 +96,7 @@ fault_point(const char *name)
 		FaultPoint *candidate = &table->points[i];
 
 		if (candidate->action != FAULT_NONE && candidate->remaining != 0 &&
-			strcmp(candidate->name, name) == 0)
+			errno_action(candidate->action) == errno_kind && strcmp(candidate->name, name) == 0)
 		{
 			point = candidate;
 			if (point->remaining > 0)
@@ -102,6 +112,41 @@ fault_point(const char *name)
 		}
 	}
 	SpinLockRelease(&table->mutex);
+	*hit_point = point;
+	return action;
+}
+
+/*
+ * fault_errno is an I/O point: it returns the errno (ENOSPC, EIO) the
+ * caller's system call is to fail with when a test armed the point with
+ * 'enospc' or 'eio', else 0.
+ */
+int
+fault_errno(const char *name)
+{
+	FaultPoint *point;
+
+	switch (take_hit(name, true, &point))
+	{
+		case FAULT_ENOSPC:
+			return ENOSPC;
+		case FAULT_EIO:
+			return EIO;
+		default:
+			return 0;
+	}
+}
+
+/*
+ * fault_point is a named moment: when a test armed it, act.  A paused
+ * process waits, interruptibly, until release_fault() or clear_faults().
+ */
+void
+fault_point(const char *name)
+{
+	FaultTable *table = PaimonSinkState != NULL ? &PaimonSinkState->faults : NULL;
+	FaultPoint *point = NULL;
+	int action = take_hit(name, false, &point);
 
 	switch (action)
 	{
@@ -188,8 +233,11 @@ known_point(const char *name)
 
 /*
  * inject_fault(point text, action text, times integer) arms a point for the
- * next "times" hits (-1: every hit).  Superuser only (42501); 22023 for an
- * unknown point or action; 54000 when all slots are armed.
+ * next "times" hits (-1: every hit).  Actions: error, fatal, panic, kill,
+ * pause; for the I/O points (staged_write, staged_fsync) enospc and eio,
+ * which make the point's write or fsync fail with that errno.  Superuser
+ * only (42501); 22023 for an unknown point or action, or an action the
+ * point does not take; 54000 when all slots are armed.
  */
 Datum
 paimon_sink_inject_fault(PG_FUNCTION_ARGS)
@@ -212,7 +260,16 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 	if (action < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown fault action \"%s\"", action_name),
-						errhint("Valid actions are: error, fatal, panic, kill, pause.")));
+						errhint("Valid actions are: error, fatal, panic, kill, pause, and for the "
+								"I/O points staged_write and staged_fsync: enospc, eio.")));
+
+	/* the I/O points (named staged_*) take only the errno actions, the others only the rest */
+	if (errno_action(action) != (strncmp(name, "staged_", 7) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fault action \"%s\" does not apply to point \"%s\"", action_name, name),
+				 errhint("The I/O points staged_write and staged_fsync take enospc or eio; "
+						 "the other points error, fatal, panic, kill or pause.")));
 
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);

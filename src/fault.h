@@ -5,7 +5,8 @@
  *	  against what ships, armed only by a superuser (as Citus's failure
  *	  injection drives its 2PC tests).  A point is a name; an armed point
  *	  raises an error, ends the process, crashes the cluster, or pauses
- *	  until a test releases it.
+ *	  until a test releases it; an I/O point (fault_errno) makes its
+ *	  system call fail with ENOSPC or EIO instead.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,11 +21,13 @@
 typedef enum FaultAction
 {
 	FAULT_NONE = 0,
-	FAULT_ERROR, /* ereport(ERROR) */
-	FAULT_FATAL, /* ereport(FATAL): the process ends */
-	FAULT_PANIC, /* ereport(PANIC): the cluster crash-restarts */
-	FAULT_KILL,	 /* SIGKILL itself: a crash without a word */
-	FAULT_PAUSE	 /* wait until released */
+	FAULT_ERROR,  /* ereport(ERROR) */
+	FAULT_FATAL,  /* ereport(FATAL): the process ends */
+	FAULT_PANIC,  /* ereport(PANIC): the cluster crash-restarts */
+	FAULT_KILL,	  /* SIGKILL itself: a crash without a word */
+	FAULT_PAUSE,  /* wait until released */
+	FAULT_ENOSPC, /* the I/O at the point fails with ENOSPC (fault_errno) */
+	FAULT_EIO	  /* the I/O at the point fails with EIO (fault_errno) */
 } FaultAction;
 
 typedef struct FaultPoint
@@ -47,5 +50,6 @@ typedef struct FaultTable
 extern const char *const fault_point_names[];
 
 extern void fault_point(const char *name);
+extern int fault_errno(const char *name);
 
 #endif /* PAIMON_SINK_FAULT_H */

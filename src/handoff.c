@@ -43,6 +43,7 @@
 #include "handoff.h"
 #include "handoff_queue.h"
 #include "liveness.h"
+#include "handoff_failure.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "pgstat.h"
@@ -710,6 +711,8 @@ handoff_xact_callback(XactEvent event, void *arg)
 
 				if (handoff->queue != NULL)
 					handoff_queue_close(handoff);
+				/* a failure nobody raised: the slot may serve again */
+				handoff_failure_forget(handoff->writer, handoff->slot, handoff->generation);
 			}
 			reset_state();
 			break;

@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "handoff_failure.h"
 #include "handoff_queue.h"
 #include "liveness.h"
 #include "miscadmin.h"
@@ -146,12 +147,9 @@ handoff_queue_close(ActiveHandoff *handoff)
 	handoff->queue = NULL;
 	SpinLockAcquire(&handoff->writer->mutex);
 	slot->sender_done = true;
-	if (slot->receiver_done)
-	{
-		slot->state = HANDOFF_FREE;
-		slot->published = false;
+	/* a failed use stays taken until this session saw its failure (handoff_failure.c) */
+	if (handoff_slot_release_locked(slot))
 		writer_proc = handoff->writer->proc;
-	}
 	SpinLockRelease(&handoff->writer->mutex);
 	if (writer_proc != NULL)
 		SetLatch(&writer_proc->procLatch);
@@ -183,6 +181,8 @@ handoff_queue_send(ActiveHandoff *handoff, HandoffMessage *message, const char *
 	shm_mq_iovec iov[2];
 	shm_mq_result result;
 
+	/* a streaming transaction learns of a failure at its next chunk, not at its commit */
+	handoff_failure_raise(handoff->writer, handoff->slot, handoff->generation);
 	iov[0].data = (const char *) message;
 	iov[0].len = sizeof(*message);
 	iov[1].data = rows;
@@ -215,6 +215,7 @@ handoff_queue_wait_ack(ActiveHandoff *handoff)
 		bool lost;
 		long nap;
 
+		handoff_failure_raise(handoff->writer, handoff->slot, handoff->generation);
 		SpinLockAcquire(&handoff->writer->mutex);
 		done = handoff->slot->done_generation >= handoff->generation;
 		lost = handoff->writer->incarnation != handoff->incarnation || handoff->writer->pid == 0;

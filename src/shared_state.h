@@ -42,6 +42,9 @@ typedef enum HandoffSlotState
 	HANDOFF_ACTIVE /* a backend is sending rows */
 } HandoffSlotState;
 
+/* The bytes of each text of a hand-off's failure (message, detail, hint). */
+#define HANDOFF_FAILURE_TEXT 384
+
 /*
  * One hand-off slot: a bounded queue from a committing backend to a writer.
  * The backend bumps "generation" when it takes the slot; the writer raises
@@ -60,6 +63,19 @@ typedef struct HandoffSlot
 	uint64 done_generation;
 	PGPROC *requester;
 	Size queue_offset; /* from the start of shared state */
+
+	/*
+	 * A use the writer could not stage (a full disk, an I/O error): it
+	 * writes the error here instead of acknowledging, and the slot stays
+	 * taken until the sender has seen it (handoff_failure.c), so that no
+	 * later use of the slot can hide it.
+	 */
+	bool failed;
+	bool failure_seen;
+	int failure_code; /* the SQLSTATE, as ereport's sqlerrcode */
+	char failure_message[HANDOFF_FAILURE_TEXT];
+	char failure_detail[HANDOFF_FAILURE_TEXT];
+	char failure_hint[HANDOFF_FAILURE_TEXT];
 } HandoffSlot;
 
 /* What a barrier request asks of a writer. */

@@ -151,15 +151,87 @@ staged_file_name_to_uuid(const char *file_name, uint8 *uuid)
 	return uuid_parse(text, uuid) == 0;
 }
 
-/* Create a folder if it is missing, and fsync its parent when created. */
+/*
+ * staging_errcode is the SQLSTATE of a failed write to the staged-file
+ * tree, from errno: a full file system (ENOSPC, and EDQUOT, a quota that
+ * is full) is 53100 disk_full, EIO 58030 io_error, others as
+ * errcode_for_file_access says.
+ */
+static int
+staging_errcode(int error)
+{
+	if (error == ENOSPC
+#ifdef EDQUOT
+		|| error == EDQUOT
+#endif
+	)
+		return ERRCODE_DISK_FULL;
+	if (error == EIO)
+		return ERRCODE_IO_ERROR;
+	return 0;
+}
+
+/*
+ * report_staging_failure raises the error of a failed change to the
+ * staged-file tree: the verb ("write", "create", ...) and the object
+ * ("staged file", "directory") with its path, errno's text, a detail
+ * naming the sink's folder and, for a full disk, what to do.  errno is
+ * the failure's.
+ */
 static void
-ensure_directory(const char *path, const char *parent)
+report_staging_failure(const char *verb, const char *object, const char *path, const char *folder)
+{
+	int error = errno;
+	int code = staging_errcode(error);
+
+	errno = error;
+	ereport(ERROR,
+			(code != 0 ? errcode(code) : errcode_for_file_access(),
+			 errmsg("could not %s %s \"%s\": %m", verb, object, path),
+			 errdetail("The staged files of this sink are in folder \"%s\" of the data directory.",
+					   folder),
+			 code == ERRCODE_DISK_FULL
+				 ? errhint("Free space on the file system that holds that folder: writes to the "
+						   "sink go on by themselves, and checkpoints still commit what is staged.")
+				 : 0));
+}
+
+/*
+ * staged_write writes length bytes at offset, as FileWrite does; returns
+ * false with errno set (ENOSPC for a short write that set none) when not
+ * all were written.  A failure injected at "staged_write" writes the first
+ * half and fails, as a file system that fills up does.
+ */
+static bool
+staged_write(File file, const char *data, int length, off_t offset)
+{
+	int injected = fault_errno("staged_write");
+
+	errno = 0;
+	if (injected != 0)
+	{
+		(void) FileWrite(file, unconstify(char *, data), length / 2, offset, PG_WAIT_IO);
+		errno = injected;
+		return false;
+	}
+	if (FileWrite(file, unconstify(char *, data), length, offset, PG_WAIT_IO) == length)
+		return true;
+	if (errno == 0)
+		errno = ENOSPC;
+	return false;
+}
+
+/*
+ * Create a folder if it is missing, and fsync its parent when created.
+ * folder is the sink's, for the message.
+ */
+static void
+ensure_directory(const char *path, const char *parent, const char *folder)
 {
 	if (MakePGDirectory(path) == 0)
 		fsync_fname(parent, true);
 	else if (errno != EEXIST)
-		ereport(ERROR,
-				(errcode_for_file_access(), errmsg("could not create directory \"%s\": %m", path)));
+		report_staging_failure("create", "directory", path, folder);
 }
 
 /*
@@ -188,9 +260,9 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 
 	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY, database_id);
 	staged_file_directory(directory, database_id, stream->sink_id);
-	ensure_directory(PAIMON_SINK_DIRECTORY, ".");
-	ensure_directory(database_path, PAIMON_SINK_DIRECTORY);
-	ensure_directory(directory, database_path);
+	ensure_directory(PAIMON_SINK_DIRECTORY, ".", directory);
+	ensure_directory(database_path, PAIMON_SINK_DIRECTORY, directory);
+	ensure_directory(directory, database_path, directory);
 
 	uuid_generate(uuid);
 	uuid_unparse_lower(uuid, file_name);
@@ -211,16 +283,17 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	/* a file appears under its name only with its header written */
 	file = PathNameOpenFile(temporary, O_RDWR | O_CREAT | O_EXCL | PG_BINARY);
 	if (file < 0)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not create staged file \"%s\": %m", path)));
+		report_staging_failure("create", "staged file", path, directory);
 
-	errno = 0;
-	if (FileWrite(file, (char *) &header, sizeof(header), 0, PG_WAIT_IO) != sizeof(header))
+	/* a failure leaves no file: nothing was logged, and redo never makes temporary files */
+	if (!staged_write(file, (char *) &header, sizeof(header), 0))
 	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not write staged file \"%s\": %m", path)));
+		int error = errno;
+
+		FileClose(file);
+		(void) unlink(temporary);
+		errno = error;
+		report_staging_failure("write", "staged file", path, directory);
 	}
 	/*
 	 * No fsync: after a crash of the operating system the file may be
@@ -230,8 +303,14 @@ staged_file_create(Oid database_id, int creator, const StreamIdentity *stream, c
 	 * a file without its header alone.
 	 */
 	if (rename(temporary, path) != 0)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not rename staged file \"%s\": %m", temporary)));
+	{
+		int error = errno;
+
+		FileClose(file);
+		(void) unlink(temporary);
+		errno = error;
+		report_staging_failure("rename", "staged file", temporary, directory);
+	}
 
 	/* then the WAL (see the top of this file); redo makes it under its name at once */
 	fault_point("writer_before_wal");
@@ -332,15 +411,23 @@ staged_file_append(File file, Oid database_id, int32 sink_id, const char *name, 
 	header->magic = STAGED_BATCH_MAGIC;
 	header->checksum = batch_checksum(header, payload);
 
-	errno = 0;
-	if (FileWrite(file, (char *) header, sizeof(*header), offset, PG_WAIT_IO) != sizeof(*header) ||
-		FileWrite(file, unconstify(char *, payload), header->payload_length,
-				  offset + sizeof(*header), PG_WAIT_IO) != (int) header->payload_length)
+	if (!staged_write(file, (char *) header, sizeof(*header), offset) ||
+		!staged_write(file, payload, header->payload_length, offset + sizeof(*header)))
 	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not write staged file \"%s\": %m", path)));
+		int error = errno;
+		char folder[MAXPGPATH];
+
+		/*
+		 * What was written of the batch goes again: it was not logged (no
+		 * node replays it), and a shorter batch written at the same offset
+		 * later would leave its bytes behind, to be read as records.  The
+		 * caller checks the cut (a file it failed to cut takes no more
+		 * batches).
+		 */
+		(void) FileTruncate(file, offset, PG_WAIT_IO);
+		staged_file_directory(folder, database_id, sink_id);
+		errno = error;
+		report_staging_failure("write", "staged file", path, folder);
 	}
 	fault_point("writer_before_wal");
 	before_log();
@@ -373,7 +460,7 @@ staged_file_truncate(File file, const char *path, off_t length, off_t size)
 	if (FileTruncate(file, length, PG_WAIT_IO) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not truncate staged file \"%s\": %m", path)));
-	staged_file_sync(file, path);
+	staged_file_sync(file, path, ERROR);
 }
 
 /* log_removal writes the REMOVE record of a staged file (or a temporary header). */
@@ -478,13 +565,30 @@ staged_file_remove_directory(Oid database_id, int32 sink_id)
 	return rmtree(directory, true);
 }
 
-/* staged_file_sync fsyncs a staged file; a failure is an error, never ignored. */
+/*
+ * staged_file_sync fsyncs a staged file; a failure is reported at elevel
+ * as data_sync_elevel filters it: PANIC unless data_sync_retry is on, and
+ * PANIC always when elevel is.  Never retried in place, never ignored: as
+ * for PostgreSQL's data files, the kernel may have dropped the dirty pages
+ * of a failed writeback, a later fsync could then succeed without them,
+ * and the one copy left of the staged bytes is their WAL records, which
+ * crash recovery rewrites (the writer's sync window keeps a checkpoint
+ * from passing them, writer_window.c).  A failure injected at
+ * "staged_fsync" (errno enospc or eio) fails it alike.
+ */
 void
-staged_file_sync(File file, const char *path)
+staged_file_sync(File file, const char *path, int elevel)
 {
-	if (FileSync(file, PG_WAIT_IO) != 0)
-		ereport(data_sync_elevel(ERROR), (errcode_for_file_access(),
-										  errmsg("could not fsync staged file \"%s\": %m", path)));
+	int injected = fault_errno("staged_fsync");
+
+	if (injected != 0 || FileSync(file, PG_WAIT_IO) != 0)
+	{
+		if (injected != 0)
+			errno = injected;
+		ereport(
+			elevel >= PANIC ? PANIC : data_sync_elevel(elevel),
+			(errcode_for_file_access(), errmsg("could not fsync staged file \"%s\": %m", path)));
+	}
 }
 
 /*

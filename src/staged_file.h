@@ -85,7 +85,7 @@ extern File staged_file_open(const char *path, StreamIdentity *stream, off_t *da
 extern off_t staged_file_append(File file, Oid database_id, int32 sink_id, const char *name,
 								const char *path, off_t offset, StagedBatchHeader *header,
 								const char *payload, void (*before_log)(void));
-extern void staged_file_sync(File file, const char *path);
+extern void staged_file_sync(File file, const char *path, int elevel);
 extern void staged_file_truncate(File file, const char *path, off_t length, off_t size);
 extern int staged_file_remove(const char *path);
 extern int staged_file_remove_list(List *paths, int elevel);

@@ -52,6 +52,7 @@
 #include "fault.h"
 #include "handoff.h"
 #include "liveness.h"
+#include "handoff_failure.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -96,6 +97,7 @@ typedef struct SlotReader
 {
 	shm_mq_handle *queue;
 	bool in_use; /* counted in queues_in_use */
+	bool failed; /* this use could not be staged: the rest of it is dropped */
 } SlotReader;
 
 /* A hand-off received whole, its batches logged, to acknowledge. */
@@ -254,7 +256,11 @@ writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last)
  * append_batch appends one batch to a stream's current file (streamed: its
  * own file).
  * A new batch takes the next sequence numbers of its bucket
- * (first_sequence 0); a carried copy passes its original ones.
+ * (first_sequence 0); a carried copy passes its original ones.  When the
+ * write fails, nothing of the batch counts: it was not logged, its
+ * sequence numbers are not taken, and staged_file_append cut the file back
+ * to where the batch began; a file it could not cut takes no more batches,
+ * and the barrier that seals it cuts it (writer_seal_stream).
  */
 static void
 append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, const char *payload,
@@ -264,18 +270,15 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 	OpenFile *file = current_file(stream, streamed ? full_xid : 0);
 	StagedBatchHeader header;
 	off_t offset = file->size;
+	BucketSequence *sequence = NULL;
 
 	if (first_sequence == 0)
 	{
-		BucketSequence *sequence = bucket_sequence(stream->id.sink_id, stream->id.bucket);
-
+		sequence = bucket_sequence(stream->id.sink_id, stream->id.bucket);
 		first_sequence = sequence->next;
-		sequence->next += rows;
 	}
 	memset(&header, 0, sizeof(header));
 	header.first_sequence = first_sequence;
-	if (rows > 0)
-		file->max_sequence = Max(file->max_sequence, first_sequence + rows - 1);
 	header.payload_length = length;
 	header.full_xid = full_xid;
 	header.fence_epoch = fence_epoch;
@@ -285,8 +288,23 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 		header.origin_offset = origin_offset;
 		(void) staged_file_name_to_uuid(origin_name, header.origin_file);
 	}
-	file->size = staged_file_append(file->file, MyDatabaseId, stream->id.sink_id, file->name,
-									file->path, offset, &header, payload, writer_open_window);
+	PG_TRY();
+	{
+		file->size = staged_file_append(file->file, MyDatabaseId, stream->id.sink_id, file->name,
+										file->path, offset, &header, payload, writer_open_window);
+	}
+	PG_CATCH();
+	{
+		/* a tail that could not be cut: nothing goes after it */
+		if (FileSize(file->file) != offset)
+			file->appendable = false;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (sequence != NULL)
+		sequence->next += rows;
+	if (rows > 0)
+		file->max_sequence = Max(file->max_sequence, first_sequence + rows - 1);
 	file->dirty = true;
 	/* a streaming transaction's rows head for the disk before its window fsyncs them */
 	if (streamed)
@@ -296,11 +314,11 @@ append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows, c
 	pg_atomic_fetch_add_u64(&MyWriter->bytes_staged, length);
 }
 
-/* writer_sync fsyncs a staged file, counted for the writers view. */
+/* writer_sync fsyncs a staged file (failures at elevel, see staged_file_sync), counted. */
 void
-writer_sync(File file, const char *path)
+writer_sync(File file, const char *path, int elevel)
 {
-	staged_file_sync(file, path);
+	staged_file_sync(file, path, elevel);
 	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
 }
 
@@ -338,10 +356,12 @@ arm_free_slots(void)
 		readers[s].queue = shm_mq_attach(queue, NULL, NULL);
 		MemoryContextSwitchTo(old);
 		readers[s].in_use = false;
+		readers[s].failed = false;
 		SpinLockAcquire(&MyWriter->mutex);
 		slot->incarnation = MyIncarnation;
 		slot->sender_done = false;
 		slot->receiver_done = false;
+		handoff_failure_reset_locked(slot);
 		slot->published = true;
 		SpinLockRelease(&MyWriter->mutex);
 		armed = true;
@@ -365,11 +385,7 @@ release_reader(int index)
 	readers[index].queue = NULL;
 	SpinLockAcquire(&MyWriter->mutex);
 	slot->receiver_done = true;
-	if (slot->sender_done)
-	{
-		slot->state = HANDOFF_FREE;
-		slot->published = false;
-	}
+	(void) handoff_slot_release_locked(slot);
 	SpinLockRelease(&MyWriter->mutex);
 	if (readers[index].in_use)
 		pg_atomic_fetch_sub_u32(&MyWriter->queues_in_use, 1);
@@ -398,6 +414,43 @@ add_pending_ack(HandoffSlot *slot)
 	ack->generation = slot->generation;
 	ack->requester = slot->requester;
 	SpinLockRelease(&MyWriter->mutex);
+}
+
+/*
+ * stage_chunk stages one chunk a hand-off brought.  A failure to stage it
+ * that the writer survives (a full disk, an I/O error: see
+ * handoff_failure_relayable) goes to the hand-off's session instead of
+ * ending the writer: the slot gets the error, the rest of the hand-off is
+ * dropped, and nothing of the failed batch was logged or stays in its
+ * file (append_batch).  Any other error ends the writer, as before.
+ */
+static void
+stage_chunk(int index, const HandoffMessage *message, const char *rows, Size length)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		append_batch(writer_get_stream(&message->stream), message->full_xid, message->fence_epoch,
+					 message->row_count, rows, length, NULL, 0, message->streamed, 0);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		if (!handoff_failure_relayable(edata))
+			PG_RE_THROW();
+		FlushErrorState();
+		/* in the server log too, with the writer's own context */
+		edata->elevel = LOG;
+		ThrowErrorData(edata);
+		handoff_failure_record(MyWriter, &MyWriter->slots[index], edata);
+		FreeErrorData(edata);
+		readers[index].failed = true;
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -441,14 +494,13 @@ poll_handoffs(void)
 			if (length < sizeof(HandoffMessage))
 				elog(ERROR, "paimon_sink writer received a short hand-off message");
 			memcpy(&message, data, sizeof(message));
-			if (message.kind == HANDOFF_MESSAGE_CHUNK)
-				append_batch(writer_get_stream(&message.stream), message.full_xid,
-							 message.fence_epoch, message.row_count,
-							 (char *) data + sizeof(message), length - sizeof(message), NULL, 0,
-							 message.streamed, 0);
+			if (message.kind == HANDOFF_MESSAGE_CHUNK && !reader->failed)
+				stage_chunk(s, &message, (char *) data + sizeof(message), length - sizeof(message));
 			else if (message.kind == HANDOFF_MESSAGE_END)
 			{
-				add_pending_ack(slot);
+				/* a failed use is not acknowledged: its session raises the failure */
+				if (!reader->failed)
+					add_pending_ack(slot);
 				release_reader(s);
 				break;
 			}
@@ -662,8 +714,11 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 		}
 		sealed->record.excluded_count = excluded;
 		sealed->reported_seq = barrier_seq;
+		/* a failed write whose tail could not be cut then (append_batch) */
+		if (FileSize(file->file) > file->size)
+			staged_file_truncate(file->file, file->path, file->size, FileSize(file->file));
 		if (file->dirty)
-			writer_sync(file->file, file->path);
+			writer_sync(file->file, file->path, ERROR);
 		FileClose(file->file);
 		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
 		if (file->batches)
@@ -765,11 +820,7 @@ writer_exit(int code, Datum arg)
 		if (slot->incarnation == MyIncarnation && slot->state == HANDOFF_ACTIVE)
 		{
 			slot->receiver_done = true;
-			if (slot->sender_done)
-			{
-				slot->state = HANDOFF_FREE;
-				slot->published = false;
-			}
+			(void) handoff_slot_release_locked(slot);
 			requester = slot->requester;
 		}
 		else if (slot->incarnation == MyIncarnation)

@@ -83,7 +83,7 @@ extern Stream *writer_get_stream(const StreamIdentity *id);
 extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows,
 							 uint64 full_xid, uint64 fence_epoch, bool dead);
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
-extern void writer_sync(File file, const char *path);
+extern void writer_sync(File file, const char *path, int elevel);
 extern void writer_acknowledge_handoffs(void);
 extern uint64 writer_stream_committed_rows(const Stream *stream, Snapshot snapshot);
 

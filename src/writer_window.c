@@ -64,9 +64,9 @@ static bool window_open = false;
 static TimestampTz window_deadline;
 static List *window_directories = NIL; /* folders with a new entry, char *, in WriterContext */
 
-/* sync_dirty_files fsyncs every open file written since its last fsync. */
+/* sync_dirty_files fsyncs every open file written since its last fsync (failures at elevel). */
 static void
-sync_dirty_files(void)
+sync_dirty_files(int elevel)
 {
 	HASH_SEQ_STATUS status;
 	Stream *stream;
@@ -82,7 +82,7 @@ sync_dirty_files(void)
 
 			if (file->dirty)
 			{
-				writer_sync(file->file, file->path);
+				writer_sync(file->file, file->path, elevel);
 				liveness_beat(MyWriter);
 			}
 			file->dirty = false;
@@ -114,13 +114,17 @@ writer_open_window(void)
 										  "this writer fsyncs its staged files and closes it");
 }
 
-/* sync_window_files fsyncs what the open window wrote: dirty files, then new folder entries. */
+/*
+ * sync_window_files fsyncs what the open window wrote: dirty files, then
+ * new folder entries.  A failure is reported at elevel as
+ * staged_file_sync says: PANIC unless data_sync_retry is on.
+ */
 static void
-sync_window_files(void)
+sync_window_files(int elevel)
 {
 	ListCell *lc;
 
-	sync_dirty_files();
+	sync_dirty_files(elevel);
 	foreach (lc, window_directories)
 	{
 		const char *directory = lfirst(lc);
@@ -133,7 +137,7 @@ sync_window_files(void)
 			ereport(ERROR, (errcode_for_file_access(),
 							errmsg("could not open directory \"%s\": %m", directory)));
 		if (pg_fsync(fd) != 0)
-			ereport(data_sync_elevel(ERROR),
+			ereport(elevel >= PANIC ? PANIC : data_sync_elevel(elevel),
 					(errcode_for_file_access(),
 					 errmsg("could not fsync directory \"%s\": %m", directory)));
 		CloseTransientFile(fd);
@@ -154,7 +158,7 @@ void
 writer_sync_window(void)
 {
 	if (window_open)
-		sync_window_files();
+		sync_window_files(ERROR);
 }
 
 /*
@@ -163,7 +167,9 @@ writer_sync_window(void)
  * DELAY_CHKPT_START (a checkpoint waiting for it goes on) and commits the
  * window's transaction.  The caller's memory context stays current; no
  * hash_seq_search may be open (the transaction's end cancels it).  Raises
- * an I/O error (PANIC, by data_sync_elevel) when an fsync fails.
+ * an I/O error (PANIC, by data_sync_elevel) when an fsync fails; with
+ * data_sync_retry on, the writer then exits and its exit fsyncs again
+ * (writer_window_exit), PANICking if that fails too.
  */
 void
 writer_close_window(void)
@@ -173,7 +179,7 @@ writer_close_window(void)
 	if (!window_open)
 		return;
 	fault_point("writer_before_window_sync");
-	sync_window_files();
+	sync_window_files(ERROR);
 	MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
 	window_open = false;
 	CommitTransactionCommand();
@@ -244,7 +250,13 @@ writer_window_exit(void)
 {
 	if (!window_open)
 		return;
-	sync_window_files();
+	/*
+	 * PANIC whatever data_sync_retry says: this process ends next, and
+	 * with it the flag that holds checkpoints, so no later fsync would
+	 * cover what this one failed to.  Crash recovery rewrites the staged
+	 * bytes from their records instead.
+	 */
+	sync_window_files(PANIC);
 	MyProc->delayChkptFlags &= ~DELAY_CHKPT_START;
 	window_open = false;
 }

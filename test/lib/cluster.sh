@@ -198,6 +198,35 @@ ps_as_pg_in() {
 # ps_as_pg [VAR=value ...] COMMAND [ARGS...] -- same, in $PS_WORK.
 ps_as_pg() { ps_as_pg_in "${PS_WORK:-/tmp}" "$@"; }
 
+# ps_full_fs_mount -- for the full-disk test (test/t/029_full_disk.pl):
+# as root, mount a 4 MB tmpfs at $PS_WORK/fullfs owned by the postgres
+# user, who cannot mount one, and set PS_FULL_FS to it; otherwise set
+# PS_FULL_FS_WHY to the reason, which the test prints.  ps_cleanup
+# unmounts it.
+ps_full_fs_mount() {
+	PS_FULL_FS=
+	PS_FULL_FS_WHY=
+	if ! ps_is_root; then
+		PS_FULL_FS_WHY="test/check runs as $(id -un), not root, and cannot mount a tmpfs"
+		return 0
+	fi
+	local dir=$PS_WORK/fullfs out
+	mkdir -p "$dir"
+	if out=$(mount -t tmpfs -o "size=4m,mode=0700,uid=$(id -u "$PS_PG_USER"),gid=$(id -g "$PS_PG_USER")" \
+		paimon_sink_full "$dir" 2>&1); then
+		PS_FULL_FS=$dir
+	else
+		PS_FULL_FS_WHY="mount -t tmpfs failed: $out"
+	fi
+}
+
+# ps_full_fs_umount -- unmount ps_full_fs_mount's tmpfs, if mounted.
+ps_full_fs_umount() {
+	if [[ -n ${PS_FULL_FS:-} ]] && mountpoint -q "$PS_FULL_FS"; then
+		umount "$PS_FULL_FS" 2>/dev/null || umount -l "$PS_FULL_FS"
+	fi
+}
+
 # ps_copy_py -- copy the Python test programs and their harness (test/py/*.py)
 # into $PS_WORK/py, where the postgres user can read them (a checkout under
 # /root, say, it cannot); test/demo and test/soak run them from there.
@@ -386,6 +415,7 @@ ps_cleanup() {
 	[[ -n $PS_WORK && -d $PS_WORK ]] || return 0
 	ps_stop_commands
 	ps_stop_all "$PS_WORK"
+	ps_full_fs_umount
 	if [[ ${KEEP_TMP:-0} == 1 ]]; then
 		ps_log "KEEP_TMP=1: keeping $PS_WORK"
 	else
