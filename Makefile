@@ -9,6 +9,7 @@ OBJS = \
 	src/launcher.o \
 	src/committer.o \
 	src/request.o \
+	src/serve.o \
 	src/work.o \
 	src/prepare.o \
 	src/commit.o \

@@ -74,6 +74,35 @@ static const char *failure_hint = NULL;
 	"commit() or checkpoint() again."
 
 /*
+ * A request whose commit waits for its loaders (an asynchronous parallel
+ * commit, commit_parallel.c): what commit_pending still has to do once
+ * they are done.  Held in a memory context of its own, since the
+ * committer serves other requests meanwhile (each resets
+ * CommitterContext); resuming runs in a context of its own too, deleted
+ * when the rest is done or forgotten.
+ */
+static struct
+{
+	bool held;
+	MemoryContext context;
+	int32 sink_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	int64 checkpoint_id; /* the request's: commit up to it */
+	List *identifiers;	 /* int64 *: those after the one the loaders load */
+	CommitUserMarks marks;
+	/* the checkpoint the loaders load */
+	int64 loading_id;
+	List *files; /* LoadFile * */
+	int64 bytes;
+	TimestampTz start;
+} rest;
+
+static MemoryContext resuming_context = NULL;
+
+/* Whether the request being served may leave its commit to the loaders (commit_allow_suspend). */
+static bool suspend_allowed = false;
+
+/*
  * What a commit's errors say about where they come from.  The target's
  * name is looked up before the commit starts: a context callback runs
  * while an error is being raised, where no catalog may be read.
@@ -551,12 +580,50 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 }
 
 /*
- * commit_checkpoint commits one prepared checkpoint as one snapshot: by
- * the loaders when it is large enough (commit_parallel.c), else (or when
- * they cannot) here.
+ * hold_checkpoint keeps, in the rest's new memory context, what the
+ * decision of checkpoint_id needs once the loaders are done (its files,
+ * bytes and start).
  */
 static void
-commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
+hold_checkpoint(int64 checkpoint_id, List *files, int64 bytes, TimestampTz start)
+{
+	MemoryContext old;
+	ListCell *lc;
+
+	rest.context = AllocSetContextCreate(TopMemoryContext, "paimon_sink commit in flight",
+										 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(rest.context);
+	rest.files = NIL;
+	foreach (lc, files)
+	{
+		LoadFile *file = palloc(sizeof(LoadFile));
+
+		memcpy(file, lfirst(lc), sizeof(LoadFile));
+		file->name = pstrdup(file->name);
+		if (file->excluded_count > 0)
+		{
+			file->excluded = palloc(sizeof(int64) * file->excluded_count);
+			memcpy(file->excluded, ((LoadFile *) lfirst(lc))->excluded,
+				   sizeof(int64) * file->excluded_count);
+		}
+		rest.files = lappend(rest.files, file);
+	}
+	MemoryContextSwitchTo(old);
+	rest.loading_id = checkpoint_id;
+	rest.bytes = bytes;
+	rest.start = start;
+	rest.held = true;
+}
+
+/*
+ * commit_checkpoint commits one prepared checkpoint as one snapshot: by
+ * the loaders when it is large enough (commit_parallel.c), else (or when
+ * they cannot, or parallel is false) here.  Returns true when the loaders
+ * load it and the committer goes on meanwhile (commit_allow_suspend): its
+ * decision is then made by commit_resume.
+ */
+static bool
+commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, bool parallel)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	SinkInfo *sink;
@@ -572,21 +639,30 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 
 	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
-	if (commit_parallel_wanted(sink, rows))
+	if (parallel && commit_parallel_wanted(sink, rows))
 	{
 		/* the loaders read and load; this block only read */
 		PopActiveSnapshot();
 		SPI_finish();
 		AbortOutOfAnyTransaction();
 		MemoryContextSwitchTo(CommitterContext);
+		if (suspend_allowed &&
+			commit_parallel_start(sink, commit_user, checkpoint_id, list_length(files), rows,
+								  file_bytes, true) == PARALLEL_STARTED)
+		{
+			error_context_stack = callback.previous;
+			hold_checkpoint(checkpoint_id, files, bytes, start);
+			return true;
+		}
 		failure_hint = LOAD_FAILURE_HINT;
-		if (commit_parallel_load(sink, commit_user, checkpoint_id, list_length(files), rows,
+		if (!suspend_allowed &&
+			commit_parallel_load(sink, commit_user, checkpoint_id, list_length(files), rows,
 								 file_bytes, &loaded) == PARALLEL_LOADED)
 		{
 			failure_hint = NULL;
 			error_context_stack = callback.previous;
 			commit_loaded(sink_id, commit_user, checkpoint_id, files, bytes, loaded, start);
-			return;
+			return false;
 		}
 		failure_hint = NULL;
 		/* the loaders could not: load it here, from a fresh start */
@@ -604,6 +680,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id)
 	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
 			   0);
 	fault_point("committer_after_commit_prepared");
+	return false;
 }
 
 /*
@@ -625,10 +702,28 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 	{
 		int64 identifier = *(int64 *) lfirst(lc);
 
-		commit_checkpoint(sink_id, commit_user, identifier);
+		if (commit_checkpoint(sink_id, commit_user, identifier, true))
+		{
+			/* the loaders load it: the rest waits for them (commit_resume) */
+			MemoryContext old = MemoryContextSwitchTo(rest.context);
+
+			rest.sink_id = sink_id;
+			strlcpy(rest.commit_user, commit_user, sizeof(rest.commit_user));
+			rest.checkpoint_id = checkpoint_id;
+			rest.marks = marks;
+			rest.identifiers = NIL;
+			for_each_cell(lc, identifiers, lnext(identifiers, lc))
+			{
+				int64 *next = palloc(sizeof(int64));
+
+				*next = *(int64 *) lfirst(lc);
+				rest.identifiers = lappend(rest.identifiers, next);
+			}
+			MemoryContextSwitchTo(old);
+			return;
+		}
 		marks.last_committed = Max(marks.last_committed, identifier);
 	}
-	list_free_deep(identifiers);
 
 	/* a transaction only when the mark moves over empty prepared checkpoints */
 	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
@@ -641,6 +736,84 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 	}
 	request->last_committed = marks.last_committed;
 	request->result_checkpoint_id = checkpoint_id;
+}
+
+/*
+ * commit_allow_suspend says whether the request about to be served may
+ * leave a large checkpoint to the loaders and go on with other work
+ * (commit(), checkpoint(), end_input() and periodic checkpoints, whose
+ * commit is their last step); recover() waits for its loaders.
+ */
+void
+commit_allow_suspend(bool allowed)
+{
+	suspend_allowed = allowed;
+}
+
+/*
+ * commit_suspended tells whether the request just served left its commit
+ * to the loaders: commit_resume goes on with it once they are done.
+ */
+bool
+commit_suspended(void)
+{
+	return rest.held;
+}
+
+/*
+ * commit_resume goes on with the request whose commit the loaders loaded
+ * (the committer's loop calls it once commit_parallel_loading says they
+ * are done): the decision (or, when two shares blocked each other, the
+ * checkpoint loaded here), then the request's next checkpoints, as
+ * commit_pending would have; the request gets its marks after.  A
+ * loader's error is raised whole (nothing applied, the checkpoint stays
+ * prepared).  The next large checkpoint may be left to the loaders again.
+ */
+void
+commit_resume(CommitterRequest *request)
+{
+	int32 sink_id = rest.sink_id;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+	uint64 loaded;
+	CommitUserMarks marks = rest.marks;
+
+	Assert(rest.held);
+	strlcpy(commit_user, rest.commit_user, sizeof(commit_user));
+	resuming_context = rest.context;
+	rest.held = false;
+	rest.context = NULL;
+	failure_hint = LOAD_FAILURE_HINT;
+	if (commit_parallel_finish(&loaded) == PARALLEL_LOADED)
+	{
+		failure_hint = NULL;
+		commit_loaded(sink_id, commit_user, rest.loading_id, rest.files, rest.bytes, loaded,
+					  rest.start);
+	}
+	else
+	{
+		failure_hint = NULL;
+		(void) commit_checkpoint(sink_id, commit_user, rest.loading_id, false);
+	}
+	marks.last_committed = Max(marks.last_committed, rest.loading_id);
+	commit_pending(sink_id, commit_user, rest.checkpoint_id, request, rest.identifiers, marks);
+	MemoryContextDelete(resuming_context);
+	resuming_context = NULL;
+}
+
+/*
+ * commit_forget_rest forgets the rest of a request that failed while its
+ * commit was left to the loaders or being resumed (commit_parallel_cleanup
+ * ends the loaders' part).
+ */
+void
+commit_forget_rest(void)
+{
+	if (rest.context != NULL)
+		MemoryContextDelete(rest.context);
+	if (resuming_context != NULL)
+		MemoryContextDelete(resuming_context);
+	rest.context = resuming_context = NULL;
+	rest.held = false;
 }
 
 /*

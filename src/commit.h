@@ -19,6 +19,10 @@ extern void commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoin
 						 CommitterRequest *request);
 extern void commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 						   CommitterRequest *request, List *identifiers, CommitUserMarks marks);
+extern void commit_allow_suspend(bool allowed);
+extern bool commit_suspended(void);
+extern void commit_resume(CommitterRequest *request);
+extern void commit_forget_rest(void);
 extern const char *commit_failure_hint(int sqlerrcode);
 extern void commit_remove_files(void);
 extern void commit_finish_removals(void);

@@ -66,16 +66,26 @@
 typedef struct ParallelCommit
 {
 	bool active;
+	bool async;	  /* the committer goes on with other work meanwhile */
 	bool decided; /* the decision is prepared: never roll the shares back */
+	int outcome;  /* LoadersState, once they no longer load */
+	int failed;	  /* with LOADERS_FAILED: the part */
+	TimestampTz blocked_checked_at;
 	int32 sink_id;
+	Oid target;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;
 	int parts; /* loader entries 0 .. parts - 1 */
 	BackgroundWorkerHandle *handles[PAIMON_SINK_MAX_LOADERS];
 	char gids[PAIMON_SINK_MAX_LOADERS][GIDSIZE];
+	/* sinks whose target commit_parallel_defers looked up */
+	int looked_up;
+	int32 looked_up_sinks[256];
+	bool looked_up_conflicts[256];
 } ParallelCommit;
 
 static ParallelCommit inflight;
+static uint64 generation = 0;
 
 /* What was logged once in this committer's life. */
 static bool logged_no_slots = false;
@@ -244,6 +254,8 @@ end_commit(void)
 		shared_loader(CommitterDatabase, i)->state = LOADER_FREE;
 	LWLockRelease(PaimonSinkState->lock);
 	set_progress(COMMIT_PHASE_IDLE, -1, 0, NULL);
+	if (inflight.async)
+		request_wait_end(CommitterDatabase);
 	inflight.active = false;
 	inflight.decided = false;
 }
@@ -261,10 +273,11 @@ abort_commit(void)
 }
 
 /*
- * commit_parallel_cleanup is the committer's clean-up after an error of a
- * request: a commit in flight before its decision is aborted; after it,
- * its loaders are waited for and the shares left to the next in-doubt
- * resolution, which commits them (the checkpoint is committed).
+ * commit_parallel_cleanup is the committer's clean-up after an error of
+ * the request that started the commit in flight (or went on with it): a
+ * commit before its decision is aborted; after it, its loaders are waited
+ * for and the shares left to the next in-doubt resolution, which commits
+ * them (the checkpoint is committed).
  */
 void
 commit_parallel_cleanup(void)
@@ -377,7 +390,7 @@ blocked_by_prepared(pid_t pid)
  * the part that failed or exited first.
  */
 static LoadersState
-poll_loaders(int *failed)
+poll_loaders(int *failed, bool check_blocked)
 {
 	int prepared = 0;
 	pid_t waiting = 0;
@@ -422,7 +435,7 @@ poll_loaders(int *failed)
 	if (prepared == inflight.parts)
 		return LOADERS_PREPARED;
 	/* a deadlock needs a sibling prepared, holding what the waiting one needs */
-	if (prepared > 0 && waiting != 0 && blocked_by_prepared(waiting))
+	if (check_blocked && prepared > 0 && waiting != 0 && blocked_by_prepared(waiting))
 		return LOADERS_BLOCKED;
 	return LOADERS_RUNNING;
 }
@@ -491,25 +504,24 @@ settle_shares(void)
 }
 
 /*
- * commit_parallel_load loads checkpoint_id of sink (files: its LoadFiles,
- * rows and total_bytes: their rows and their files' sizes) with the
- * loaders and waits until every share is prepared: PARALLEL_LOADED, with
- * *loaded the rows they loaded (the caller then makes the decision and
- * commit_parallel_commit_shares commits them).  PARALLEL_FALLBACK, with
- * nothing left prepared, when the loaders cannot do it (no worker slot,
- * too few prepared-transaction slots, two shares blocking each other):
- * the caller loads the checkpoint itself.  A loader's error is raised
- * again here whole (its SQLSTATE, constraint, table ...), once every share
- * is rolled back.  Runs outside a transaction.
+ * commit_parallel_start starts the loaders for checkpoint_id of sink
+ * (files: its number of files; rows and total_bytes: their rows and the
+ * files' sizes) and returns PARALLEL_STARTED without waiting for them; or
+ * PARALLEL_FALLBACK, nothing started, when they cannot (another parallel
+ * commit in flight, no worker slot, too few prepared-transaction slots):
+ * the caller loads the checkpoint itself.  With async, the committer goes
+ * on with other work meanwhile: the sink's requests (and those of sinks
+ * into the same target) wait.  Runs outside a transaction.
  */
 ParallelLoad
-commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int files,
-					 int64 rows, int64 total_bytes, uint64 *loaded)
+commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int files,
+					  int64 rows, int64 total_bytes, bool async)
 {
 	int parts = PaimonSinkLoadersPerDatabase;
-	LoadersState state;
-	int failed = -1;
 
+	/* one parallel commit at a time: another one is loaded by the committer */
+	if (inflight.active)
+		return PARALLEL_FALLBACK;
 	if (max_prepared_xacts < parts + 1)
 	{
 		if (!logged_no_prepared)
@@ -528,35 +540,74 @@ commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkp
 
 	memset(&inflight, 0, sizeof(inflight));
 	inflight.sink_id = sink->sink_id;
+	inflight.target = sink->target;
 	strlcpy(inflight.commit_user, commit_user, sizeof(inflight.commit_user));
 	inflight.checkpoint_id = checkpoint_id;
 	inflight.parts = parts;
+	inflight.async = async;
 	for (int i = 0; i < parts; i++)
 		gid_build_loader(inflight.gids[i], MyDatabaseId, sink->sink_id, checkpoint_id, commit_user,
 						 i);
 	inflight.active = true;
+	generation++;
 	set_progress(COMMIT_PHASE_LOADING, files, rows, NULL);
 	if (!start_loaders(total_bytes))
 	{
 		end_commit();
 		return PARALLEL_FALLBACK;
 	}
-
-	for (;;)
+	if (async)
 	{
-		CHECK_FOR_INTERRUPTS();
-		state = poll_loaders(&failed);
-		if (state != LOADERS_RUNNING)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, LOADER_POLL_MS,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		/* its requests and those of sinks into the same target wait meanwhile */
+		request_wait(CommitterDatabase, sink->sink_id);
+		ereport(DEBUG1, (errmsg("paimon_sink committer goes on while %d loaders load checkpoint "
+								"%lld of sink \"%s\"",
+								parts, (long long) checkpoint_id, sink->name)));
 	}
+	return PARALLEL_STARTED;
+}
 
-	if (state == LOADERS_FAILED)
+/*
+ * commit_parallel_loading tells whether the loaders of the commit in
+ * flight still load (none failed, not all prepared, none blocked): the
+ * committer's loop asks it before it goes on with the commit.  The lock
+ * waits of the loaders are looked at once per LOADER_POLL_MS at most.
+ */
+bool
+commit_parallel_loading(void)
+{
+	TimestampTz now;
+
+	if (!inflight.active || inflight.outcome != LOADERS_RUNNING)
+		return false;
+	now = GetCurrentTimestamp();
+	inflight.outcome =
+		poll_loaders(&inflight.failed,
+					 TimestampDifferenceExceeds(inflight.blocked_checked_at, now, LOADER_POLL_MS));
+	if (inflight.outcome == LOADERS_RUNNING &&
+		TimestampDifferenceExceeds(inflight.blocked_checked_at, now, LOADER_POLL_MS))
+		inflight.blocked_checked_at = now;
+	return inflight.outcome == LOADERS_RUNNING;
+}
+
+/*
+ * commit_parallel_finish takes the outcome of the loaders of the commit in
+ * flight, which no longer load: PARALLEL_LOADED, with *loaded the rows
+ * they loaded (the caller then makes the decision and
+ * commit_parallel_commit_shares commits them); PARALLEL_FALLBACK, with
+ * nothing left prepared, when two shares blocked each other (the caller
+ * loads the checkpoint itself).  A loader's error is raised again here
+ * whole (its SQLSTATE, constraint, table ...), once every share is rolled
+ * back.
+ */
+ParallelLoad
+commit_parallel_finish(uint64 *loaded)
+{
+	if (inflight.outcome == LOADERS_FAILED)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, failed);
+		LoaderEntry *loader = shared_loader(CommitterDatabase, inflight.failed);
 		char *error = palloc(PAIMON_SINK_ERROR_SIZE);
+		int failed = inflight.failed;
 		uint32 length;
 
 		LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
@@ -566,26 +617,98 @@ commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkp
 		abort_commit();
 		raise_failure(failed, error, length);
 	}
-	if (state == LOADERS_BLOCKED)
+	if (inflight.outcome == LOADERS_BLOCKED)
 	{
-		ereport(LOG, (errmsg("paimon_sink committer loads checkpoint %lld of commit user \"%s\" "
-							 "of sink \"%s\" itself",
-							 (long long) checkpoint_id, commit_user, sink->name),
-					  errdetail("A loader waited for a lock that another loader's prepared share "
-								"holds: the shares were rolled back.")));
+		ereport(LOG,
+				(errmsg("paimon_sink committer loads checkpoint %lld of commit user \"%s\" "
+						"of sink %d itself",
+						(long long) inflight.checkpoint_id, inflight.commit_user, inflight.sink_id),
+				 errdetail("A loader waited for a lock that another loader's prepared share "
+						   "holds: the shares were rolled back.")));
 		abort_commit();
 		return PARALLEL_FALLBACK;
 	}
+	Assert(inflight.outcome == LOADERS_PREPARED);
 
 	/* every share prepared: the loaders exit at once */
 	wait_for_loaders(false);
 	settle_shares();
 	*loaded = 0;
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	for (int i = 0; i < parts; i++)
+	for (int i = 0; i < inflight.parts; i++)
 		*loaded += (uint64) shared_loader(CommitterDatabase, i)->rows_loaded;
 	LWLockRelease(PaimonSinkState->lock);
 	return PARALLEL_LOADED;
+}
+
+/*
+ * commit_parallel_load loads checkpoint_id of sink (files: its number of
+ * files; rows and total_bytes: their rows and sizes) with the loaders and
+ * waits until they are done, for a request that cannot go on without it
+ * (recover()); what it returns and raises is commit_parallel_finish's, or
+ * PARALLEL_FALLBACK when the loaders cannot start (no worker slot, too few
+ * prepared-transaction slots, another parallel commit in flight).  Runs
+ * outside a transaction.
+ */
+ParallelLoad
+commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int files,
+					 int64 rows, int64 total_bytes, uint64 *loaded)
+{
+	if (commit_parallel_start(sink, commit_user, checkpoint_id, files, rows, total_bytes, false) !=
+		PARALLEL_STARTED)
+		return PARALLEL_FALLBACK;
+	while (commit_parallel_loading())
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, LOADER_POLL_MS,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return commit_parallel_finish(loaded);
+}
+
+/*
+ * commit_parallel_defers tells whether sink_id must not be committed
+ * while the asynchronous parallel commit in flight goes on: it is that
+ * commit's sink, or its target is the same (its load could wait for a
+ * share's prepared rows, which wait for the committer: a deadlock no one
+ * would see).  Looks the target up once per sink and commit (a catalog
+ * read, outside a transaction).  Raises only on internal errors.
+ */
+bool
+commit_parallel_defers(int32 sink_id)
+{
+	SinkInfo sink;
+	bool conflicts;
+
+	if (!inflight.active || !inflight.async)
+		return false;
+	if (sink_id == inflight.sink_id)
+		return true;
+	for (int i = 0; i < inflight.looked_up; i++)
+		if (inflight.looked_up_sinks[i] == sink_id)
+			return inflight.looked_up_conflicts[i];
+	work_begin();
+	conflicts = metadata_sink_by_id(sink_id, &sink) && sink.target == inflight.target;
+	work_end();
+	if (inflight.looked_up < lengthof(inflight.looked_up_sinks))
+	{
+		inflight.looked_up_sinks[inflight.looked_up] = sink_id;
+		inflight.looked_up_conflicts[inflight.looked_up] = conflicts;
+		inflight.looked_up++;
+	}
+	return conflicts;
+}
+
+/*
+ * commit_parallel_generation counts the parallel commits started: a
+ * request that failed cleans up the commit in flight only when it started
+ * it (or was resuming it).
+ */
+uint64
+commit_parallel_generation(void)
+{
+	return generation;
 }
 
 /*
@@ -665,6 +788,7 @@ commit_parallel_stop_stale(void)
 		int running = 0;
 
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		CommitterDatabase->waiting_count = 0;
 		for (int i = 0; i < PaimonSinkLoadersPerDatabase; i++)
 		{
 			LoaderEntry *loader = shared_loader(CommitterDatabase, i);

@@ -17,12 +17,20 @@
 /* What commit_parallel_load did. */
 typedef enum ParallelLoad
 {
+	PARALLEL_STARTED, /* the loaders load */
 	PARALLEL_LOADED,  /* every share prepared: make the decision */
 	PARALLEL_FALLBACK /* nothing prepared: the committer loads it itself */
 } ParallelLoad;
 
 /* in commit_parallel.c */
 extern bool commit_parallel_wanted(const SinkInfo *sink, int64 rows);
+extern ParallelLoad commit_parallel_start(const SinkInfo *sink, const char *commit_user,
+										  int64 checkpoint_id, int files, int64 rows,
+										  int64 total_bytes, bool async);
+extern bool commit_parallel_loading(void);
+extern ParallelLoad commit_parallel_finish(uint64 *loaded);
+extern bool commit_parallel_defers(int32 sink_id);
+extern uint64 commit_parallel_generation(void);
 extern ParallelLoad commit_parallel_load(const SinkInfo *sink, const char *commit_user,
 										 int64 checkpoint_id, int files, int64 rows,
 										 int64 total_bytes, uint64 *loaded);

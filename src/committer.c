@@ -40,6 +40,7 @@
 #include "prepare.h"
 #include "recovery.h"
 #include "request.h"
+#include "serve.h"
 #include "security.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -53,6 +54,7 @@
 /* The longest nap of the loop, and the nap while a writer does not serve yet. */
 #define COMMITTER_NAP_MS 10000
 #define COMMITTER_WRITERS_NAP_MS 100
+#define COMMITTER_LOADERS_NAP_MS 1000
 
 /* Catalog maintenance runs after this long idle, or when woken without a request. */
 #define CATALOG_MAINTENANCE_INTERVAL_MS 10000
@@ -259,112 +261,6 @@ committer_exit(int code, Datum arg)
 }
 
 /*
- * run_request runs one request (a requester's, or a duty's) into outcome,
- * a copy of it.  An error is caught into outcome whole (request.c relays
- * it), the committer's state intact: transaction aborted, load closed,
- * in-doubt transactions looked for first by the next request.
- */
-static void
-run_request(CommitterRequest *outcome)
-{
-	MemoryContext old = MemoryContextSwitchTo(CommitterContext);
-
-	outcome->sqlerrcode = 0;
-	outcome->error_length = 0;
-	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
-	PG_TRY();
-	{
-		/* an in-doubt transaction of ours holds the locks this needs */
-		if (RecoveryInDoubtPossible)
-			(void) recovery_finish_in_doubt(true);
-		switch (outcome->kind)
-		{
-			case REQUEST_PREPARE:
-				outcome->committable_count =
-					prepare_checkpoint(outcome->sink_id, outcome->commit_user,
-									   outcome->checkpoint_id, outcome->writer_id, true, outcome);
-				break;
-			case REQUEST_COMMIT:
-				commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
-							 outcome);
-				break;
-			case REQUEST_CHECKPOINT:
-				prepare_and_commit(outcome->sink_id, outcome);
-				break;
-			case REQUEST_RECOVER:
-				recovery_restore(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
-								 outcome->mode, outcome);
-				break;
-			case REQUEST_END_INPUT:
-				prepare_end_input(outcome->sink_id, outcome->commit_user, outcome);
-				break;
-			case REQUEST_REMOVE_ORPHANS:
-				maintenance_remove_orphans(outcome->sink_id, outcome);
-				break;
-			case REQUEST_DISCARD_MISSING:
-				missing_files_discard(outcome->sink_id, outcome->commit_user, outcome);
-				break;
-		}
-	}
-	PG_CATCH();
-	{
-		ErrorData *error;
-		const char *hint;
-
-		MemoryContextSwitchTo(CommitterContext);
-		error = CopyErrorData();
-		FlushErrorState();
-		AbortOutOfAnyTransaction();
-		load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
-		commit_parallel_cleanup();
-		RecoveryInDoubtPossible = true;
-		SPI_finish();
-		load_abort();
-		hint = commit_failure_hint(error->sqlerrcode);
-		if (error->hint == NULL && hint != NULL)
-			error->hint = pstrdup(hint);
-		request_set_error(outcome, error);
-		ereport(LOG, (errmsg("paimon_sink committer request failed with SQLSTATE %s: %s",
-							 unpack_sql_state(outcome->sqlerrcode), error->message),
-					  error->context ? errdetail("%s", error->context) : 0));
-		FreeErrorData(error);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(CommitterContext);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
-/* is_commit tells whether a request commits checkpoints. */
-static bool
-is_commit(const CommitterRequest *request)
-{
-	return request->kind == REQUEST_COMMIT || request->kind == REQUEST_CHECKPOINT ||
-		   request->kind == REQUEST_END_INPUT;
-}
-
-/*
- * serve serves one request of a requester (in slot); an error goes back to
- * the requester, state intact.
- */
-static void
-serve(CommitterRequest *request, int slot)
-{
-	memset(&CommitTallies, 0, sizeof(CommitTallies));
-	run_request(request);
-	if (is_commit(request) && request->sqlerrcode == 0)
-		maintenance_report_failure(request);
-	/* kept in memory: a duty writes them, at most a second later */
-	if (is_commit(request))
-		maintenance_record_statistics(request);
-	request_finish(CommitterDatabase, slot, request);
-	commit_remove_files();
-	/* counted only: the expiry is a duty, run when no request waits */
-	if (is_commit(request) && request->sqlerrcode == 0)
-		maintenance_after_commit(request->sink_id);
-}
-
-/*
  * interval_ms_of turns a sink's checkpoint_interval into milliseconds (0:
  * none), counting a month as 30 days as interval comparison does.
  */
@@ -479,14 +375,16 @@ checkpoint_schedule(void)
 	TimestampTz due = DT_NOEND;
 
 	for (int i = 0; i < schedule_count; i++)
-		due = Min(due, schedule[i].next_due);
+		if (!commit_parallel_defers(schedule[i].sink_id))
+			due = Min(due, schedule[i].next_due);
 	return due;
 }
 
 /*
  * earliest_due returns the index of the due sink with the earliest
  * deadline (the first in the array of those with the same), or -1 when
- * none is due at now.
+ * none is due at now; a sink that waits for the parallel commit in flight
+ * is not due.
  */
 static int
 earliest_due(TimestampTz now)
@@ -495,7 +393,8 @@ earliest_due(TimestampTz now)
 
 	for (int i = 0; i < schedule_count; i++)
 		if (schedule[i].next_due <= now &&
-			(earliest < 0 || schedule[i].next_due < schedule[earliest].next_due))
+			(earliest < 0 || schedule[i].next_due < schedule[earliest].next_due) &&
+			!commit_parallel_defers(schedule[i].sink_id))
 			earliest = i;
 	return earliest;
 }
@@ -545,13 +444,10 @@ run_periodic_checkpoint(void)
 	request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
 	request->kind = REQUEST_CHECKPOINT;
 	request->sink_id = sink->sink_id;
-	memset(&CommitTallies, 0, sizeof(CommitTallies));
-	run_request(request);
-	commit_remove_files();
-	maintenance_record_statistics(request);
-	if (request->sqlerrcode == 0)
-		maintenance_after_commit(request->sink_id);
-	/* a failure is logged by run_request and tried again, not too often */
+	/* left to the loaders, it counts as run: its outcome is only logged */
+	if (!serve_periodic(request))
+		request->sqlerrcode = 0;
+	/* a failure is logged and tried again, not too often */
 	if (request->sqlerrcode == 0)
 		advance_deadline(sink, GetCurrentTimestamp());
 	else
@@ -588,7 +484,9 @@ remove_orphans_of_next_sink(void)
 	request->kind = REQUEST_REMOVE_ORPHANS;
 	request->sink_id = schedule_all[orphan_turn % schedule_all_count];
 	request->older_than_ms = PaimonSinkOrphanFileAgeMs;
-	run_request(request);
+	/* a sink whose commit is in flight has its turn in the next round */
+	if (!commit_parallel_defers(request->sink_id))
+		(void) serve_periodic(request);
 	pfree(request);
 	orphan_turn_at = GetCurrentTimestamp();
 	if (++orphan_turn >= schedule_all_count)
@@ -727,6 +625,9 @@ nap_ms(bool ready)
 
 	if (!ready)
 		return COMMITTER_WRITERS_NAP_MS;
+	/* loaders wake the committer as they end, but not when a lock wait blocks one */
+	if (serve_holds())
+		nap = COMMITTER_LOADERS_NAP_MS;
 	for (int i = 0; i < lengthof(duties); i++)
 	{
 		TimestampTz due = duty_due_at(&duties[i]);
@@ -852,6 +753,7 @@ paimon_sink_committer_main(Datum main_arg)
 	for (;;)
 	{
 		int slot;
+		uint64 riders;
 		bool ready;
 		bool sinks_changed;
 
@@ -881,10 +783,16 @@ paimon_sink_committer_main(Datum main_arg)
 		if (ready != CommitterDatabase->committer_ready)
 			set_ready(ready);
 
-		/* requests first */
-		if (ready && request_next(CommitterDatabase, request, &slot))
+		/* a request whose loaders are done, then the requests */
+		if (serve_resume())
+			continue;
+		if (ready && request_next(CommitterDatabase, request, &slot, &riders))
 		{
-			serve(request, slot);
+			/* one that could wait for the shares in flight waits for them */
+			if (commit_parallel_defers(request->sink_id))
+				request_defer(CommitterDatabase, slot, riders, request->sink_id);
+			else
+				serve_request(request, slot, riders);
 			napped = false;
 			continue;
 		}

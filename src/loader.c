@@ -292,7 +292,12 @@ paimon_sink_loader_main(Datum main_arg)
 	error_context_stack = &callback;
 	PG_TRY();
 	{
+		TimestampTz start = GetCurrentTimestamp();
+
 		rows = load_share();
+		ereport(DEBUG1, (errmsg("paimon_sink loader prepared part %d of %d: %lld rows in %.3f ms",
+								assignment.part + 1, assignment.parts, (long long) rows,
+								(double) (GetCurrentTimestamp() - start) / 1000.0)));
 	}
 	PG_CATCH();
 	{

@@ -338,24 +338,30 @@ committer_submit(int database_index, CommitterRequest *request)
 		relay_error(request);
 }
 
-/*
- * The queued checkpoint() calls of the sink whose checkpoint() is served,
- * by slot: they ride on it (one barrier, prepare and commit for all) and
- * get its answer.  Their rows were committed before they queued, so before
- * the barrier, which starts after they are taken.  Committer only.
- */
-static uint64 riders = 0;
-
 StaticAssertDecl(PAIMON_SINK_REQUESTS_PER_DATABASE <= 64, "riders is a 64-bit mask of slots");
 
+/* waiting tells whether requests of sink_id wait for the parallel commit in flight (under the lock). */
+static bool
+waiting(DatabaseEntry *db, int32 sink_id)
+{
+	for (int i = 0; i < db->waiting_count; i++)
+		if (db->waiting_sinks[i] == sink_id)
+			return true;
+	return false;
+}
+
 /*
- * request_next takes the oldest queued request of db: marks it running and
- * copies it into *copy (its error area left empty); *slot gets its index,
- * for request_finish.  A checkpoint() takes the other queued checkpoint()
- * calls of its sink along.  Returns false when none is queued.
+ * request_next takes the oldest queued request of db whose sink does not
+ * wait for the parallel commit in flight: marks it running and copies it
+ * into *copy (its error area left empty); *slot gets its index, for
+ * request_finish.  A checkpoint() takes the other queued checkpoint()
+ * calls of its sink along: *riders gets their slots, a mask.  They ride on
+ * it (one barrier, prepare and commit for all) and get its answer; their
+ * rows were committed before they queued, so before the barrier, which
+ * starts after they are taken.  Returns false when none is queued.
  */
 bool
-request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
+request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot, uint64 *riders)
 {
 	CommitterRequest *oldest = NULL;
 
@@ -364,13 +370,14 @@ request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
 	{
 		CommitterRequest *request = &db->requests[i];
 
-		if (request->state == REQUEST_QUEUED && (oldest == NULL || request->seq < oldest->seq))
+		if (request->state == REQUEST_QUEUED && (oldest == NULL || request->seq < oldest->seq) &&
+			!waiting(db, request->sink_id))
 		{
 			oldest = request;
 			*slot = i;
 		}
 	}
-	riders = 0;
+	*riders = 0;
 	if (oldest != NULL)
 	{
 		oldest->state = REQUEST_RUNNING;
@@ -386,7 +393,7 @@ request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot)
 				request->sink_id == oldest->sink_id)
 			{
 				request->state = REQUEST_RUNNING;
-				riders |= UINT64CONST(1) << i;
+				*riders |= UINT64CONST(1) << i;
 			}
 		}
 	}
@@ -414,21 +421,59 @@ answer(CommitterRequest *request, const CommitterRequest *outcome)
 }
 
 /*
- * request_finish answers the request in slot, and those riding on it, with
- * outcome (results and error) and wakes the requesters; an abandoned
- * request is freed instead.
+ * request_finish answers the request in slot, and those riding on it
+ * (riders, the mask request_next gave), with outcome (results and error)
+ * and wakes the requesters; an abandoned request is freed instead.
  */
 void
-request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome)
+request_finish(DatabaseEntry *db, int slot, uint64 riders, const CommitterRequest *outcome)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	answer(&db->requests[slot], outcome);
 	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
 		if (i != slot && (riders & (UINT64CONST(1) << i)))
 			answer(&db->requests[i], outcome);
-	riders = 0;
 	LWLockRelease(PaimonSinkState->lock);
 	ConditionVariableBroadcast(&db->request_done);
+}
+
+/*
+ * request_defer puts the request in slot and its riders back in the queue,
+ * unserved, and makes the requests of sink_id wait for the parallel commit
+ * in flight (request_wait).
+ */
+void
+request_defer(DatabaseEntry *db, int slot, uint64 riders, int32 sink_id)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
+		if (i == slot || (riders & (UINT64CONST(1) << i)))
+			db->requests[i].state = REQUEST_QUEUED;
+	if (!waiting(db, sink_id) && db->waiting_count < PAIMON_SINK_REQUESTS_PER_DATABASE)
+		db->waiting_sinks[db->waiting_count++] = sink_id;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
+/*
+ * request_wait makes the requests of sink_id wait for the parallel commit
+ * in flight: request_next leaves them queued.
+ */
+void
+request_wait(DatabaseEntry *db, int32 sink_id)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (!waiting(db, sink_id) && db->waiting_count < PAIMON_SINK_REQUESTS_PER_DATABASE)
+		db->waiting_sinks[db->waiting_count++] = sink_id;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
+/* request_wait_end lets every waiting sink's requests be served again. */
+void
+request_wait_end(DatabaseEntry *db)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	db->waiting_count = 0;
+	LWLockRelease(PaimonSinkState->lock);
 }
 
 /* request_any_queued tells whether a request of db waits for the committer. */

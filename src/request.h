@@ -16,8 +16,12 @@
 extern void committer_submit(int database_index, CommitterRequest *request);
 
 /* in request.c: the committer's end */
-extern bool request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot);
-extern void request_finish(DatabaseEntry *db, int slot, const CommitterRequest *outcome);
+extern bool request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot, uint64 *riders);
+extern void request_finish(DatabaseEntry *db, int slot, uint64 riders,
+						   const CommitterRequest *outcome);
+extern void request_defer(DatabaseEntry *db, int slot, uint64 riders, int32 sink_id);
+extern void request_wait(DatabaseEntry *db, int32 sink_id);
+extern void request_wait_end(DatabaseEntry *db);
 extern bool request_any_queued(DatabaseEntry *db);
 extern void request_fail_running(DatabaseEntry *db);
 

@@ -366,8 +366,15 @@ typedef struct DatabaseEntry
 	CommitterRequest requests[PAIMON_SINK_REQUESTS_PER_DATABASE];
 	CommitProgress progress;		  /* the committer's own load */
 	CommitProgress parallel_progress; /* the checkpoint its loaders load */
-	int32 busy_sink_id;				  /* whose requests wait while its loaders load; 0: none */
-	Size loader_offset;				  /* paimon_sink.loaders_per_database LoaderEntry from here */
+	/*
+	 * Sinks whose requests wait for the parallel commit in flight: its own
+	 * sink, and sinks into the same target (their load could wait for a
+	 * share's prepared rows, which wait for the committer).  request_next
+	 * leaves their requests queued; cleared as the commit ends.
+	 */
+	int waiting_count;
+	int32 waiting_sinks[PAIMON_SINK_REQUESTS_PER_DATABASE];
+	Size loader_offset; /* paimon_sink.loaders_per_database LoaderEntry from here */
 	ScheduleStatus schedule;
 	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */
 } DatabaseEntry;

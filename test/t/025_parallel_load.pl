@@ -137,7 +137,7 @@ like($err, qr/ERROR:  23505: duplicate key value violates unique constraint "key
 	'two shares meeting on a key: the committer\'s own load raises the violation');
 unlike($err, qr/paimon_sink loader loading part/, 'from the committer, not from a loader');
 like(substr(slurp_file($node->logfile), $log_offset),
-	qr/loads checkpoint \d+ of commit user "[^"]+" of sink "k" itself/,
+	qr/loads checkpoint \d+ of commit user "[^"]+" of sink \d+ itself/,
 	'the log says the committer loaded it itself');
 is(sql("SELECT count(*) FROM keyed WHERE id > 100000"), '0', 'nothing of it was applied');
 is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'nothing is left prepared');
@@ -174,6 +174,22 @@ is(target_rows($node, $scen), '0', 'killed loader: nothing was applied');
 is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"), $rows,
 	'killed loader: the next checkpoint() commits it');
 is((ledger_diff($node, [$scen]))[0], $exact, 'killed loader: the target equals the ledger');
+
+# the committer ends while its loaders load: they stop, the next committer rolls back
+$scen++;
+stage($node, $scen);
+sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
+$run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
+ok(paused($node, 'loader_after_prepare'), 'committer ends: a loader prepared its share');
+sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
+like(finish($run), qr/08006|stopped while serving/, 'committer ends: the request fails, its outcome unknown');
+sql("SELECT paimon_sink.clear_faults()");
+ok(writers_ready($node, 'postgres'), 'committer ends: a new committer serves');
+ok(nothing_in_doubt($node), 'committer ends: the new committer rolled the shares back');
+is(target_rows($node, $scen), '0', 'committer ends: nothing was applied');
+is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"), $rows,
+	'committer ends: the next checkpoint() commits it');
+is((ledger_diff($node, [$scen]))[0], $exact, 'committer ends: the target equals the ledger');
 
 # --- a crash (immediate stop) at each moment of the parallel commit
 for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 0],
