@@ -20,6 +20,7 @@ OBJS = \
 	src/maintenance.o \
 	src/writer.o \
 	src/writer_adopt.o \
+	src/writer_seal.o \
 	src/writer_window.o \
 	src/handoff.o \
 	src/handoff_queue.o \

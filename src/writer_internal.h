@@ -80,12 +80,14 @@ extern HTAB *WriterStreams; /* Stream, by StreamIdentity */
 extern MemoryContext WriterContext;
 
 extern Stream *writer_get_stream(const StreamIdentity *id);
+extern void writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
+								const char *payload, uint32 length, const char *origin_name,
+								off_t origin_offset, bool streamed, uint64 first_sequence);
 extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows,
 							 uint64 full_xid, uint64 fence_epoch, bool dead);
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);
 extern void writer_sync(File file, const char *path, int elevel);
 extern void writer_acknowledge_handoffs(void);
-extern uint64 writer_stream_committed_rows(const Stream *stream, Snapshot snapshot);
 
 /* in writer_window.c: the sync window */
 extern void writer_open_window(void);
@@ -96,6 +98,9 @@ extern bool writer_window_is_open(void);
 extern bool writer_window_due(void);
 extern long writer_window_timeout(long idle);
 extern void writer_window_exit(void);
+
+/* in writer_seal.c: sealing streams at a barrier */
+extern uint64 writer_stream_committed_rows(const Stream *stream, Snapshot snapshot);
 extern void writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq,
 							   uint64 fence_epoch);
 
