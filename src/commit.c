@@ -309,15 +309,10 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
 	foreach (lc, metadata_checkpoint_files(sink_id, commit_user, checkpoint_id))
 	{
 		CheckpointFile *recorded = lfirst(lc);
-		LoadFile *file = palloc0(sizeof(LoadFile));
+		LoadFile *file = load_file_of(recorded, sink_id);
 		struct stat st;
 
-		file->name = recorded->file_name;
-		file->row_count = recorded->row_count;
-		file->excluded = recorded->excluded;
-		file->excluded_count = recorded->excluded_count;
 		*bytes += recorded->byte_count;
-		staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
 		if (stat(file->path, &st) != 0)
 			appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", file->path);
 		else

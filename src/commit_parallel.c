@@ -189,6 +189,19 @@ wait_for_loaders(bool terminate)
 }
 
 /*
+ * is_inflight_share says whether a prepared transaction is a loader share
+ * of the checkpoint in flight (ours, a part, same sink, commit user and
+ * checkpoint id), of this attempt or an earlier one.
+ */
+static bool
+is_inflight_share(const PreparedGid *entry)
+{
+	return entry->ours && entry->parts.part >= 0 && entry->parts.sink_id == inflight.sink_id &&
+		   entry->parts.checkpoint_id == inflight.checkpoint_id &&
+		   strcmp(entry->parts.commit_user, inflight.commit_user) == 0;
+}
+
+/*
  * rollback_shares rolls back every prepared transaction of ours that is a
  * loader's share of the checkpoint in flight (this attempt's, and any an
  * earlier attempt left), once no loader of it runs; a failure is logged
@@ -210,9 +223,7 @@ rollback_shares(void)
 		PreparedGid *entry = lfirst(lc);
 		MemoryContext old = CurrentMemoryContext;
 
-		if (!entry->ours || entry->parts.part < 0 || entry->parts.sink_id != inflight.sink_id ||
-			entry->parts.checkpoint_id != inflight.checkpoint_id ||
-			strcmp(entry->parts.commit_user, inflight.commit_user) != 0)
+		if (!is_inflight_share(entry))
 			continue;
 		PG_TRY();
 		{
@@ -479,9 +490,7 @@ settle_shares(void)
 		PreparedGid *entry = lfirst(lc);
 		bool this_attempt = false;
 
-		if (!entry->ours || entry->parts.part < 0 || entry->parts.sink_id != inflight.sink_id ||
-			entry->parts.checkpoint_id != inflight.checkpoint_id ||
-			strcmp(entry->parts.commit_user, inflight.commit_user) != 0)
+		if (!is_inflight_share(entry))
 			continue;
 		for (int i = 0; i < inflight.parts; i++)
 			this_attempt = this_attempt || strcmp(inflight.gids[i], entry->gid) == 0;

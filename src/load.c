@@ -331,6 +331,26 @@ load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
 }
 
 /*
+ * load_file_of makes the LoadFile of one recorded committable of sink_id:
+ * its name, rows and left-out batch offsets (shared with the committable)
+ * and its path in the sink's staged-file folder; size and position stay 0
+ * for the caller to set.  Returns a palloc'd LoadFile in the current
+ * memory context.
+ */
+LoadFile *
+load_file_of(const CheckpointFile *recorded, int32 sink_id)
+{
+	LoadFile *file = palloc0(sizeof(LoadFile));
+
+	file->name = recorded->file_name;
+	file->row_count = recorded->row_count;
+	file->excluded = recorded->excluded;
+	file->excluded_count = recorded->excluded_count;
+	staged_file_path(file->path, MyDatabaseId, sink_id, file->name);
+	return file;
+}
+
+/*
  * load_files loads staged files into the target with COPY FROM's
  * machinery, as the sink's owner, and returns the rows loaded.
  */

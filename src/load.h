@@ -11,6 +11,7 @@
 #define PAIMON_SINK_LOAD_H
 
 #include "catalog.h"
+#include "metadata.h"
 #include "shared_state.h"
 #include "upsert.h"
 
@@ -27,6 +28,7 @@ typedef struct LoadFile
 } LoadFile;
 
 /* in load.c */
+extern LoadFile *load_file_of(const CheckpointFile *recorded, int32 sink_id);
 extern uint64 load_files(SinkInfo *sink, List *files);
 extern uint64 load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end);
 extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);

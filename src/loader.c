@@ -162,15 +162,9 @@ share_files(void)
 	foreach (lc, metadata_checkpoint_files(assignment.sink_id, assignment.commit_user,
 										   assignment.checkpoint_id))
 	{
-		CheckpointFile *recorded = lfirst(lc);
-		LoadFile *file = palloc0(sizeof(LoadFile));
+		LoadFile *file = load_file_of(lfirst(lc), assignment.sink_id);
 		struct stat st;
 
-		file->name = recorded->file_name;
-		file->row_count = recorded->row_count;
-		file->excluded = recorded->excluded;
-		file->excluded_count = recorded->excluded_count;
-		staged_file_path(file->path, MyDatabaseId, assignment.sink_id, file->name);
 		if (stat(file->path, &st) != 0)
 			ereport(ERROR, (errcode_for_file_access(),
 							errmsg("could not stat staged file \"%s\": %m", file->path),
