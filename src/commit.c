@@ -349,6 +349,7 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	uint64 loaded;
+	int64 rejected;
 
 	/*
 	 * The load runs in a security-restricted operation, which may not leave
@@ -364,8 +365,10 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 		loaded = load_apply_files(sink, files, changes);
 	else
 		loaded = load_files(sink, files);
-	/* the refused rows, moved aside: prepared with the rest */
-	(void) rejects_record();
+	/* the refused rows, moved aside: prepared with the rest (and not counted as applied) */
+	rejected = rejects_record();
+	if (SINK_IS_UPSERT(sink))
+		loaded -= (uint64) rejected;
 	/* the owner's triggers ran in this session: nothing of theirs stays in it */
 	security_forget_session_state();
 	failure_hint = NULL;

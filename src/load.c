@@ -417,11 +417,11 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 	for (int i = 0; i < sink->column_count; i++)
 		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
 						 quote_identifier(sink->column_names[i]));
-	redo.insert = psprintf(
-		"INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM " REDO_RELATION,
-		quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-								   RelationGetRelationName(rel)),
-		names.data, names.data);
+	redo.insert =
+		psprintf("INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM " REDO_RELATION,
+				 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											RelationGetRelationName(rel)),
+				 names.data, names.data);
 	if (OidIsValid(key_index))
 	{
 		Relation index = index_open(key_index, AccessShareLock);
@@ -431,10 +431,10 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 		{
 			AttrNumber attnum = index->rd_index->indkey.values[k];
 			AttrNumber in_foreign =
-				attnum > 0 ? get_attnum(RelationGetRelid(foreign),
-										NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)
-													->attname))
-						   : InvalidAttrNumber;
+				attnum > 0
+					? get_attnum(RelationGetRelid(foreign),
+								 NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname))
+					: InvalidAttrNumber;
 
 			if (in_foreign == InvalidAttrNumber)
 			{
@@ -455,8 +455,9 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 	start_load(files, false);
 	load.share_begin = share_begin;
 	load.share_end = share_end;
-	redo.cstate = BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
-								list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
+	redo.cstate =
+		BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
+					  list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
 	rows = rejects_redo(&source, error);
 	EndCopyFrom(redo.cstate);
 	end_load();
@@ -559,8 +560,8 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
-	rows = copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin,
-								  share_end);
+	rows =
+		copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin, share_end);
 
 	security_restore_role(&saved);
 	table_close(rel, NoLock);

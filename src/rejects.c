@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
@@ -35,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "write_check.h"
 
 /* Rows tried together in a redo; a failing group is tried row by row. */
 #define REDO_GROUP_ROWS 100
@@ -57,6 +59,7 @@ typedef struct RejectedRow
 static struct
 {
 	int32 sink_id;
+	Oid target;
 	char *sink_name;
 	char *commit_user;
 	int64 checkpoint_id;
@@ -98,11 +101,12 @@ rejects_begin(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
 	run.sink_id = sink->sink_id;
+	run.target = sink->target;
 	run.sink_name = pstrdup(sink->name);
 	run.commit_user = pstrdup(commit_user);
 	run.checkpoint_id = checkpoint_id;
-	run.reject = operator || sink->reject_on_error;
-	run.reason = operator ? "reject_failing_rows" : "on_error";
+	run.reject = operator|| sink->reject_on_error;
+	run.reason = operator? "reject_failing_rows" : "on_error";
 	run.rows = NIL;
 	MemoryContextSwitchTo(old);
 }
@@ -234,34 +238,42 @@ refuse(RedoSource *source, HeapTuple tuple, ErrorData *error, int64 ordinal)
 	heap_deform_tuple(tuple, source->desc, values, nulls);
 	delete = source->delete_index >= 0 && !nulls[source->delete_index] &&
 			 DatumGetBool(values[source->delete_index]);
+	/* index_form_tuple's 54000 names no index: find it */
+	if (error->sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED && error->constraint_name == NULL)
+	{
+		Relation target = table_open(run.target, NoLock);
+
+		error->constraint_name =
+			write_check_oversized_index(target, source->desc, source->columns, values, nulls);
+		table_close(target, NoLock);
+	}
 	if (!run.reject)
 	{
 		key = describe_key(source, values, nulls, ordinal);
 		context = own_context(error->context);
-		ereport(ERROR,
-				(errcode(error->sqlerrcode), errmsg("%s", error->message),
-				 errdetail("%s%s%s of checkpoint %lld of commit user \"%s\" of sink \"%s\" is "
-						   "refused by %s%s%s; nothing of the checkpoint was applied.",
-						   error->detail ? error->detail : "", error->detail ? " " : "",
-						   key, (long long) run.checkpoint_id, run.commit_user, run.sink_name,
-						   error->constraint_name ? "constraint or index \"" : "the target",
-						   error->constraint_name ? error->constraint_name : "",
-						   error->constraint_name ? "\"" : ""),
-				 errhint("The sink stops at a row its target refuses (on_error 'stop'): fix the "
-						 "cause and commit again, or move the checkpoint's refused rows aside "
-						 "into paimon_sink.rejected_row with "
-						 "paimon_sink.reject_failing_rows(%s, %lld, %s) and go on.",
-						 quote_literal_cstr(run.sink_name), (long long) run.checkpoint_id,
-						 quote_literal_cstr(run.commit_user)),
-				 error->schema_name ? err_generic_string(PG_DIAG_SCHEMA_NAME, error->schema_name)
-									: 0,
-				 error->table_name ? err_generic_string(PG_DIAG_TABLE_NAME, error->table_name) : 0,
-				 error->column_name ? err_generic_string(PG_DIAG_COLUMN_NAME, error->column_name)
-									: 0,
-				 error->constraint_name
-					 ? err_generic_string(PG_DIAG_CONSTRAINT_NAME, error->constraint_name)
-					 : 0,
-				 context ? errcontext("%s", context) : 0));
+		ereport(
+			ERROR,
+			(errcode(error->sqlerrcode), errmsg("%s", error->message),
+			 errdetail("%s%s%s of checkpoint %lld of commit user \"%s\" of sink \"%s\" is "
+					   "refused by %s%s%s; nothing of the checkpoint was applied.",
+					   error->detail ? error->detail : "", error->detail ? " " : "", key,
+					   (long long) run.checkpoint_id, run.commit_user, run.sink_name,
+					   error->constraint_name ? "constraint or index \"" : "the target",
+					   error->constraint_name ? error->constraint_name : "",
+					   error->constraint_name ? "\"" : ""),
+			 errhint("The sink stops at a row its target refuses (on_error 'stop'): fix the "
+					 "cause and commit again, or move the checkpoint's refused rows aside "
+					 "into paimon_sink.rejected_row with "
+					 "paimon_sink.reject_failing_rows(%s, %lld, %s) and go on.",
+					 quote_literal_cstr(run.sink_name), (long long) run.checkpoint_id,
+					 quote_literal_cstr(run.commit_user)),
+			 error->schema_name ? err_generic_string(PG_DIAG_SCHEMA_NAME, error->schema_name) : 0,
+			 error->table_name ? err_generic_string(PG_DIAG_TABLE_NAME, error->table_name) : 0,
+			 error->column_name ? err_generic_string(PG_DIAG_COLUMN_NAME, error->column_name) : 0,
+			 error->constraint_name
+				 ? err_generic_string(PG_DIAG_CONSTRAINT_NAME, error->constraint_name)
+				 : 0,
+			 context ? errcontext("%s", context) : 0));
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	row = palloc0(sizeof(RejectedRow));

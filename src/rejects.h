@@ -17,10 +17,10 @@
 /* Where the rows of a failed load come from again, and how they are applied. */
 typedef struct RedoSource
 {
-	TupleDesc desc; /* of the rows: the first columns are the target's */
-	int columns;	/* how many of desc's attributes are the row's */
-	int key_count;	/* key columns named in errors (0: the row's place) */
-	int *key_index; /* their attribute numbers in desc, from 0 */
+	TupleDesc desc;				  /* of the rows: the first columns are the target's */
+	int columns;				  /* how many of desc's attributes are the row's */
+	int key_count;				  /* key columns named in errors (0: the row's place) */
+	int *key_index;				  /* their attribute numbers in desc, from 0 */
 	int delete_index;			  /* the attribute saying "a delete" (upsert), or -1 */
 	const char *retry_constraint; /* its unique violation is raised, never a refusal */
 	/* the next row, or false at the end */

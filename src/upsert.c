@@ -502,8 +502,7 @@ merge_redo_apply(void *arg, Tuplestorestate *store)
 {
 	MergeRedo *redo = arg;
 
-	return run_over(redo->query, CHANGES_RELATION, redo->layout->change_desc, store,
-					SPI_OK_MERGE);
+	return run_over(redo->query, CHANGES_RELATION, redo->layout->change_desc, store, SPI_OK_MERGE);
 }
 
 /*

@@ -18,6 +18,8 @@ extern IndexChecks *write_check_begin(Relation target);
 extern bool write_check_wanted(const IndexChecks *checks);
 extern void write_check_row(IndexChecks *checks, TupleTableSlot *target_slot,
 							const char *sink_name);
+extern char *write_check_oversized_index(Relation target, TupleDesc desc, int columns,
+										 Datum *values, bool *nulls);
 extern void write_check_end(IndexChecks *checks);
 
 #endif /* PAIMON_SINK_WRITE_CHECK_H */
