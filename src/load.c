@@ -355,7 +355,8 @@ typedef struct AppendRedo
 	char *insert; /* INSERT INTO target (...) SELECT ... FROM the rows */
 } AppendRedo;
 
-#define REDO_RELATION "paimon_sink_rows"
+/* an ephemeral named relation, as upsert.c's (the name its checks know) */
+#define REDO_RELATION "paimon_sink_changes"
 
 /* append_redo_next gives the redo the next staged row. */
 static bool

@@ -154,7 +154,7 @@ describe_key(RedoSource *source, Datum *values, bool *nulls, int64 ordinal)
 	StringInfoData shown;
 
 	if (source->key_count == 0)
-		return psprintf("row %lld of the checkpoint", (long long) ordinal);
+		return psprintf("row %lld (in load order)", (long long) ordinal);
 	initStringInfo(&names);
 	initStringInfo(&shown);
 	for (int k = 0; k < source->key_count; k++)
@@ -251,29 +251,35 @@ refuse(RedoSource *source, HeapTuple tuple, ErrorData *error, int64 ordinal)
 	{
 		key = describe_key(source, values, nulls, ordinal);
 		context = own_context(error->context);
+		/*
+		 * The error reaches the caller whole (its own detail and hint kept, as
+		 * the relay promises; one without a hint gets the commit's); what
+		 * names the row, the constraint and the checkpoint, and the way on,
+		 * is a context line of its own.
+		 */
 		ereport(
 			ERROR,
 			(errcode(error->sqlerrcode), errmsg("%s", error->message),
-			 errdetail("%s%s%s of checkpoint %lld of commit user \"%s\" of sink \"%s\" is "
-					   "refused by %s%s%s; nothing of the checkpoint was applied.",
-					   error->detail ? error->detail : "", error->detail ? " " : "", key,
-					   (long long) run.checkpoint_id, run.commit_user, run.sink_name,
-					   error->constraint_name ? "constraint or index \"" : "the target",
-					   error->constraint_name ? error->constraint_name : "",
-					   error->constraint_name ? "\"" : ""),
-			 errhint("The sink stops at a row its target refuses (on_error 'stop'): fix the "
-					 "cause and commit again, or move the checkpoint's refused rows aside "
-					 "into paimon_sink.rejected_row with "
-					 "paimon_sink.reject_failing_rows(%s, %lld, %s) and go on.",
-					 quote_literal_cstr(run.sink_name), (long long) run.checkpoint_id,
-					 quote_literal_cstr(run.commit_user)),
+			 error->detail ? errdetail("%s", error->detail) : 0,
+			 error->hint ? errhint("%s", error->hint) : 0,
 			 error->schema_name ? err_generic_string(PG_DIAG_SCHEMA_NAME, error->schema_name) : 0,
 			 error->table_name ? err_generic_string(PG_DIAG_TABLE_NAME, error->table_name) : 0,
 			 error->column_name ? err_generic_string(PG_DIAG_COLUMN_NAME, error->column_name) : 0,
+			 error->datatype_name ? err_generic_string(PG_DIAG_DATATYPE_NAME, error->datatype_name)
+								  : 0,
 			 error->constraint_name
 				 ? err_generic_string(PG_DIAG_CONSTRAINT_NAME, error->constraint_name)
 				 : 0,
-			 context ? errcontext("%s", context) : 0));
+			 context ? errcontext("%s", context) : 0,
+			 errcontext("%s of checkpoint %lld of commit user \"%s\" of sink \"%s\" is "
+						"refused by %s%s%s; nothing of the checkpoint was applied "
+						"(on_error 'stop': paimon_sink.reject_failing_rows(%s, %lld, %s) moves "
+						"the checkpoint's refused rows aside)",
+						key, (long long) run.checkpoint_id, run.commit_user, run.sink_name,
+						error->constraint_name ? "constraint or index \"" : "the target",
+						error->constraint_name ? error->constraint_name : "",
+						error->constraint_name ? "\"" : "", quote_literal_cstr(run.sink_name),
+						(long long) run.checkpoint_id, quote_literal_cstr(run.commit_user))));
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	row = palloc0(sizeof(RejectedRow));
