@@ -38,6 +38,8 @@ OBJS = \
 	src/status.o \
 	src/sql_call.o \
 	src/upsert.o \
+	src/rejects.o \
+	src/write_check.o \
 	src/fault.o \
 	src/names.o \
 	src/security.o \

@@ -278,3 +278,84 @@ BEGIN
 			'returns the snapshots made and the row of the end-of-input checkpoint, as commit() (0 rows when the input ended empty); a retry after a lost reply answers as a retried commit() does.'));
 END
 $$;
+
+-- Poison checkpoints: a sink chooses what a commit does with a row its
+-- target refuses (create_sink's on_error): 'stop' (the commit fails, its
+-- error naming the row's key, the constraint or index and the checkpoint)
+-- or 'reject' (the row goes into rejected_row, committed in the same
+-- prepared transaction as the checkpoint's other rows: Kafka Connect's
+-- errors.tolerance = all with a dead-letter queue).  reject_failing_rows()
+-- commits a stopped checkpoint once that way.
+ALTER TABLE paimon_sink.sink_definition
+	ADD COLUMN on_error text NOT NULL DEFAULT 'stop' CHECK (on_error IN ('stop', 'reject'));
+COMMENT ON COLUMN paimon_sink.sink_definition.on_error IS
+	'What a commit does with a row the target refuses: stop (the commit fails, naming the row''s key, the constraint or index and the checkpoint) or reject (the row goes into rejected_row, in the checkpoint''s own prepared transaction).';
+
+CREATE TABLE paimon_sink.rejected_row (
+	reject_id bigserial PRIMARY KEY,
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	commit_user text NOT NULL,
+	checkpoint_id bigint NOT NULL,
+	-- on_error: the sink's on_error = 'reject'; reject_failing_rows: the operator's call
+	reason text NOT NULL CHECK (reason IN ('on_error', 'reject_failing_rows')),
+	-- upsert: '+U' (an upsert) or '-D' (a delete); append: NULL
+	row_kind text,
+	sqlstate text NOT NULL,
+	message text NOT NULL,
+	detail text,
+	constraint_name text,
+	-- the row as the target would have got it: column name -> text value (NULL: JSON null)
+	row_data jsonb NOT NULL,
+	rejected_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX ON paimon_sink.rejected_row (sink_id, commit_user, checkpoint_id);
+COMMENT ON TABLE paimon_sink.rejected_row IS
+	'Rows a commit moved aside because the target refused them (the dead-letter queue), each committed in the prepared transaction of its checkpoint: SQLSTATE, message, detail, constraint or index, and the row (column name -> text). Holds the rows of every sink: readable through the view rejects, by the sink owner''s members.';
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.rejected_row', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.rejected_row_reject_id_seq', '');
+REVOKE ALL ON paimon_sink.rejected_row FROM PUBLIC;
+
+CREATE VIEW paimon_sink.rejects WITH (security_barrier) AS
+	SELECT s.sink_name, r.reject_id, r.commit_user, r.checkpoint_id, r.reason, r.row_kind,
+		r.sqlstate, r.message, r.detail, r.constraint_name, r.row_data, r.rejected_at
+	FROM paimon_sink.rejected_row r JOIN paimon_sink.sink_definition s USING (sink_id)
+	WHERE pg_catalog.pg_has_role(s.owner_role, 'MEMBER');
+COMMENT ON VIEW paimon_sink.rejects IS
+	'The rows commits moved aside (rejected_row), of the sinks whose owner the current role is a member of: sink_name, reject_id, commit_user, checkpoint_id, reason (on_error or reject_failing_rows), row_kind (upsert: +U or -D), sqlstate, message, detail, constraint_name, row_data jsonb, rejected_at.';
+GRANT SELECT ON paimon_sink.rejects TO PUBLIC;
+
+CREATE OR REPLACE VIEW paimon_sink.sinks AS
+	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table, s.owner_role, s.mode,
+		s.buckets, s.bucket_key, s.row_kind_column, s.partial_update, s.checkpoint_interval,
+		s.default_commit_user,
+		u.last_prepared_checkpoint, u.last_committed_checkpoint, u.last_snapshot_id,
+		u.last_committed_at, s.created_at, s.on_error
+	FROM paimon_sink.sink_definition s
+	LEFT JOIN paimon_sink.commit_user_state u
+		ON u.sink_id = s.sink_id AND u.commit_user = s.default_commit_user;
+
+DROP FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean);
+CREATE FUNCTION paimon_sink.create_sink(
+	sink_name text,
+	target regclass,
+	mode text DEFAULT 'append',
+	buckets integer DEFAULT 1,
+	bucket_key text[] DEFAULT NULL,
+	checkpoint_interval interval DEFAULT NULL,
+	row_kind_column text DEFAULT '_row_kind',
+	partial_update boolean DEFAULT false,
+	on_error text DEFAULT 'stop',
+	OUT sink_name text, OUT foreign_table regclass, OUT commit_user text)
+	AS 'MODULE_PATHNAME', 'paimon_sink_create_sink' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text) FROM PUBLIC;
+COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text) IS
+$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target (recorded: a commit refuses another) and the SELECT, UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (ignored) or -D (delete: only the key columns count), and each checkpoint applies per key only the latest version; partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine). buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval (positive; NULL takes paimon_sink.checkpoint_interval, whose 0 means none) makes the committer checkpoint the sink's own commit user that often, skipping empty intervals. on_error says what a commit does with a row the target refuses (a constraint, an index, a trigger): 'stop' (the default: the commit fails, nothing applied, its error naming the row's key, the constraint or index and the checkpoint; reject_failing_rows() goes on) or 'reject' (the row goes into paimon_sink.rejected_row, view rejects, committed in the same prepared transaction as the checkpoint's other rows; Kafka Connect's dead-letter queue). Privileges: EXECUTE is revoked from PUBLIC (a superuser grants it: GRANT EXECUTE ON FUNCTION paimon_sink.create_sink TO role); the caller is the sink's owner, whose rights its commits use. Errors: 22023 bad name, mode, buckets, row_kind_column, on_error, or a bucket key outside the primary key; 42P16 upsert target without a primary key; 0A000 upsert target with a deferrable primary key or rules, or a bucket key type without a hash function when buckets > 1; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE) right on target, no CREATE right on its schema or no USAGE on the server paimon_sink, each with the GRANT to run in its hint; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+CREATE FUNCTION paimon_sink.reject_failing_rows(
+	sink_name text, checkpoint_id bigint, commit_user text DEFAULT NULL)
+	RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint, row_count bigint,
+		file_count integer, committed_at timestamptz, newly_committed boolean)
+	AS 'MODULE_PATHNAME', 'paimon_sink_reject_failing_rows' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.reject_failing_rows(text, bigint, text) IS
+$$The operator's way past a poison checkpoint (a sink with on_error 'stop' whose commit fails on a row the target refuses): commits the commit user's prepared checkpoints up to checkpoint_id (commit_user NULL: the sink's own) as commit() does, but moves every row the target refuses (integrity violations 23xxx, data exceptions 22xxx, 54000 such as an index row too large, a trigger's RAISE P0001, 44000) aside into paimon_sink.rejected_row (reason 'reject_failing_rows'), in the same prepared transaction as the checkpoint's other rows; so it happens exactly once: a retry, or a crash after the PREPARE, finds the checkpoint committed. Returns what commit() returns. The load runs in the committer (not the loaders); other errors (a missing file, privileges) still fail it with nothing applied. Refused in a transaction block; not undone by a later rollback. Errors: 42704 unknown sink; 42501 not the sink's owner or a member of it (a superuser is); 22023 invalid commit user; 25001 inside a transaction block; 55000 max_prepared_transactions = 0, writers not running; others as commit(). Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.reject_failing_rows(text, bigint, text) TO PUBLIC;

@@ -35,6 +35,7 @@
 
 PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
 PG_FUNCTION_INFO_V1(paimon_sink_commit);
+PG_FUNCTION_INFO_V1(paimon_sink_reject_failing_rows);
 PG_FUNCTION_INFO_V1(paimon_sink_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_start_workers);
 PG_FUNCTION_INFO_V1(paimon_sink_recover);
@@ -140,6 +141,36 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	submit(&request);
+	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
+							  request.previous_last_committed, request.last_committed,
+							  request.checkpoint_id);
+	return (Datum) 0;
+}
+
+/*
+ * reject_failing_rows(sink_name text, checkpoint_id bigint, commit_user text)
+ * is the operator's way past a poison checkpoint: commit() of the commit
+ * user's prepared checkpoints up to checkpoint_id (commit_user NULL: the
+ * sink's own), with the rows the target refuses moved aside into
+ * paimon_sink.rejected_row in each checkpoint's own prepared transaction
+ * (rejects.c; Kafka Connect's errors.tolerance = all with its dead-letter
+ * queue).  Being that commit, it happens once: a retry, or recovery after a
+ * crash past the PREPARE, finds the checkpoint committed.  Returns rows in
+ * the shape of commit(); for the sink's owner's members (a superuser is
+ * one).  SQLSTATEs: as commit(); see the COMMENT ON in the extension script.
+ */
+Datum
+paimon_sink_reject_failing_rows(PG_FUNCTION_ARGS)
+{
+	CommitterRequest request;
+	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "move the refused rows of",
+								   "paimon_sink.reject_failing_rows()");
+
+	request.checkpoint_id = checkpoint_argument(fcinfo, 1);
+	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 2, sink),
+			sizeof(request.commit_user));
+	request.reject_rows = true;
 	submit(&request);
 	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
 							  request.previous_last_committed, request.last_committed,

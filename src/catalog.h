@@ -32,6 +32,7 @@ typedef struct SinkInfo
 	char *row_kind_column; /* upsert: the foreign table's row kind column */
 	bool partial_update;   /* upsert: NULL columns keep the target's value */
 	List *key_columns;	   /* upsert: the target's primary key, char * */
+	bool reject_on_error;  /* on_error 'reject': refused rows go to rejected_row */
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)

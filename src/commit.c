@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "names.h"
 #include "recovery.h"
+#include "rejects.h"
 #include "security.h"
 #include "staged_file.h"
 #include "tcop/tcopprot.h"
@@ -343,6 +344,7 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	uint64 loaded;
+	int64 rejected;
 
 	/*
 	 * The load runs in a security-restricted operation, which may not leave
@@ -353,10 +355,15 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 	AfterTriggerSetState(immediate);
 	failure_hint = LOAD_FAILURE_HINT;
 	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
+	rejects_begin(sink, commit_user, checkpoint_id, rejects_operator_call());
 	if (SINK_IS_UPSERT(sink))
 		loaded = load_apply_files(sink, files, changes);
 	else
 		loaded = load_files(sink, files);
+	/* the refused rows, moved aside: prepared with the rest (and not counted as applied) */
+	rejected = rejects_record();
+	if (SINK_IS_UPSERT(sink))
+		loaded -= (uint64) rejected;
 	/* the owner's triggers ran in this session: nothing of theirs stays in it */
 	security_forget_session_state();
 	failure_hint = NULL;
@@ -634,7 +641,8 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 
 	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
-	if (parallel && commit_parallel_wanted(sink, rows))
+	/* reject_failing_rows() loads here: the loaders follow the sink's own on_error */
+	if (parallel && !rejects_operator_call() && commit_parallel_wanted(sink, rows))
 	{
 		/* the loaders read and load; this block only read */
 		PopActiveSnapshot();

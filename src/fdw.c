@@ -46,6 +46,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "write_check.h"
 #include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
@@ -96,6 +97,7 @@ typedef struct SinkInsertState
 	EState *estate;
 	StringInfoData line;
 	MemoryContext row_context;
+	IndexChecks *index_checks; /* the target's btree indexes (write_check.c) */
 } SinkInsertState;
 
 /*
@@ -536,6 +538,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->target_info = makeNode(ResultRelInfo);
 	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
+	state->index_checks = write_check_begin(state->target);
 	state->client_encoding = pg_get_client_encoding();
 	if (state->client_encoding == GetDatabaseEncoding() || state->client_encoding == PG_SQL_ASCII ||
 		GetDatabaseEncoding() == PG_SQL_ASCII)
@@ -547,14 +550,18 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	return state;
 }
 
-/* Check a row against the target's NOT NULL and CHECK constraints. */
+/*
+ * Check a row against the target's NOT NULL and CHECK constraints, and the
+ * size of its btree index rows (write_check.c): what the commit would
+ * refuse, refused now.
+ */
 static void
 check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 {
 	TupleTableSlot *target_slot = state->target_slot;
 	TupleDesc target_desc = RelationGetDescr(state->target);
 
-	if (target_desc->constr == NULL)
+	if (target_desc->constr == NULL && !write_check_wanted(state->index_checks))
 		return;
 	ExecClearTuple(target_slot);
 	for (int i = 0; i < target_desc->natts; i++)
@@ -573,9 +580,14 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 		}
 	}
 	ExecStoreVirtualTuple(target_slot);
-	if (target_desc->constr->has_generated_stored)
-		ExecComputeStoredGenerated(state->target_info, state->estate, target_slot, CMD_INSERT);
-	ExecConstraints(state->target_info, target_slot, state->estate);
+	if (target_desc->constr != NULL)
+	{
+		if (target_desc->constr->has_generated_stored)
+			ExecComputeStoredGenerated(state->target_info, state->estate, target_slot, CMD_INSERT);
+		ExecConstraints(state->target_info, target_slot, state->estate);
+	}
+	if (write_check_wanted(state->index_checks))
+		write_check_row(state->index_checks, target_slot, state->layout->sink.name);
 }
 
 /*
@@ -801,6 +813,8 @@ end_insert(SinkInsertState *state)
 {
 	if (state == NULL)
 		return;
+	write_check_end(state->index_checks);
+	state->index_checks = NULL;
 	if (state->target != NULL)
 		table_close(state->target, NoLock);
 	state->target = NULL;

@@ -16,18 +16,25 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "commands/copy.h"
 #include "executor/executor.h"
+#include "executor/spi.h"
 #include "load.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
+#include "rejects.h"
 #include "security.h"
 #include "staged_file.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/queryenvironment.h"
+#include "utils/resowner.h"
 #include "utils/rls.h"
 #include "utils/timestamp.h"
 #include "work.h"
@@ -360,6 +367,174 @@ load_files(SinkInfo *sink, List *files)
 	return load_files_share(sink, files, 0, PG_INT64_MAX);
 }
 
+/* What the redo of a failed append load reads and runs (rejects.c). */
+typedef struct AppendRedo
+{
+	CopyFromState cstate; /* the staged rows, decoded in the foreign table's layout */
+	TupleDesc desc;
+	char *insert; /* INSERT INTO target (...) SELECT ... FROM the rows */
+} AppendRedo;
+
+/* an ephemeral named relation, as upsert.c's (the name its checks know) */
+#define REDO_RELATION "paimon_sink_changes"
+
+/* append_redo_next gives the redo the next staged row. */
+static bool
+append_redo_next(void *arg, Datum *values, bool *nulls)
+{
+	AppendRedo *redo = arg;
+
+	return NextCopyFrom(redo->cstate, NULL, values, nulls);
+}
+
+/* append_redo_apply inserts the rows of store into the target; returns how many. */
+static uint64
+append_redo_apply(void *arg, Tuplestorestate *store)
+{
+	AppendRedo *redo = arg;
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	uint64 processed;
+
+	enr->md.name = REDO_RELATION;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = redo->desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = tuplestore_tuple_count(store);
+	enr->reldata = store;
+	SPI_connect();
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register relation \"%s\"", REDO_RELATION);
+	if (SPI_execute(redo->insert, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not run \"%s\"", redo->insert);
+	processed = SPI_processed;
+	SPI_finish();
+	return processed;
+}
+
+/*
+ * redo_append loads the share again after its COPY failed with error (a
+ * row error; the COPY's subtransaction rolled back): the staged rows,
+ * decoded by COPY's binary reader in the foreign table's layout, go
+ * through rejects_redo as INSERT ... SELECT statements over a tuplestore
+ * (OVERRIDING SYSTEM VALUE: identity columns take the staged value, as
+ * COPY gives it), so that the rows the target refuses are found one by
+ * one.  Errors name a row by the target's primary key, when it has one.
+ * Returns the rows loaded.
+ */
+static uint64
+redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 share_end,
+			ErrorData *error)
+{
+	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
+	Oid key_index = RelationGetPrimaryKeyIndex(rel);
+	AppendRedo redo;
+	RedoSource source;
+	StringInfoData names;
+	uint64 rows;
+
+	memset(&source, 0, sizeof(source));
+	redo.desc = CreateTupleDescCopy(RelationGetDescr(foreign));
+	initStringInfo(&names);
+	for (int i = 0; i < sink->column_count; i++)
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(sink->column_names[i]));
+	redo.insert =
+		psprintf("INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM " REDO_RELATION,
+				 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											RelationGetRelationName(rel)),
+				 names.data, names.data);
+	if (OidIsValid(key_index))
+	{
+		Relation index = index_open(key_index, AccessShareLock);
+
+		source.key_index = palloc(sizeof(int) * index->rd_index->indnkeyatts);
+		for (int k = 0; k < index->rd_index->indnkeyatts; k++)
+		{
+			AttrNumber attnum = index->rd_index->indkey.values[k];
+			AttrNumber in_foreign =
+				attnum > 0
+					? get_attnum(RelationGetRelid(foreign),
+								 NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname))
+					: InvalidAttrNumber;
+
+			if (in_foreign == InvalidAttrNumber)
+			{
+				source.key_count = 0;
+				break;
+			}
+			source.key_index[source.key_count++] = in_foreign - 1;
+		}
+		index_close(index, AccessShareLock);
+	}
+	source.desc = redo.desc;
+	source.columns = redo.desc->natts;
+	source.delete_index = -1;
+	source.next = append_redo_next;
+	source.apply = append_redo_apply;
+	source.arg = &redo;
+
+	start_load(files, false);
+	load.share_begin = share_begin;
+	load.share_end = share_end;
+	redo.cstate =
+		BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
+					  list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
+	rows = rejects_redo(&source, error);
+	EndCopyFrom(redo.cstate);
+	end_load();
+	table_close(foreign, NoLock);
+	return rows;
+}
+
+/*
+ * copy_in_subtransaction loads the share with COPY FROM in a subtransaction
+ * of its own: one for the whole load, nothing per row.  When it fails on
+ * what a row can cause (rejects_row_error), the subtransaction rolls back
+ * and the load is redone to find the refused rows (redo_append); any other
+ * error is raised as it is.  Returns the rows loaded.
+ */
+static uint64
+copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *columns,
+					   List *options, List *files, int64 share_begin, int64 share_end)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData *error = NULL;
+	uint64 rows = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		CopyFromState cstate;
+
+		start_load(files, false);
+		load.share_begin = share_begin;
+		load.share_end = share_end;
+		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
+		rows = CopyFrom(cstate);
+		EndCopyFrom(cstate);
+		end_load();
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		error = CopyErrorData();
+		if (!rejects_row_error(error, NULL))
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		end_load();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+	if (error != NULL)
+		rows = redo_append(sink, rel, files, share_begin, share_end, error);
+	return rows;
+}
+
 /*
  * load_files_share loads the share [share_begin, share_end) of staged
  * files (LoadFile *, each with its position: the files laid end to end)
@@ -377,7 +552,6 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 	List *columns = NIL;
 	List *options;
 	RoleSwitch saved;
-	CopyFromState cstate;
 	uint64 rows;
 
 	rel = catalog_open_target(sink, false, RowExclusiveLock);
@@ -407,13 +581,8 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
-	start_load(files, false);
-	load.share_begin = share_begin;
-	load.share_end = share_end;
-	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
-	rows = CopyFrom(cstate);
-	EndCopyFrom(cstate);
-	end_load();
+	rows =
+		copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin, share_end);
 
 	security_restore_role(&saved);
 	table_close(rel, NoLock);

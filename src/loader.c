@@ -29,6 +29,7 @@
 #include "fault.h"
 #include "load.h"
 #include "loader.h"
+#include "rejects.h"
 #include "mb/pg_wchar.h"
 #include "metadata.h"
 #include "miscadmin.h"
@@ -232,7 +233,10 @@ load_share(void)
 	/* as the committer's load: deferrable constraints are checked as the load ends */
 	immediate->deferred = false;
 	AfterTriggerSetState(immediate);
+	rejects_begin(sink, assignment.commit_user, assignment.checkpoint_id, false);
 	loaded = load_files_share(sink, files, begin, end);
+	/* the share's refused rows (on_error 'reject'), prepared with the share */
+	(void) rejects_record();
 	PopActiveSnapshot();
 	SPI_finish();
 	MemoryContextSwitchTo(context);

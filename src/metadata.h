@@ -49,7 +49,8 @@ typedef struct SinkDefinition
 	Interval *checkpoint_interval; /* NULL: the GUC's */
 	const char *row_kind_column;   /* NULL: none */
 	bool partial_update;
-	Datum key_columns; /* text[], or (Datum) 0 for none */
+	Datum key_columns;	  /* text[], or (Datum) 0 for none */
+	const char *on_error; /* 'stop' or 'reject' */
 } SinkDefinition;
 
 /* One committable to record: a sealed file of a checkpoint. */

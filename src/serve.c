@@ -31,6 +31,7 @@
 #include "pgstat.h"
 #include "prepare.h"
 #include "recovery.h"
+#include "rejects.h"
 #include "request.h"
 #include "serve.h"
 #include "utils/memutils.h"
@@ -62,6 +63,8 @@ run(CommitterRequest *outcome, bool resume)
 
 	outcome->sqlerrcode = 0;
 	outcome->error_length = 0;
+	/* reject_failing_rows(): its checkpoints move the rows their target refuses aside */
+	rejects_set_operator_call(!resume && outcome->kind == REQUEST_COMMIT && outcome->reject_rows);
 	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
 	PG_TRY();
 	{
@@ -129,6 +132,7 @@ run(CommitterRequest *outcome, bool resume)
 		FreeErrorData(error);
 	}
 	PG_END_TRY();
+	rejects_set_operator_call(false);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(CommitterContext);
 	pgstat_report_activity(STATE_IDLE, NULL);

@@ -210,6 +210,7 @@ typedef struct CommitterRequest
 	int32 mode;			 /* recover: RECOVER_RESTORE or _AND_FAIL */
 	int64 older_than_ms; /* orphan removal cut-off */
 	bool dry_run;
+	bool reject_rows; /* commit: reject_failing_rows(), refused rows moved aside */
 
 	/* results */
 	int64 result_checkpoint_id; /* prepared or committed up to */

@@ -235,6 +235,7 @@ typedef struct SinkOptions
 	Datum checkpoint_interval; /* interval, or 0 */
 	char *row_kind_column;	   /* upsert only */
 	bool partial_update;
+	char *on_error;	   /* 'stop' or 'reject' */
 	List *primary_key; /* upsert: column names, char * */
 	Datum key_names;   /* upsert: the primary key as text[], or 0 */
 } SinkOptions;
@@ -252,6 +253,7 @@ sink_options_from_arguments(FunctionCallInfo fcinfo, SinkOptions *options)
 	options->checkpoint_interval = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	options->row_kind_column = sql_text_argument(fcinfo, 6);
 	options->partial_update = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+	options->on_error = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? sql_text_argument(fcinfo, 8) : "stop";
 }
 
 /*
@@ -277,6 +279,11 @@ check_sink_basics(SinkOptions *options)
 		sql_interval_sign(DatumGetIntervalP(options->checkpoint_interval)) <= 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("checkpoint_interval must be positive")));
+	if (strcmp(options->on_error, "stop") != 0 && strcmp(options->on_error, "reject") != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("invalid on_error \"%s\"", options->on_error),
+						errhint("Valid values are: stop (a refused row fails the commit), reject "
+								"(it goes into paimon_sink.rejected_row).")));
 	options->upsert = strcmp(options->mode, "upsert") == 0;
 	if (!options->upsert && strcmp(options->mode, "append") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -430,6 +437,7 @@ insert_sink_definition(const SinkOptions *options)
 		.row_kind_column = options->row_kind_column,
 		.partial_update = options->partial_update,
 		.key_columns = options->key_names,
+		.on_error = options->on_error,
 	};
 
 	return metadata_insert_sink(&definition);
@@ -533,13 +541,15 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
 /*
  * create_sink(sink_name text, target regclass, mode text, buckets integer,
  * bucket_key text[], checkpoint_interval interval, row_kind_column text,
- * partial_update boolean) registers a sink, creates its foreign table (named
+ * partial_update boolean, on_error text) registers a sink, creates its foreign table (named
  * after the sink, in the target's schema, owned by the caller) and its own
  * commit user, and returns (sink_name text, foreign_table regclass,
  * commit_user text).  An upsert sink (Paimon's primary-key table) needs a
  * primary key on the target, buckets within it, and the rights to read,
  * update and delete; its foreign table has one more column, of row kinds.
- * SQLSTATEs: see the COMMENT ON in the extension script.
+ * on_error ('stop' or 'reject', Kafka Connect's errors.tolerance with its
+ * dead-letter queue) says what a commit does with a row the target refuses
+ * (rejects.c).  SQLSTATEs: see the COMMENT ON in the extension script.
  */
 Datum
 paimon_sink_create_sink(PG_FUNCTION_ARGS)

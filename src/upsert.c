@@ -41,6 +41,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "rejects.h"
 #include "security.h"
 #include "upsert.h"
 #include "utils/builtins.h"
@@ -472,12 +473,80 @@ run_over(const char *query, const char *name, TupleDesc desc, Tuplestorestate *s
 	return processed;
 }
 
+/* What the redo of a failed MERGE reads and runs (rejects.c). */
+typedef struct MergeRedo
+{
+	ApplyLayout *layout;
+	Tuplestorestate *changes;
+	TupleTableSlot *slot;
+	const char *query;
+} MergeRedo;
+
+/* merge_redo_next gives the redo the next key's outcome. */
+static bool
+merge_redo_next(void *arg, Datum *values, bool *nulls)
+{
+	MergeRedo *redo = arg;
+
+	if (!tuplestore_gettupleslot(redo->changes, true, false, redo->slot))
+		return false;
+	slot_getallattrs(redo->slot);
+	memcpy(values, redo->slot->tts_values, sizeof(Datum) * redo->layout->change_desc->natts);
+	memcpy(nulls, redo->slot->tts_isnull, sizeof(bool) * redo->layout->change_desc->natts);
+	return true;
+}
+
+/* merge_redo_apply runs the MERGE over the outcomes in store; returns the rows changed. */
+static uint64
+merge_redo_apply(void *arg, Tuplestorestate *store)
+{
+	MergeRedo *redo = arg;
+
+	return run_over(redo->query, CHANGES_RELATION, redo->layout->change_desc, store, SPI_OK_MERGE);
+}
+
+/*
+ * redo_merge applies the changes again after their MERGE failed with error
+ * (a row error; its subtransaction rolled back), through rejects_redo:
+ * groups of keys, a failing group key by key, so that the keys whose
+ * outcome the target refuses are found (and stop the commit, or are moved
+ * aside).  Returns the target rows changed.
+ */
+static uint64
+redo_merge(ApplyLayout *layout, Tuplestorestate *changes, const char *query, ErrorData *error)
+{
+	MergeRedo redo = {layout, changes, NULL, query};
+	RedoSource source;
+	uint64 changed;
+
+	memset(&source, 0, sizeof(source));
+	source.desc = layout->change_desc;
+	source.columns = layout->columns;
+	source.key_index = palloc(sizeof(int) * layout->key_count);
+	for (int c = 0; c < layout->columns; c++)
+		if (layout->change_key_index[c] >= 0)
+			source.key_index[layout->change_key_index[c]] = c;
+	source.key_count = layout->key_count;
+	source.delete_index = layout->columns;
+	source.retry_constraint = layout->key_constraint;
+	source.next = merge_redo_next;
+	source.apply = merge_redo_apply;
+	source.arg = &redo;
+	redo.slot = MakeSingleTupleTableSlot(layout->change_desc, &TTSOpsMinimalTuple);
+	tuplestore_select_read_pointer(changes, 0);
+	tuplestore_rescan(changes);
+	changed = rejects_redo(&source, error);
+	ExecDropSingleTupleTableSlot(redo.slot);
+	return changed;
+}
+
 /*
  * Run the MERGE.  MERGE, unlike INSERT ... ON CONFLICT, fails with a unique
  * violation of the primary key when another transaction inserts a key
  * between its join and its insert; the statement then runs again in a new
  * subtransaction (the key is matched now), MERGE_ATTEMPTS times at most.
- * Another unique constraint's violation stands at once.
+ * Another unique constraint's violation is a row error, as are the other
+ * errors a row can cause (rejects_row_error): redo_merge finds the keys.
  */
 static uint64
 run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
@@ -504,6 +573,15 @@ run_merge(ApplyLayout *layout, Tuplestorestate *changes, uint64 *retries)
 
 			MemoryContextSwitchTo(context);
 			error = CopyErrorData();
+			/* a row the target refuses: found by a redo, key by key */
+			if (rejects_row_error(error, layout->key_constraint))
+			{
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(context);
+				CurrentResourceOwner = owner;
+				return redo_merge(layout, changes, query, error);
+			}
 			/* only a key inserted meanwhile goes away on a rerun */
 			if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || error->constraint_name == NULL ||
 				strcmp(error->constraint_name, layout->key_constraint) != 0)

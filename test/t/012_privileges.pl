@@ -49,7 +49,7 @@ sql(q{
 	CREATE ROLE owner_member LOGIN IN ROLE sink_owner;
 	CREATE ROLE sink_writer LOGIN;
 	CREATE ROLE other_role LOGIN;
-	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean)
+	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text)
 		TO sink_owner;
 	GRANT CREATE ON SCHEMA public TO sink_owner;
 	CREATE TABLE ct (id int, v text);
@@ -83,10 +83,12 @@ my %script = (
 	'`remove_orphan_files`' => ["SELECT count(*) FROM paimon_sink.remove_orphan_files('%S', '1 day', true)"],
 	'`expire_snapshots`' => ["SELECT paimon_sink.expire_snapshots('%S')"],
 	'`discard_missing_files`' => ["SELECT count(*) FROM paimon_sink.discard_missing_files('%S', 'job')"],
+	'`reject_failing_rows`' => ["SELECT count(*) FROM paimon_sink.reject_failing_rows('%S', 1, 'job')"],
+	'the table `rejected_row`' => ['SELECT count(*) FROM paimon_sink.rejected_row'],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
-	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`)'
+	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
-		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults) ],
+		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults rejects) ],
 	'`start_workers`' => ['SELECT paimon_sink.start_workers()'],
 	'`inject_fault`, `release_fault`, `clear_faults`' => [
 		"SELECT paimon_sink.inject_fault('writer_after_ack', 'error', 1)",

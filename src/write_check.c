@@ -1,0 +1,271 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_check.c
+ *	  Refusing at write time a row whose commit could never load it.
+ *
+ * A row the target refuses only when the checkpoint commits poisons the
+ * checkpoint (see rejects.c); what can be known when the row is written is
+ * refused then, so that the writing transaction fails and nothing of it is
+ * staged.  The foreign table's insert already checks the target's NOT NULL
+ * and CHECK constraints (fdw.c); this adds btree index row size: a key
+ * whose index tuple exceeds what a btree page holds (a third of a page,
+ * 2704 bytes with 8 kB pages) fails every insert into that index with
+ * SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
+ * tuple is formed as nbtree forms it (index_form_tuple, which compresses a
+ * long value), but only for a row whose key values could be that large:
+ * a cheap sum of their sizes comes first, so ordinary rows cost an
+ * addition per key column.  Checked are the target's valid btree indexes
+ * on plain columns without a predicate; an expression or partial index
+ * is left to the commit (its expressions are the owner's code to run).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/itup.h"
+#include "access/heaptoast.h"
+#include "access/nbtree.h"
+#include "access/toast_internals.h"
+#include "catalog/pg_am.h"
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+#include "write_check.h"
+
+/* One btree index of the target to check, on plain columns. */
+typedef struct IndexCheck
+{
+	Relation index;
+	int natts;			 /* key and INCLUDE columns */
+	AttrNumber *attnums; /* of the target */
+} IndexCheck;
+
+struct IndexChecks
+{
+	Relation target;
+	int count;
+	IndexCheck *checks;
+	Size max_item; /* BTMaxItemSize of a page of BLCKSZ */
+};
+
+/*
+ * write_check_begin opens the target's btree indexes on plain columns
+ * (AccessShareLock, released at the transaction's end) for
+ * write_check_row.
+ */
+IndexChecks *
+write_check_begin(Relation target)
+{
+	IndexChecks *checks = palloc0(sizeof(IndexChecks));
+	List *indexes = RelationGetIndexList(target);
+	PGAlignedBlock page;
+	ListCell *lc;
+
+	PageInit(page.data, BLCKSZ, sizeof(BTPageOpaqueData));
+	checks->max_item = BTMaxItemSize((Page) page.data);
+	checks->target = target;
+	checks->checks = palloc0(sizeof(IndexCheck) * Max(list_length(indexes), 1));
+	foreach (lc, indexes)
+	{
+		Relation index = index_open(lfirst_oid(lc), AccessShareLock);
+		IndexCheck *check;
+
+		if (index->rd_rel->relam != BTREE_AM_OID || !index->rd_index->indisvalid ||
+			RelationGetIndexExpressions(index) != NIL || RelationGetIndexPredicate(index) != NIL)
+		{
+			index_close(index, AccessShareLock);
+			continue;
+		}
+		check = &checks->checks[checks->count++];
+		check->index = index;
+		check->natts = index->rd_index->indnatts;
+		check->attnums = palloc(sizeof(AttrNumber) * check->natts);
+		for (int i = 0; i < check->natts; i++)
+			check->attnums[i] = index->rd_index->indkey.values[i];
+	}
+	list_free(indexes);
+	return checks;
+}
+
+/* write_check_wanted tells whether the target has an index to check. */
+bool
+write_check_wanted(const IndexChecks *checks)
+{
+	return checks != NULL && checks->count > 0;
+}
+
+/*
+ * index_row_size is the size of the index tuple values would make, as
+ * index_form_tuple computes it (an external value fetched, a long one
+ * compressed as the index column asks), without its error for a tuple
+ * beyond INDEX_SIZE_MASK: the caller says which limit it passes.
+ */
+static Size
+index_row_size(Relation index, Datum *values, bool *isnull)
+{
+	TupleDesc desc = RelationGetDescr(index);
+	Datum stored[INDEX_MAX_KEYS];
+	bool hasnull = false;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		stored[i] = values[i];
+		if (isnull[i])
+		{
+			hasnull = true;
+			continue;
+		}
+		if (att->attlen != -1)
+			continue;
+		if (VARATT_IS_EXTERNAL(DatumGetPointer(stored[i])))
+			stored[i] = PointerGetDatum(
+				detoast_external_attr((struct varlena *) DatumGetPointer(stored[i])));
+		if (!VARATT_IS_EXTENDED(DatumGetPointer(stored[i])) &&
+			VARSIZE(DatumGetPointer(stored[i])) > TOAST_INDEX_TARGET &&
+			(att->attstorage == TYPSTORAGE_EXTENDED || att->attstorage == TYPSTORAGE_MAIN))
+		{
+			Datum compressed = toast_compress_datum(stored[i], att->attcompression);
+
+			if (DatumGetPointer(compressed) != NULL)
+				stored[i] = compressed;
+		}
+	}
+	return MAXALIGN(IndexInfoFindDataOffset(hasnull ? INDEX_NULL_MASK : 0) +
+					heap_compute_data_size(desc, stored, isnull));
+}
+
+/*
+ * too_large tells whether the index row of values (the index's columns)
+ * could be stored by no btree: beyond a third of a page (or beyond what an
+ * index tuple can be at all); *size is its size.
+ */
+static bool
+too_large(IndexChecks *checks, IndexCheck *check, Datum *values, bool *isnull, Size *size)
+{
+	Size bound = MAXALIGN(sizeof(IndexTupleData) + sizeof(bits8) * 4);
+	TupleDesc desc = RelationGetDescr(check->index);
+
+	/* a cheap bound first: a value is never larger in the index than given */
+	for (int i = 0; i < check->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (isnull[i])
+			continue;
+		if (att->attlen == -1)
+			bound += MAXALIGN(VARATT_IS_EXTERNAL(DatumGetPointer(values[i]))
+								  ? toast_datum_size(values[i]) + VARHDRSZ
+								  : VARSIZE_ANY(DatumGetPointer(values[i])));
+		else if (att->attlen == -2)
+			bound += MAXALIGN(strlen(DatumGetCString(values[i])) + 1);
+		else
+			bound += MAXALIGN(att->attlen);
+	}
+	if (bound <= checks->max_item)
+		return false;
+	*size = index_row_size(check->index, values, isnull);
+	return *size > checks->max_item;
+}
+
+/*
+ * write_check_row raises ERRCODE_PROGRAM_LIMIT_EXCEEDED, as PostgreSQL
+ * would at the commit, when the row (in the target's layout) makes an index
+ * tuple larger than a btree page holds (nbtree's message) or than an index
+ * tuple can be (index_form_tuple's); it names the index in the detail and
+ * as the error's constraint.
+ */
+void
+write_check_row(IndexChecks *checks, TupleTableSlot *target_slot, const char *sink_name)
+{
+	for (int c = 0; c < checks->count; c++)
+	{
+		IndexCheck *check = &checks->checks[c];
+		Datum values[INDEX_MAX_KEYS];
+		bool isnull[INDEX_MAX_KEYS];
+		const char *index_name = RelationGetRelationName(check->index);
+		Size size;
+
+		for (int i = 0; i < check->natts; i++)
+		{
+			values[i] = target_slot->tts_values[check->attnums[i] - 1];
+			isnull[i] = target_slot->tts_isnull[check->attnums[i] - 1];
+		}
+		if (!too_large(checks, check, values, isnull, &size))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 size > INDEX_SIZE_MASK
+					 ? errmsg("index row requires %zu bytes, maximum size is %zu", size,
+							  (Size) INDEX_SIZE_MASK)
+					 : errmsg("index row size %zu exceeds btree version %u maximum %zu for index "
+							  "\"%s\"",
+							  size, BTREE_VERSION, checks->max_item, index_name),
+				 errdetail("Refused when written into sink \"%s\": its commit into table \"%s\" "
+						   "could never store this row in index \"%s\". Nothing of this "
+						   "transaction is staged.",
+						   sink_name, RelationGetRelationName(checks->target), index_name),
+				 errhint("Values larger than 1/3 of a buffer page cannot be indexed.\n"
+						 "Consider a function index of an MD5 hash of the value, or use full "
+						 "text indexing."),
+				 errtableconstraint(checks->target, index_name)));
+	}
+}
+
+/*
+ * write_check_oversized_index names the btree index of target whose row
+ * for the given row (desc's first columns, matched to the target's by
+ * name) is too large, or returns NULL: what a commit's 54000 "index row
+ * requires ... bytes" does not say (rejects.c names it).
+ */
+char *
+write_check_oversized_index(Relation target, TupleDesc desc, int columns, Datum *values,
+							bool *nulls)
+{
+	IndexChecks *checks = write_check_begin(target);
+	char *found = NULL;
+
+	for (int c = 0; c < checks->count && found == NULL; c++)
+	{
+		IndexCheck *check = &checks->checks[c];
+		Datum index_values[INDEX_MAX_KEYS];
+		bool index_nulls[INDEX_MAX_KEYS];
+		bool complete = true;
+		Size size;
+
+		for (int i = 0; i < check->natts; i++)
+		{
+			const char *name =
+				NameStr(TupleDescAttr(RelationGetDescr(target), check->attnums[i] - 1)->attname);
+			int column = 0;
+
+			while (column < columns &&
+				   strcmp(NameStr(TupleDescAttr(desc, column)->attname), name) != 0)
+				column++;
+			if (column == columns)
+			{
+				complete = false;
+				break;
+			}
+			index_values[i] = values[column];
+			index_nulls[i] = nulls[column];
+		}
+		if (complete && too_large(checks, check, index_values, index_nulls, &size))
+			found = pstrdup(RelationGetRelationName(check->index));
+	}
+	write_check_end(checks);
+	return found;
+}
+
+/* write_check_end closes the indexes write_check_begin opened. */
+void
+write_check_end(IndexChecks *checks)
+{
+	if (checks == NULL)
+		return;
+	for (int c = 0; c < checks->count; c++)
+		index_close(checks->checks[c].index, NoLock);
+	checks->count = 0;
+}
