@@ -5,7 +5,10 @@
  *	  and sets it up, chained after those of libraries loaded before it.
  *
  * The layout itself is shared_state.c's; these two hooks only call it at
- * the moments the postmaster allows.
+ * the moments the postmaster allows.  The startup hook is also the one
+ * moment before every start of the startup process (a crash restart
+ * included) when the postmaster runs alone: it cuts the staged files'
+ * unlogged batches there (staged_wal.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +17,7 @@
 #include "miscadmin.h"
 #include "shared_state.h"
 #include "shmem_hooks.h"
+#include "staged_wal.h"
 #include "storage/ipc.h"
 
 static shmem_request_hook_type previous_shmem_request_hook = NULL;
@@ -28,13 +32,21 @@ paimon_sink_shmem_request(void)
 	shared_state_request();
 }
 
-/* paimon_sink_shmem_startup sets up the shared state (or attaches to it). */
+/*
+ * paimon_sink_shmem_startup sets up the shared state (or attaches to it).
+ * Where shared memory is made, not attached to (the postmaster before each
+ * start of the startup process, or a single-user backend), it also cuts
+ * the staged files' batches that no WAL record describes, before recovery
+ * can hand their xids out again (staged_wal.c says why).
+ */
 static void
 paimon_sink_shmem_startup(void)
 {
 	if (previous_shmem_startup_hook)
 		previous_shmem_startup_hook();
 	shared_state_init();
+	if (!IsUnderPostmaster)
+		staged_wal_cut_before_recovery();
 }
 
 /* shmem_hooks_install chains both hooks in (from _PG_init). */

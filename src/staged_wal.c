@@ -31,20 +31,39 @@
  * would then count as committed.  Two rules close it.  The redo of a batch
  * record advances the next xid past the batch's xid, as the redo of
  * PostgreSQL's own records does (AdvanceNextFullTransactionIdPastXid), so
- * the xid of a batch in the WAL is never handed out again.  And at the end
- * of redo (rm_cleanup, in the startup process, before any session runs)
- * every staged file is cut before its first batch whose xid is not below
- * the next xid: such a batch's record was neither replayed (its redo would
- * have advanced the next xid) nor older than the redo start (the
- * checkpoint's next xid, read after its redo point, would be above it), so
- * it was never logged, never acknowledged, and belongs to no committed
- * transaction; nor does any batch after it in its file, whose records
- * would follow its own in the WAL.  The cut is fsynced before the startup
- * goes on, so no session gets that xid while the batch can come back.
- * With no redo (a clean shutdown) the next xid is the shutdown
- * checkpoint's, above every xid ever handed out: nothing to cut.
- * Recovery to a target cuts the batches of transactions after the target
- * that a base backup copied, by the same rule.
+ * the xid of a batch in the WAL is never handed out again.  And every
+ * staged file is cut before its first batch whose xid is not below the
+ * next xid that recovery ends with: such a batch's record was neither
+ * replayed (its redo would have advanced the next xid) nor older than the
+ * redo start (the checkpoint's next xid, read after its redo point, would
+ * be above it), so it was never logged, never acknowledged, and belongs to
+ * no committed transaction; nor does any batch after it in its file, whose
+ * records would follow its own in the WAL.
+ *
+ * The cut is made twice, because the end of redo alone does not always
+ * come.  PostgreSQL runs rm_startup and rm_cleanup only when there is a
+ * record to replay after the checkpoint; when there is none ("redo is not
+ * required": a crash right after an end-of-recovery checkpoint, or after
+ * any checkpoint with nothing flushed since) recovery ends with the
+ * checkpoint's next xid and calls no resource manager at all.  So the
+ * postmaster, when it sets up shared memory before each start of the
+ * startup process (the first start and every crash restart), cuts every
+ * staged file against the next xid of the control file's checkpoint
+ * (staged_wal_cut_before_recovery), unless that checkpoint is a clean
+ * shutdown's, above every xid ever handed out.  With no redo to follow,
+ * that is exactly the next xid recovery ends with.  When redo follows, the
+ * cut is below it, and cuts logged batches too; but each batch it cuts is,
+ * or follows in its file (and so in the WAL), one whose xid is at or above
+ * the checkpoint's next xid, whose record follows the redo point: redo
+ * writes every such logged batch again (an APPEND writes its bytes at its
+ * offset).  rm_cleanup then cuts against the next xid as redo left it,
+ * which also serves a backup label's checkpoint (older than the control
+ * file's) and recovery to a target, whose later records are not replayed.  Both cuts are fsynced before any session runs, so no session
+ * gets a dead batch's xid while the batch can come back, and a crash after
+ * a reused xid committed cannot bring it back either.  Neither is logged
+ * (the postmaster cannot write WAL, and a node that replays never had the
+ * unlogged bytes, except a base backup's copy, which its own recovery
+ * cuts); a writer adopting the file logs its end (writer_adopt.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +78,8 @@
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
@@ -277,12 +298,13 @@ forget_skipped(const char *path, bool prefix)
 
 /*
  * cut_unlogged_batches cuts a staged file before its first batch whose
- * xid is next_xid or above (see the top of this file), and fsyncs it.  A
- * file without a valid header, or whose batches end in a torn record, is
- * read only that far: the writer adopting it deals with the rest.
+ * xid is next_xid or above (see the top of this file), and fsyncs it;
+ * before_recovery says which cut this is, for the log.  A file without a
+ * valid header, or whose batches end in a torn record, is read only that
+ * far: the writer adopting it deals with the rest.
  */
 static void
-cut_unlogged_batches(const char *path, uint64 next_xid)
+cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
 {
 	StagedFileHeader file_header;
 	StagedBatchHeader header;
@@ -293,9 +315,9 @@ cut_unlogged_batches(const char *path, uint64 next_xid)
 	if (fd < 0 && errno == ENOENT)
 		return;
 	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open staged file \"%s\" at the end of recovery: %m", path)));
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not open staged file \"%s\" %s: %m", path,
+							   before_recovery ? "before recovery" : "at the end of recovery")));
 	if (fstat(fd, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(), errmsg("could not stat staged file \"%s\": %m", path)));
@@ -315,10 +337,16 @@ cut_unlogged_batches(const char *path, uint64 next_xid)
 			ereport(LOG, (errmsg("paimon_sink cuts staged file \"%s\" at %lld of %lld bytes: "
 								 "its batches from there were never logged",
 								 path, (long long) offset, (long long) st.st_size),
-						  errdetail("The batch there has transaction id %llu; the next "
-									"transaction id after recovery is %llu.",
-									(unsigned long long) header.full_xid,
-									(unsigned long long) next_xid)));
+						  before_recovery
+							  ? errdetail("The batch there has transaction id %llu; the "
+										  "checkpoint recovery starts from hands out "
+										  "transaction ids from %llu.",
+										  (unsigned long long) header.full_xid,
+										  (unsigned long long) next_xid)
+							  : errdetail("The batch there has transaction id %llu; the next "
+										  "transaction id after recovery is %llu.",
+										  (unsigned long long) header.full_xid,
+										  (unsigned long long) next_xid)));
 			if (ftruncate(fd, offset) != 0)
 				ereport(ERROR, (errcode_for_file_access(),
 								errmsg("could not truncate staged file \"%s\": %m", path)));
@@ -335,13 +363,13 @@ cut_unlogged_batches(const char *path, uint64 next_xid)
 
 /*
  * cut_all_unlogged_batches runs cut_unlogged_batches on every staged file
- * of every sink, with the next xid as redo left it (end of redo, startup
- * process).
+ * of every sink against next_xid: the next xid as redo left it (end of
+ * redo, startup process), or the control file's checkpoint's
+ * (before_recovery, postmaster).
  */
 static void
-cut_all_unlogged_batches(void)
+cut_all_unlogged_batches(uint64 next_xid, bool before_recovery)
 {
-	uint64 next_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
 	DIR *databases = AllocateDir(PAIMON_SINK_DIRECTORY);
 	struct dirent *database_entry;
 
@@ -375,7 +403,7 @@ cut_all_unlogged_batches(void)
 				if (!staged_file_name_is_valid(file_entry->d_name))
 					continue;
 				snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
-				cut_unlogged_batches(path, next_xid);
+				cut_unlogged_batches(path, next_xid, before_recovery);
 			}
 			if (files != NULL)
 				FreeDir(files);
@@ -384,6 +412,33 @@ cut_all_unlogged_batches(void)
 			FreeDir(sinks);
 	}
 	FreeDir(databases);
+}
+
+/*
+ * staged_wal_cut_before_recovery cuts every staged file before its first
+ * batch whose xid is not below the next xid of the checkpoint in the
+ * control file (see the top of this file): the batches that no record
+ * describes when recovery finds nothing to replay, and so never reaches
+ * rm_cleanup.  It runs in the postmaster (or a single-user backend) when
+ * it creates shared memory, so before the startup process at every start
+ * and crash restart, while no other process runs; not after a clean
+ * shutdown, whose checkpoint's next xid is above every xid ever handed
+ * out.  A control file that does not check is left to the startup
+ * process, which refuses it.  Takes nothing and returns nothing; an I/O
+ * error is an ERROR, which the postmaster turns into FATAL: a server that
+ * cannot cut a dead batch must not start (as the startup process fails
+ * when its redo cannot).  The design is PostgreSQL's: the postmaster also
+ * cleans the data folder before each startup (RemovePgTempFiles).
+ */
+void
+staged_wal_cut_before_recovery(void)
+{
+	bool crc_ok = false;
+	ControlFileData *control = get_controlfile(DataDir, &crc_ok);
+
+	if (crc_ok && control->state != DB_SHUTDOWNED)
+		cut_all_unlogged_batches(U64FromFullTransactionId(control->checkPointCopy.nextXid), true);
+	pfree(control);
 }
 
 /*
@@ -399,7 +454,7 @@ staged_wal_cleanup(void)
 {
 	ListCell *lc;
 
-	cut_all_unlogged_batches();
+	cut_all_unlogged_batches(U64FromFullTransactionId(ReadNextFullTransactionId()), false);
 	foreach (lc, skipped_files)
 		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_FILE),

@@ -1,0 +1,245 @@
+# A crash that leaves nothing to replay.  A writer writes a batch before it
+# logs it, so a crash can leave a batch on disk that no WAL record
+# describes, tagged with the xid of a transaction that never wrote a
+# record; recovery hands that xid out again.  The end of redo cuts such
+# batches (rm_cleanup), but when recovery finds no record after the
+# checkpoint ("redo is not required": a CHECKPOINT, then only a hand-off
+# before the crash) PostgreSQL runs no redo and no rm_cleanup.  The batch
+# stayed, and once a new transaction that got its xid committed, its rows
+# counted as committed (phantoms).  The postmaster now cuts it before each
+# start of the startup process, against the control file's checkpoint.
+# Checked after a crash restart inside one postmaster (a PANIC, with
+# restart_after_crash), after an immediate stop, and with a streaming
+# standby, whose staged files must match the primary's and which, promoted,
+# must hold every committed row exactly once.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use PaimonSinkTest qw(start_node writers_ready try_sql stop_load same_staged_files);
+
+# the ids of every row a transaction committed, per node name
+my %committed;
+
+sub sql { my ($node, $query) = @_; return $node->safe_psql('postgres', $query); }
+
+sub setup
+{
+	my ($node) = @_;
+	sql($node, q{
+		CREATE EXTENSION paimon_sink;
+		CREATE TABLE target (id int, note text);
+		CREATE TABLE reused (xid xid8);
+		SELECT sink_name FROM paimon_sink.create_sink('s', 'target');
+	});
+	return;
+}
+
+sub committed_insert
+{
+	my ($node, $first, $last, $note) = @_;
+	sql($node, "INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
+	$committed{ $node->name }{$_} = 1 for $first .. $last;
+	return;
+}
+
+# every committed row once (count, distinct ids, their sum), none of a dead
+# transaction; after checkpoint() of the sink on node
+sub check_exact
+{
+	my ($node, $label, $ids_of) = @_;
+	my ($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.checkpoint('s')");
+	is($ret, 0, "$label: checkpoint() works") or diag($err);
+	my @ids = keys %{ $committed{ $ids_of // $node->name } };
+	my $sum = 0;
+	$sum += $_ for @ids;
+	is( sql($node,
+			"SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || coalesce(sum(id), 0) FROM target"),
+		scalar(@ids) . ' ' . scalar(@ids) . " $sum",
+		"$label: every committed row exactly once");
+	is(sql($node, "SELECT count(*) FROM target WHERE note LIKE 'dead%'"),
+		'0', "$label: no row of the transaction that did not commit");
+	return;
+}
+
+# psql running script (its name is name) on node in the background,
+# statement by statement (background_sql's -c would run it as one
+# transaction); returns what stop_load takes.
+sub background_script
+{
+	my ($node, $name, $script) = @_;
+	my $file = "$PostgreSQL::Test::Utils::tmp_check/$name.sql";
+	PostgreSQL::Test::Utils::append_to_file($file, $script);
+	my $run = { out => '', err => '' };
+	$run->{harness} = IPC::Run::start(
+		[ $node->installed_command('psql'), '-XAt', '-d', $node->connstr('postgres'), '-f', $file ],
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
+	return $run;
+}
+
+# One session (so one bucket, one writer, one open file): committed rows,
+# a CHECKPOINT, then a transaction whose batch its writer writes and, at
+# the fault point writer_before_wal (armed with action), does not log;
+# crash runs the script and makes the crash.  Returns the dead
+# transaction's xid.
+sub crash_after_unlogged_batch
+{
+	my ($node, $label, $first, $last, $action, $crash) = @_;
+	my $out = $crash->(
+		"INSERT INTO s SELECT g, '$label: before the crash' FROM generate_series($first - 100, $first - 1) g;\n"
+		  . "CHECKPOINT;\n"
+		  . "SELECT paimon_sink.inject_fault('writer_before_wal', '$action');\n"
+		  . "BEGIN;\nSELECT pg_catalog.txid_current();\n"
+		  . "INSERT INTO s SELECT g, 'dead: $label' FROM generate_series($first, $last) g;\nCOMMIT;\n");
+	$committed{ $node->name }{$_} = 1 for $first - 100 .. $first - 1;
+	my ($xid) = $out =~ /^(\d+)$/m;
+	$xid //= '';
+	like($xid, qr/^\d+$/, "$label: the dead transaction had xid $xid");
+	return $xid;
+}
+
+# After the restart: recovery had nothing to replay, and the postmaster cut
+# the batch (not the end of redo).
+sub check_no_redo
+{
+	my ($node, $label, $offset, $xid) = @_;
+	ok(writers_ready($node, 'postgres'), "$label: the server and its writers are back");
+	my $log = slurp_file($node->logfile, $offset);
+	like($log, qr/redo is not required/, "$label: recovery found nothing to replay");
+	unlike($log, qr/redo starts at/, "$label: no redo ran");
+	like($log, qr/paimon_sink cuts staged file .* never logged\n.*transaction id $xid; the checkpoint/,
+		"$label: the unlogged batch was cut before recovery");
+	return;
+}
+
+# Commits transactions (each a row of the sink) until one gets xid; tests
+# that it did, and returns how many committed.
+sub reuse_xid
+{
+	my ($node, $label, $xid, $first) = @_;
+	# (no TRUNCATE first: it would take the next xid itself)
+	my $before = sql($node, 'SELECT count(*) FROM reused');
+	sql($node, qq{
+		DO \$\$
+		DECLARE
+			x xid8;
+		BEGIN
+			FOR i IN 0..999 LOOP
+				x := pg_catalog.pg_current_xact_id();
+				INSERT INTO public.reused VALUES (x);
+				INSERT INTO public.s VALUES ($first + i, 'committed with a reused xid');
+				COMMIT;
+				EXIT WHEN x >= '$xid'::xid8;
+			END LOOP;
+		END
+		\$\$});
+	my $n = sql($node, 'SELECT count(*) FROM reused') - $before;
+	note("$label: $n transactions committed, the last with xid "
+		  . sql($node, 'SELECT max(xid::text::bigint) FROM reused'));
+	$committed{ $node->name }{ $first + $_ } = 1 for 0 .. $n - 1;
+	is(sql($node, "SELECT count(*) FROM reused WHERE xid = '$xid'"),
+		'1', "$label: a committed transaction got the dead transaction's xid $xid again");
+	return $n;
+}
+
+# --- one node: a crash restart inside one postmaster, then an immediate
+# stop.  wal_level minimal: an online checkpoint then logs no snapshot of
+# running transactions at its redo point (which recovery would replay),
+# nor does the background writer later.
+my $node = start_node('noredo',
+	"restart_after_crash = on\nautovacuum = off\nwal_level = minimal\nmax_wal_senders = 0");
+setup($node);
+ok(writers_ready($node, 'postgres'), 'writers serve');
+
+my $offset = -s $node->logfile;
+my $xid = crash_after_unlogged_batch(
+	$node, 'panic', 1101, 1200, 'panic',
+	sub {
+		my ($ret, $out, $err) = try_sql($node, $_[0]);
+		isnt($ret, 0, 'panic: the transaction fails with the crash');
+		return $out;
+	});
+check_no_redo($node, 'panic', $offset, $xid);
+reuse_xid($node, 'panic', $xid, 10001);
+committed_insert($node, 2001, 2010, 'after the reuse');
+check_exact($node, 'panic');
+
+$offset = -s $node->logfile;
+$xid = crash_after_unlogged_batch(
+	$node, 'immediate', 3101, 3200, 'pause',
+	sub {
+		my $run = background_script($node, 'immediate', $_[0]);
+		ok( $node->poll_query_until('postgres',
+				"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'"
+			),
+			'immediate: the writer wrote the batch and waits before logging it');
+		$node->stop('immediate');
+		my $out = stop_load($run);
+		$node->start;
+		return $out;
+	});
+check_no_redo($node, 'immediate', $offset, $xid);
+reuse_xid($node, 'immediate', $xid, 20001);
+committed_insert($node, 4001, 4010, 'after the reuse');
+check_exact($node, 'immediate');
+$node->stop;
+
+# --- a primary and its streaming standby.  At wal_level replica an online
+# checkpoint logs the running transactions at its redo point, which recovery
+# replays; only a shutdown checkpoint (an end-of-recovery one here) leaves
+# nothing.  What is logged after it must stay unflushed: no staged file to
+# adopt (their ends would be logged), no dead catalog row to prune, no hint
+# bits logged nor buffers written (a write flushes the WAL up to its page),
+# and wal_writer_delay keeps a new file's record in the WAL buffers, as an
+# idle server does.
+my $primary = PostgreSQL::Test::Cluster->new('noredo_primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf',
+	"restart_after_crash = on\nautovacuum = off\nwal_writer_delay = 10s\n"
+	  . "wal_log_hints = off\nbgwriter_lru_maxpages = 0");
+$primary->start;
+setup($primary);
+ok(writers_ready($primary, 'postgres'), 'primary: writers serve');
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('noredo_standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+committed_insert($primary, 5001, 5100, 'standby: before the crashes');
+check_exact($primary, 'primary before the crashes');
+# nothing left for a scan after the restart to prune (a logged change)
+sql($primary, 'VACUUM');
+$primary->stop('immediate');
+$primary->start;
+ok(writers_ready($primary, 'postgres'), 'standby: the primary is back after a first crash');
+
+# the writer pauses twice: with the new file's header written, then with
+# the batch written, neither logged
+$offset = -s $primary->logfile;
+sql($primary, "SELECT paimon_sink.inject_fault('writer_before_wal', 'pause', 2)");
+my $run = background_script($primary, 'standby',
+	"BEGIN;\nSELECT pg_catalog.txid_current();\n"
+	  . "INSERT INTO s SELECT g, 'dead: standby' FROM generate_series(5101, 5200) g;\nCOMMIT;\n");
+my $paused = "SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'";
+ok($primary->poll_query_until('postgres', $paused), 'standby: the writer made a file, unlogged');
+sql($primary, "SELECT paimon_sink.release_fault('writer_before_wal')");
+ok( $primary->poll_query_until('postgres',
+		"SELECT hits = 2 AND paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'"),
+	'standby: the writer wrote the batch and waits before logging it');
+$primary->stop('immediate');
+($xid) = stop_load($run) =~ /^(\d+)$/m;
+$xid //= '';
+like($xid, qr/^\d+$/, "standby: the dead transaction had xid $xid");
+$primary->start;
+check_no_redo($primary, 'standby', $offset, $xid);
+reuse_xid($primary, 'standby', $xid, 30001);
+committed_insert($primary, 6001, 6010, 'after the reuse');
+same_staged_files($primary, $standby, 'standby');
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+$primary->stop('immediate');
+$standby->promote;
+ok(writers_ready($standby, 'postgres'), 'promoted standby: writers serve');
+check_exact($standby, 'promoted standby', 'noredo_primary');
+
+done_testing();
