@@ -170,6 +170,9 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 	{
 		long nap = liveness_idle_nap_ms();
 
+		/* waiting for writers, themselves bounded by handoff_timeout, is progress */
+		liveness_committer_beat();
+
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 		{
 			WriterEntry *writer = shared_writer(CommitterDatabase, w);
