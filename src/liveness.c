@@ -743,16 +743,17 @@ liveness_check_committer(DatabaseEntry *db, bool running, TimestampTz *progress_
 				 errhint("Check that max_worker_processes leaves room for "
 						 "paimon_sink.writers_per_database writers per database with sinks; the "
 						 "server log says why a writer did not start.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_QUERY_CANCELED),
-			 errmsg("the paimon_sink committer (pid %d) of database \"%s\" did not answer %s",
-					(int) pid, database_name, what),
-			 errdetail("It showed no progress for %ld ms; paimon_sink.committer_timeout is %d ms. %s",
-					   silent, PaimonSinkCommitterTimeoutMs, outcome),
-			 errhint("Look at process %d: stopped by a signal or a debugger, or waiting on a hung "
-					 "disk or a lock (pg_stat_activity shows its wait). One long statement of the "
-					 "committer (an upsert's MERGE) shows no progress until it ends: "
-					 "paimon_sink.committer_timeout must exceed it.",
-					 (int) pid)));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_QUERY_CANCELED),
+		 errmsg("the paimon_sink committer (pid %d) of database \"%s\" did not answer %s",
+				(int) pid, database_name, what),
+		 errdetail("It showed no progress for %ld ms; paimon_sink.committer_timeout is %d ms. %s",
+				   silent, PaimonSinkCommitterTimeoutMs, outcome),
+		 errhint("Look at process %d: stopped by a signal or a debugger, or waiting on a hung "
+				 "disk or a lock (pg_stat_activity shows its wait). One long statement of the "
+				 "committer (an upsert's MERGE) shows no progress until it ends: "
+				 "paimon_sink.committer_timeout must exceed it.",
+				 (int) pid)));
 	pg_unreachable();
 }
