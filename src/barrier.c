@@ -84,6 +84,8 @@ idle_writer(int index)
 						   PaimonSinkHandoffTimeoutMs),
 				 errhint("Retry; nothing of this checkpoint was prepared.")));
 		work_start_writers();
+		/* a wait bounded by handoff_timeout: the sessions waiting on us wait too */
+		liveness_committer_beat();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
