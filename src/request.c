@@ -27,8 +27,8 @@
 
 #include "commands/dbcommands.h"
 #include "libpq/pqformat.h"
-#include "liveness.h"
 #include "libpq/pqmq.h"
+#include "liveness.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -273,8 +273,8 @@ relay_error(const CommitterRequest *request)
  * for the answer) are bounded: once the committer has shown no progress, or
  * none served, for paimon_sink.committer_timeout, the wait ends with
  * ERRCODE_QUERY_CANCELED (liveness_check_committer).  A wait that ends
- * (cancelled, or so) leaves the request to run or finish on its own (it is
- * not undone), as the README promises.
+ * early (cancelled, or given up so) leaves the request to run or finish on
+ * its own (it is not undone), as the README promises.
  */
 void
 committer_submit(int database_index, CommitterRequest *request)
