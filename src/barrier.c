@@ -84,6 +84,8 @@ idle_writer(int index)
 						   PaimonSinkHandoffTimeoutMs),
 				 errhint("Retry; nothing of this checkpoint was prepared.")));
 		work_start_writers();
+		/* a wait bounded by handoff_timeout: the sessions waiting on us wait too */
+		liveness_committer_beat();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -169,6 +171,9 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 	while (remaining > 0)
 	{
 		long nap = liveness_idle_nap_ms();
+
+		/* waiting for writers, themselves bounded by handoff_timeout, is progress */
+		liveness_committer_beat();
 
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 		{

@@ -44,6 +44,7 @@
 #include "access/xact.h"
 #include "commit_parallel.h"
 #include "launcher.h"
+#include "liveness.h"
 #include "miscadmin.h"
 #include "names.h"
 #include "pgstat.h"
@@ -668,6 +669,7 @@ commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkp
 		return PARALLEL_FALLBACK;
 	while (commit_parallel_loading())
 	{
+		liveness_committer_beat(); /* waiting for loaders that load is progress */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, LOADER_POLL_MS,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -636,7 +636,8 @@ nap_ms(bool ready)
 			continue;
 		nap = Min(nap, Max(0, (long) ((due - now) / 1000)));
 	}
-	return nap;
+	/* an idle committer beats well within paimon_sink.committer_timeout */
+	return Min(nap, liveness_committer_nap_ms());
 }
 
 /*
@@ -700,6 +701,7 @@ register_committer(void)
 	CommitterDatabase->committer_incarnation++;
 	LWLockRelease(PaimonSinkState->lock);
 	before_shmem_exit(committer_exit, 0);
+	liveness_committer_start();
 }
 
 /* paimon_sink_committer_main is the entry point of a committer worker. */
@@ -759,6 +761,8 @@ paimon_sink_committer_main(Datum main_arg)
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		/* each turn, a request taken included, is progress the waiting sessions see */
+		liveness_committer_beat();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -28,6 +28,7 @@ int PaimonSinkQueuesPerWriter = 16;
 int PaimonSinkGroupFsyncDelayMs = 100;
 int PaimonSinkHandoffTimeoutMs = 30000;
 int PaimonSinkFencedWriterKillDelayMs = -1;
+int PaimonSinkCommitterTimeoutMs = 60000;
 int PaimonSinkCheckpointIntervalMs = 0;
 int PaimonSinkSnapshotsRetained = 100;
 int PaimonSinkSnapshotRetentionMs = 600000;
@@ -131,6 +132,15 @@ guc_define_settings(void)
 		"SQLSTATE 57014 and the committer fences and restarts it. Also the longest wait for a "
 		"writer or the committer to start serving, or for a free hand-off queue.",
 		&PaimonSinkHandoffTimeoutMs, 30000, 100, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.committer_timeout",
+		"Longest a session waits on its database's committer while it shows no progress.",
+		"A session waiting for a request slot or for the answer of prepare_commit, commit, "
+		"checkpoint, recover and the other calls served by the committer gives up with SQLSTATE "
+		"57014 once the committer has shown no progress (or none served) for this long. One long "
+		"statement of the committer (an upsert's MERGE, a lock wait) shows none until it ends.",
+		&PaimonSinkCommitterTimeoutMs, 60000, 100, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
 		NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.fenced_writer_kill_delay",

@@ -21,6 +21,7 @@ extern int PaimonSinkLoadersPerDatabase;
 /* Intervals and delays of the workers (PGC_SIGHUP). */
 extern int PaimonSinkGroupFsyncDelayMs;
 extern int PaimonSinkHandoffTimeoutMs;
+extern int PaimonSinkCommitterTimeoutMs;
 extern int PaimonSinkFencedWriterKillDelayMs;
 extern int PaimonSinkCheckpointIntervalMs;
 extern int PaimonSinkSnapshotsRetained;

@@ -3,7 +3,8 @@
  * liveness.c
  *	  Whether a writer answers, and what happens when one stops: the
  *	  heartbeat, the waits bounded by it, and the committer fencing and
- *	  restarting a writer that shows no progress.
+ *	  restarting a writer that shows no progress; and the committer's own
+ *	  heartbeat, which bounds the sessions' waits on it.
  *
  * A writer's heartbeat moves at every turn of its loop (which sleeps at
  * most liveness_idle_nap_ms) and at every step of a long piece of work
@@ -43,6 +44,17 @@
  * it runs again belongs to a transaction that never got its
  * acknowledgement, which is rolled back, and may be lost in a crash
  * without harm.
+ *
+ * The committer publishes a heartbeat too (its database entry's), moved
+ * by the committer alone: at each turn of its loop, as it takes a
+ * request, for each chunk of a load COPY reads, at each look at its
+ * loaders and each step of maintenance.  A session waiting on it (for a
+ * request slot, or for its answer) gives up with 57014 once it has shown
+ * no progress, or no committer served, for paimon_sink.committer_timeout.
+ * Nothing is fenced: a request given up on stays queued or finishes, as
+ * a cancelled one does (request.c).  The setting is its own, not
+ * handoff_timeout: one statement of the committer (an upsert's MERGE)
+ * shows no progress while it runs, which a writer's work never does.
  *
  *-------------------------------------------------------------------------
  */
@@ -625,4 +637,123 @@ int
 liveness_watch_interval_ms(void)
 {
 	return (int) liveness_idle_nap_ms();
+}
+
+/* ---------------------------------------------- the committer's heartbeat */
+
+/* Whether this process is its database's committer, whose beats count. */
+static bool beating_for_committer = false;
+
+/*
+ * liveness_committer_start makes this process's liveness_committer_beat
+ * calls move its database's committer heartbeat, and beats once: called
+ * as the process registers as the committer.  A loader runs the same load
+ * code; its calls move nothing, so that a running loader never makes a
+ * stopped committer look alive.
+ */
+void
+liveness_committer_start(void)
+{
+	beating_for_committer = true;
+	liveness_committer_beat();
+}
+
+/*
+ * liveness_committer_beat records that the committer shows progress now:
+ * called at each turn of its loop, as it takes a request, for each chunk
+ * of a load COPY reads, at each look at its loaders and each step of
+ * maintenance.  One clock read and one atomic write, cheap enough for
+ * every 64 kB a COPY reads.  Does nothing in any other process.
+ */
+void
+liveness_committer_beat(void)
+{
+	if (beating_for_committer)
+		pg_atomic_write_u64(&CommitterDatabase->committer_heartbeat,
+							(uint64) GetCurrentTimestamp());
+}
+
+/*
+ * liveness_committer_nap_ms returns the longest the committer's loop may
+ * sleep so that an idle committer still beats well within
+ * paimon_sink.committer_timeout: a quarter of it (the default, 60 s,
+ * allows 15 s, above the loop's own longest nap).
+ */
+long
+liveness_committer_nap_ms(void)
+{
+	return Max(10, PaimonSinkCommitterTimeoutMs / 4);
+}
+
+/*
+ * liveness_check_committer is the look a session waiting on db's committer
+ * makes between two sleeps (what: the wait, "a free request slot" or "this
+ * request"; outcome: what becomes of the request, a full sentence).
+ * *progress_at is the time of the last progress the wait saw, the wait's
+ * start at first: the committer's heartbeat counts while a committer runs
+ * and serves (committer_ready) or serves this request (running).  Once
+ * there has been none for paimon_sink.committer_timeout it raises
+ * ERRCODE_QUERY_CANCELED, as a wait on a writer does (liveness_raise),
+ * naming the committer's pid, the database and the silence, or saying that
+ * no committer runs or that it does not serve; else it returns how long
+ * the caller may sleep, in ms.  Reads the entry under PaimonSinkState->lock
+ * (taken here).
+ */
+long
+liveness_check_committer(DatabaseEntry *db, bool running, TimestampTz *progress_at,
+						 const char *what, const char *outcome)
+{
+	pid_t pid;
+	bool ready;
+	TimestampTz heartbeat = (TimestampTz) pg_atomic_read_u64(&db->committer_heartbeat);
+	long silent;
+	char *database_name;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	pid = db->committer_pid;
+	ready = db->committer_ready;
+	LWLockRelease(PaimonSinkState->lock);
+	if (pid != 0 && (ready || running))
+		*progress_at = Max(*progress_at, heartbeat);
+	silent = since_ms(*progress_at);
+	if (silent < PaimonSinkCommitterTimeoutMs)
+		return Min(1000, Max(10, Min(PaimonSinkCommitterTimeoutMs / 4,
+									 PaimonSinkCommitterTimeoutMs - silent)));
+
+	database_name = get_database_name(MyDatabaseId);
+	if (database_name == NULL)
+		database_name = "?";
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("no paimon_sink committer is running in database \"%s\"", database_name),
+				 errdetail("None served %s for %ld ms; paimon_sink.committer_timeout is %d ms. %s",
+						   what, silent, PaimonSinkCommitterTimeoutMs, outcome),
+				 errhint("Check that max_worker_processes leaves room for the launcher and, per "
+						 "database with sinks, one committer and paimon_sink.writers_per_database "
+						 "writers; the server log says why the committer did not start.")));
+	if (!ready && !running)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("the paimon_sink committer (pid %d) of database \"%s\" did not serve %s",
+						(int) pid, database_name, what),
+				 errdetail("It has not served requests for %ld ms: not all its writers run. "
+						   "paimon_sink.committer_timeout is %d ms. %s",
+						   silent, PaimonSinkCommitterTimeoutMs, outcome),
+				 errhint("Check that max_worker_processes leaves room for "
+						 "paimon_sink.writers_per_database writers per database with sinks; the "
+						 "server log says why a writer did not start.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_QUERY_CANCELED),
+		 errmsg("the paimon_sink committer (pid %d) of database \"%s\" did not answer %s",
+				(int) pid, database_name, what),
+		 errdetail("It showed no progress for %ld ms; paimon_sink.committer_timeout is %d ms. %s",
+				   silent, PaimonSinkCommitterTimeoutMs, outcome),
+		 errhint("Look at process %d: stopped by a signal or a debugger, or waiting on a hung "
+				 "disk or a lock (pg_stat_activity shows its wait). One long statement of the "
+				 "committer (an upsert's MERGE) shows no progress until it ends: "
+				 "paimon_sink.committer_timeout must exceed it.",
+				 (int) pid)));
+	pg_unreachable();
 }

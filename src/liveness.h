@@ -4,7 +4,8 @@
  *	  Whether a writer answers: the heartbeat each writer publishes, the
  *	  tests sessions and the committer make on it, the committer fencing
  *	  and restarting a writer that stopped answering, and the bounded queue
- *	  send every waiter on a writer or the committer uses.
+ *	  send every waiter on a writer or the committer uses; and the
+ *	  committer's own heartbeat, which bounds every session's wait on it.
  *
  * A writer answers while it shows progress: its heartbeat moves at every
  * turn of its loop (at least every second when idle) and at every step of
@@ -59,5 +60,12 @@ extern bool liveness_watch(void);
 extern int liveness_watch_interval_ms(void);
 extern void liveness_fence(int index, const char *what);
 extern void liveness_refuse_fenced(int index, const char *outcome);
+
+/* the committer's heartbeat, and the sessions' waits on it */
+extern void liveness_committer_start(void);
+extern void liveness_committer_beat(void);
+extern long liveness_committer_nap_ms(void);
+extern long liveness_check_committer(DatabaseEntry *db, bool running, TimestampTz *progress_at,
+									 const char *what, const char *outcome);
 
 #endif /* PAIMON_SINK_LIVENESS_H */

@@ -22,6 +22,7 @@
 #include "commands/copy.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "liveness.h"
 #include "load.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -186,6 +187,8 @@ load_read(void *outbuf, int minread, int maxread)
 {
 	int copied = 0;
 
+	/* each chunk COPY reads (64 kB) is progress of the committer's load */
+	liveness_committer_beat();
 	/* COPY's binary format: the signature, flags and extension length */
 	if (!load.header_sent)
 	{

@@ -21,6 +21,7 @@
 #include "barrier.h"
 #include "commit.h"
 #include "fault.h"
+#include "liveness.h"
 #include "maintenance.h"
 #include "miscadmin.h"
 #include "request.h"
@@ -71,6 +72,7 @@ maintenance_remove_orphans(int32 sink_id, CommitterRequest *request)
 		char path[MAXPGPATH];
 		struct stat st;
 
+		liveness_committer_beat(); /* a large folder is long work */
 		/* staged files, and headers a crash left under their temporary name */
 		if (!staged_file_name_is_valid(entry->d_name) &&
 			staged_file_temporary_creator(entry->d_name) < 0)
@@ -194,6 +196,7 @@ expire_snapshots(void *arg)
 	expired = metadata_expire_snapshots(expiry->sink_id, PaimonSinkSnapshotsRetained,
 										PaimonSinkSnapshotRetentionMs, EXPIRY_BATCH, false);
 	work_end();
+	liveness_committer_beat(); /* each batch is a step; the loop goes on with the next */
 	expiry->more_left = expired >= EXPIRY_BATCH;
 	if (expired > 0)
 		ereport(DEBUG1, (errmsg("paimon_sink expired %lld snapshots of sink %d",

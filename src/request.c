@@ -8,8 +8,9 @@
  * request, wakes the committer and waits on the entry's condition
  * variable.  The committer takes the oldest queued request (by its
  * sequence number), serves it on a copy and writes the outcome back.  A
- * requester that leaves (cancelled) abandons the slot, which the committer
- * frees once it has finished: a request is never undone.
+ * requester that leaves (cancelled, or after paimon_sink.committer_timeout
+ * without the committer's progress: liveness.c) abandons the slot, which
+ * the committer frees once it has finished: a request is never undone.
  *
  * A failure travels as parallel query's errors do (parallel.c and pqmq.c):
  * the committer writes its whole ErrorData into the slot as the fields of
@@ -27,6 +28,7 @@
 #include "commands/dbcommands.h"
 #include "libpq/pqformat.h"
 #include "libpq/pqmq.h"
+#include "liveness.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -252,11 +254,27 @@ relay_error(const CommitterRequest *request)
 								 database_name ? database_name : "?"));
 }
 
+/* What becomes of a request whose wait gave up while it was queued. */
+#define OUTCOME_QUEUED                                                                             \
+	"The request stays queued and is served if a committer goes on, as a cancelled call's is; "    \
+	"its outcome then shows in the sinks view. prepare_commit, commit and checkpoint are "         \
+	"idempotent: retry the call."
+
+/* What becomes of a request whose wait gave up while it was served. */
+#define OUTCOME_RUNNING                                                                            \
+	"The committer was serving the request: it finishes if the committer goes on, and its "        \
+	"outcome then shows in the sinks view. prepare_commit, commit and checkpoint are idempotent: " \
+	"retry the call."
+
 /*
  * committer_submit queues a request for a database's committer and waits for
  * its outcome, which it copies back into *request; an error of the committer
- * is raised again here whole (relay_error).  A cancelled wait leaves the
- * request to finish on its own (it is not undone).
+ * is raised again here whole (relay_error).  Both waits (for a free slot, and
+ * for the answer) are bounded: once the committer has shown no progress, or
+ * none served, for paimon_sink.committer_timeout, the wait ends with
+ * ERRCODE_QUERY_CANCELED (liveness_check_committer).  A wait that ends
+ * early (cancelled, or given up so) leaves the request to run or finish on
+ * its own (it is not undone), as the README promises.
  */
 void
 committer_submit(int database_index, CommitterRequest *request)
@@ -264,9 +282,12 @@ committer_submit(int database_index, CommitterRequest *request)
 	DatabaseEntry *db = shared_database(database_index);
 	CommitterRequest *slot = NULL;
 	PGPROC *committer = NULL;
+	TimestampTz progress_at = GetCurrentTimestamp();
 
 	for (;;)
 	{
+		long nap;
+
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 		for (int i = 0; i < PAIMON_SINK_REQUESTS_PER_DATABASE; i++)
 		{
@@ -287,7 +308,9 @@ committer_submit(int database_index, CommitterRequest *request)
 		LWLockRelease(PaimonSinkState->lock);
 		if (slot != NULL)
 			break;
-		ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+		nap = liveness_check_committer(db, false, &progress_at, "a free request slot",
+									   "Nothing was queued: retry the call.");
+		ConditionVariableTimedSleep(&db->request_done, nap, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
@@ -299,10 +322,13 @@ committer_submit(int database_index, CommitterRequest *request)
 		for (;;)
 		{
 			bool done;
+			bool running;
+			long nap;
 
 			ConditionVariablePrepareToSleep(&db->request_done);
 			LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 			done = slot->state == REQUEST_DONE;
+			running = slot->state == REQUEST_RUNNING;
 			if (done)
 			{
 				memcpy(request, slot, offsetof(CommitterRequest, error) + slot->error_length);
@@ -311,7 +337,9 @@ committer_submit(int database_index, CommitterRequest *request)
 			LWLockRelease(PaimonSinkState->lock);
 			if (done)
 				break;
-			ConditionVariableTimedSleep(&db->request_done, 1000, PG_WAIT_EXTENSION);
+			nap = liveness_check_committer(db, running, &progress_at, "this request",
+										   running ? OUTCOME_RUNNING : OUTCOME_QUEUED);
+			ConditionVariableTimedSleep(&db->request_done, nap, PG_WAIT_EXTENSION);
 			CHECK_FOR_INTERRUPTS();
 		}
 		ConditionVariableCancelSleep();
@@ -320,9 +348,9 @@ committer_submit(int database_index, CommitterRequest *request)
 	{
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 		/*
-		 * A cancelled wait leaves the request to run (queued) or finish
-		 * (running) all the same, as the README promises; the committer
-		 * frees it then.
+		 * A wait cancelled, or ended by paimon_sink.committer_timeout,
+		 * leaves the request to run (queued) or finish (running) all the
+		 * same, as the README promises; the committer frees it then.
 		 */
 		if (slot->state == REQUEST_DONE)
 			slot->state = REQUEST_FREE;

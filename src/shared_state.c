@@ -154,6 +154,7 @@ shared_state_init(void)
 			db = shared_database(d);
 			ConditionVariableInit(&db->request_done);
 			ConditionVariableInit(&db->workers_ready);
+			pg_atomic_init_u64(&db->committer_heartbeat, 0);
 			SpinLockInit(&db->progress.mutex);
 			SpinLockInit(&db->parallel_progress.mutex);
 			SpinLockInit(&db->schedule.mutex);

@@ -358,6 +358,12 @@ typedef struct DatabaseEntry
 	PGPROC *committer_proc;
 	uint64 committer_incarnation;
 	bool committer_ready;
+	/*
+	 * The TimestampTz of the committer's last sign of progress (liveness.c):
+	 * a turn of its loop, a request taken, a chunk of a load read, a look at
+	 * its loaders, a step of maintenance.  Written by the committer only.
+	 */
+	pg_atomic_uint64 committer_heartbeat;
 	bool sinks_changed;				 /* create_sink or drop_sink committed since */
 	uint64 extension_commits;		 /* CREATE/ALTER EXTENSION commits here */
 	TimestampTz committer_failed_at; /* last exit with an error */
