@@ -757,7 +757,7 @@ handoff_xact_callback(XactEvent event, void *arg)
 			reset_state();
 			break;
 		case XACT_EVENT_COMMIT:
-			/* first: a CREATE EXTENSION after the DROP wants them again */
+			/* gone at the pre-commit: what this transaction created of it is gone too */
 			if (extension_gone_at_commit)
 				shared_extension_dropped(MyDatabaseId, extension_commits_seen);
 			if (want_database_at_commit && !extension_gone_at_commit)
