@@ -7,6 +7,7 @@ OBJS = \
 	src/shmem_hooks.o \
 	src/shared_state.o \
 	src/launcher.o \
+	src/budget.o \
 	src/committer.o \
 	src/request.o \
 	src/serve.o \

@@ -19,6 +19,7 @@
 
 #include "access/htup_details.h"
 #include "api.h"
+#include "budget.h"
 #include "catalog.h"
 #include "commands/extension.h"
 #include "committer.h"
@@ -199,16 +200,25 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 
 /*
  * start_workers() asks the launcher for this database's committer and
- * writers; CREATE EXTENSION calls it.  Raises
+ * writers; CREATE EXTENSION and ALTER EXTENSION UPDATE call it.  Raises
  * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
  * preloaded or the extension's version is not the library's (outside an
- * extension script).
+ * extension script), and ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when the
+ * worker budget (budget.c) has no room for this database: CREATE EXTENSION
+ * then fails at once, with the budget's arithmetic in the detail, rather
+ * than every write waiting paimon_sink.handoff_timeout later; ALTER
+ * EXTENSION UPDATE only warns (refusing the update would help no one).
+ * It warns (53400) when the room comes only once databases that dropped
+ * the extension have let their workers go.
  */
 Datum
 paimon_sink_start_workers(PG_FUNCTION_ARGS)
 {
 	paimon_sink_require_ready();
-	(void) shared_want_database(MyDatabaseId);
+	budget_require_workers(
+		MyDatabaseId, !creating_extension || version_creating_extension() ? ERROR : WARNING, true);
+	/* in an extension script the extension is not ours to see until it commits */
+	(void) shared_want_database(MyDatabaseId, !creating_extension);
 	/* from an extension script: the committer can see the extension only then */
 	if (creating_extension)
 		handoff_want_database_at_commit();

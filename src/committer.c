@@ -23,6 +23,7 @@
 
 #include "access/xact.h"
 #include "barrier.h"
+#include "budget.h"
 #include "catalog.h"
 #include "commands/dbcommands.h"
 #include "commit.h"
@@ -65,9 +66,6 @@ typedef enum CatalogState
 	CATALOG_OTHER_VERSION, /* installed, in a version not the library's */
 	CATALOG_READY
 } CatalogState;
-
-/* This database's name, for log lines written outside a transaction. */
-static char database_name[NAMEDATALEN];
 
 /*
  * One duty of the loop.  It is due when requested, or at the time
@@ -133,7 +131,7 @@ static int orphan_turn = 0;
 
 /*
  * catalog_state returns the state of this database's catalog; *version
- * gets its version, if any, and database_name this database's name.
+ * gets its version, if any, and CommitterDatabaseName this database's name.
  */
 static CatalogState
 catalog_state(char *version, size_t size)
@@ -145,7 +143,7 @@ catalog_state(char *version, size_t size)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	name = get_database_name(MyDatabaseId);
-	strlcpy(database_name, name ? name : "?", sizeof(database_name));
+	strlcpy(CommitterDatabaseName, name ? name : "?", sizeof(CommitterDatabaseName));
 	installed = catalog_installed_version();
 	if (installed == NULL)
 		state = CATALOG_MISSING;
@@ -197,7 +195,7 @@ await_catalog_version(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("paimon_sink committer of database \"%s\" waits for ALTER EXTENSION "
 						"paimon_sink UPDATE",
-						database_name),
+						CommitterDatabaseName),
 				 errdetail(
 					 "The library is version %s; the extension in that database is version %s.",
 					 PAIMON_SINK_VERSION, version),
@@ -222,7 +220,7 @@ await_catalog_version(void)
 		ereport(
 			LOG,
 			(errmsg("paimon_sink committer of database \"%s\" resumes: its extension is version %s",
-					database_name, version)));
+					CommitterDatabaseName, version)));
 	return state;
 }
 
@@ -235,6 +233,7 @@ exit_without_extension(void)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	CommitterDatabase->state = DATABASE_NO_EXTENSION;
+	CommitterDatabase->extension_seen = false;
 	LWLockRelease(PaimonSinkState->lock);
 	proc_exit(0);
 }
@@ -665,11 +664,17 @@ nap(bool ready)
  * leaves when another one serves it.  With no extension it leaves too,
  * unless a CREATE EXTENSION committed since it looked (its
  * start_workers() ran before its commit, so it may have looked too early;
- * its commit counts itself, and it looks again).
+ * its commit counts itself, and it looks again).  It leaves as well when
+ * the worker budget is full (budget.c): registering in a slot the budget
+ * does not have would hold it while the writers never come.  Checked and
+ * registered under one lock, so two committers starting at once cannot
+ * both take the last room; the launcher, woken, reports the database.
  */
 static void
 register_committer(void)
 {
+	WorkerBudget budget;
+
 	for (;;)
 	{
 		char version[NAMEDATALEN];
@@ -684,7 +689,10 @@ register_committer(void)
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 		changed = CommitterDatabase->extension_commits != seen;
 		if (!changed && CommitterDatabase->state == DATABASE_WANTED)
+		{
 			CommitterDatabase->state = DATABASE_NO_EXTENSION;
+			CommitterDatabase->extension_seen = false;
+		}
 		LWLockRelease(PaimonSinkState->lock);
 		if (!changed)
 			proc_exit(0);
@@ -695,6 +703,15 @@ register_committer(void)
 	{
 		LWLockRelease(PaimonSinkState->lock);
 		proc_exit(0); /* another committer serves this database */
+	}
+	CommitterDatabase->extension_seen = true;
+	if (budget_starved(CommitterDatabase, &budget))
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		/* sessions waiting for our workers refuse now, not at their timeout */
+		ConditionVariableBroadcast(&CommitterDatabase->workers_ready);
+		shared_wake_launcher();
+		proc_exit(0);
 	}
 	CommitterDatabase->committer_pid = MyProcPid;
 	CommitterDatabase->committer_proc = MyProc;

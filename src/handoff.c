@@ -32,12 +32,14 @@
  */
 #include "postgres.h"
 
+#include "budget.h"
 #include "catalog.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "fault.h"
 #include "handoff.h"
@@ -103,6 +105,15 @@ static ActiveHandoff **writer_handoffs = NULL; /* per writer, while open */
 static bool sync_commit_forced = false;
 static bool wake_committer_at_commit = false;
 static bool want_database_at_commit = false;
+
+/*
+ * A DROP ran: the pre-commit looks whether the extension is gone, and the
+ * commit then tells the launcher (extension_gone_at_commit, with the count
+ * of CREATE EXTENSION commits it saw).
+ */
+static bool check_extension_at_commit = false;
+static bool extension_gone_at_commit = false;
+static uint64 extension_commits_seen = 0;
 static BufFile *spill_file = NULL;
 static int spill_end_fileno = 0;
 static off_t spill_end_offset = 0;
@@ -424,14 +435,17 @@ workers_ready(DatabaseEntry *db)
  * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
  * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
  * when they do not in time, and at once when this transaction created or
- * updated the extension (they start on it only after it commits).  The
+ * updated the extension (they start on it only after it commits).  Raises
+ * ERRCODE_CONFIGURATION_LIMIT_EXCEEDED at once when the worker budget has
+ * no room for them (budget.c): they would not come within the wait.  The
  * committer and each writer broadcast the database's workers_ready as they
- * start serving, so the wait sleeps on it.
+ * start serving (and a committer the budget turns away as it leaves), so
+ * the wait sleeps on it.
  */
 int
 handoff_database_index(bool wait_for_writers)
 {
-	int index = shared_want_database(MyDatabaseId);
+	int index = shared_want_database(MyDatabaseId, true);
 	DatabaseEntry *db = shared_database(index);
 	TimestampTz start = GetCurrentTimestamp();
 
@@ -453,16 +467,21 @@ handoff_database_index(bool wait_for_writers)
 					 errdetail("This transaction created or updated extension paimon_sink; its "
 							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
+		/* before the remaining wait: a database the budget cannot serve waits for nothing */
+		budget_require_workers(MyDatabaseId, ERROR, false);
 		timeout = liveness_remaining_ms(start);
 		if (timeout == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the writers of this database are not running"),
-					 errdetail("No committer and writers served database \"%s\" within %d ms.",
-							   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
-					 errhint("Check that paimon_sink is in shared_preload_libraries and that "
-							 "max_worker_processes leaves room for the launcher, one committer and "
-							 "paimon_sink.writers_per_database writers per database.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the writers of this database are not running"),
+				 errdetail("No committer and writers served database \"%s\" within %d ms.",
+						   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
+				 errhint("Check that paimon_sink is in shared_preload_libraries and that "
+						 "max_worker_processes leaves room for the launchers, one committer and "
+						 "paimon_sink.writers_per_database writers per database, and for the "
+						 "other background workers that run (parallel query, logical "
+						 "replication).")));
 		(void) ConditionVariableTimedSleep(&db->workers_ready, timeout, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
@@ -656,12 +675,28 @@ handoff_want_database_at_commit(void)
 	want_database_at_commit = true;
 }
 
+/*
+ * handoff_check_extension_at_commit makes this transaction's pre-commit
+ * look whether extension paimon_sink is still installed (the utility hook
+ * calls it after any DROP): if not, its commit tells the launcher to stop
+ * wanting the database's workers.  A check of the catalog as the
+ * transaction leaves it, so that a DROP rolled back to a savepoint, or
+ * followed by CREATE EXTENSION, changes nothing.
+ */
+void
+handoff_check_extension_at_commit(void)
+{
+	check_extension_at_commit = true;
+}
+
 /* reset_state forgets this transaction's hand-off state at its end. */
 static void
 reset_state(void)
 {
 	wake_committer_at_commit = false;
 	want_database_at_commit = false;
+	check_extension_at_commit = false;
+	extension_gone_at_commit = false;
 	if (spill_file != NULL)
 		BufFileClose(spill_file);
 	spill_file = NULL;
@@ -690,6 +725,11 @@ handoff_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 			if (rows_pending())
 				send_pending_rows();
+			if (check_extension_at_commit && !OidIsValid(get_extension_oid("paimon_sink", true)))
+			{
+				extension_gone_at_commit = true;
+				extension_commits_seen = shared_extension_commits(MyDatabaseId);
+			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (rows_pending())
@@ -717,7 +757,10 @@ handoff_xact_callback(XactEvent event, void *arg)
 			reset_state();
 			break;
 		case XACT_EVENT_COMMIT:
-			if (want_database_at_commit)
+			/* gone at the pre-commit: what this transaction created of it is gone too */
+			if (extension_gone_at_commit)
+				shared_extension_dropped(MyDatabaseId, extension_commits_seen);
+			if (want_database_at_commit && !extension_gone_at_commit)
 				shared_extension_committed(MyDatabaseId);
 			if (wake_committer_at_commit)
 			{

@@ -39,5 +39,6 @@ extern int handoff_writer_for(int32 sink_id, int32 bucket);
 extern int handoff_database_index(bool wait_for_writers);
 extern void handoff_wake_committer_at_commit(void);
 extern void handoff_want_database_at_commit(void);
+extern void handoff_check_extension_at_commit(void);
 
 #endif /* PAIMON_SINK_HANDOFF_H */

@@ -228,7 +228,7 @@ shared_find_database(Oid database_id)
  * than raise an error when every entry is taken (for a commit callback).
  */
 static int
-shared_try_want_database(Oid database_id)
+shared_try_want_database(Oid database_id, bool has_extension)
 {
 	int index;
 	bool changed = false;
@@ -236,7 +236,8 @@ shared_try_want_database(Oid database_id)
 	/* the common case, on every commit that wrote to a sink: nothing to do */
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	index = shared_find_database(database_id);
-	if (index >= 0 && shared_database(index)->state == DATABASE_WANTED)
+	if (index >= 0 && shared_database(index)->state == DATABASE_WANTED &&
+		(shared_database(index)->extension_seen || !has_extension))
 	{
 		LWLockRelease(PaimonSinkState->lock);
 		return index;
@@ -275,6 +276,7 @@ shared_try_want_database(Oid database_id)
 			{
 				db->database_id = database_id;
 				db->state = DATABASE_WANTED;
+				db->extension_seen = has_extension;
 				db->committer_failed_at = 0;
 				index = d;
 				changed = true;
@@ -285,6 +287,13 @@ shared_try_want_database(Oid database_id)
 	else if (shared_database(index)->state != DATABASE_WANTED)
 	{
 		shared_database(index)->state = DATABASE_WANTED;
+		shared_database(index)->extension_seen = has_extension;
+		changed = true;
+	}
+	else if (has_extension && !shared_database(index)->extension_seen)
+	{
+		/* a probe's entry: the launcher now holds the database to the budget */
+		shared_database(index)->extension_seen = true;
 		changed = true;
 	}
 	LWLockRelease(PaimonSinkState->lock);
@@ -297,12 +306,16 @@ shared_try_want_database(Oid database_id)
 /*
  * shared_want_database marks a database as needing a committer and returns
  * its entry index; ERRCODE_CONFIGURATION_LIMIT_EXCEEDED when every entry is
- * taken.  It wakes the launcher when the state changed.
+ * taken.  has_extension says that the caller knows the extension to be
+ * installed (its function runs there), rather than asking for a probe: the
+ * launcher probes a database only while the worker budget has room, and
+ * reports one known to have the extension that it cannot serve.  It wakes
+ * the launcher when the state changed.
  */
 int
-shared_want_database(Oid database_id)
+shared_want_database(Oid database_id, bool has_extension)
 {
-	int index = shared_try_want_database(database_id);
+	int index = shared_try_want_database(database_id, has_extension);
 
 	if (index < 0)
 		ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -321,13 +334,63 @@ shared_want_database(Oid database_id)
 void
 shared_extension_committed(Oid database_id)
 {
-	int index = shared_try_want_database(database_id);
+	int index = shared_try_want_database(database_id, true);
 
 	if (index < 0)
 		return;
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	shared_database(index)->extension_commits++;
 	LWLockRelease(PaimonSinkState->lock);
+}
+
+/*
+ * shared_extension_commits returns the count of CREATE/ALTER EXTENSION
+ * commits in a database (0 without an entry), for
+ * shared_extension_dropped.
+ */
+uint64
+shared_extension_commits(Oid database_id)
+{
+	int index;
+	uint64 commits = 0;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(database_id);
+	if (index >= 0)
+		commits = shared_database(index)->extension_commits;
+	LWLockRelease(PaimonSinkState->lock);
+	return commits;
+}
+
+/*
+ * shared_extension_dropped is called when a transaction that found the
+ * extension gone at its pre-commit commits: the database's workers are no
+ * longer wanted, so the launcher stops trying to start them (a database
+ * the budget cannot serve has no committer to notice the drop) and the
+ * committer, woken, leaves at once.  Nothing changes when a CREATE
+ * EXTENSION committed since commits_seen was read.  Raises no error (a
+ * commit callback).
+ */
+void
+shared_extension_dropped(Oid database_id, uint64 commits_seen)
+{
+	int index;
+	DatabaseEntry *db;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	index = shared_find_database(database_id);
+	if (index < 0 || shared_database(index)->extension_commits != commits_seen)
+	{
+		LWLockRelease(PaimonSinkState->lock);
+		return;
+	}
+	db = shared_database(index);
+	db->state = DATABASE_NO_EXTENSION;
+	db->extension_seen = false;
+	if (db->committer_proc != NULL)
+		SetLatch(&db->committer_proc->procLatch);
+	LWLockRelease(PaimonSinkState->lock);
+	shared_wake_launcher();
 }
 
 /* shared_wake_launcher sets the launcher's latch, if it runs. */
@@ -379,6 +442,7 @@ shared_stop_database(Oid database_id)
 	}
 	db = shared_database(index);
 	db->state = DATABASE_NO_EXTENSION;
+	db->extension_seen = false;
 	LWLockRelease(PaimonSinkState->lock);
 
 	for (int attempt = 0; attempt < 50; attempt++)

@@ -366,6 +366,7 @@ typedef struct DatabaseEntry
 	pg_atomic_uint64 committer_heartbeat;
 	bool sinks_changed;				 /* create_sink or drop_sink committed since */
 	uint64 extension_commits;		 /* CREATE/ALTER EXTENSION commits here */
+	bool extension_seen;			 /* known to have the extension (not only to probe) */
 	TimestampTz committer_failed_at; /* last exit with an error */
 	uint64 next_request_seq;
 	ConditionVariable request_done;
@@ -409,8 +410,10 @@ extern void *shared_address(Size offset);
 extern Size shared_queue_size(void);
 
 extern int shared_find_database(Oid database_id);
-extern int shared_want_database(Oid database_id);
+extern int shared_want_database(Oid database_id, bool has_extension);
 extern void shared_extension_committed(Oid database_id);
+extern uint64 shared_extension_commits(Oid database_id);
+extern void shared_extension_dropped(Oid database_id, uint64 commits_seen);
 extern void shared_wake_launcher(void);
 extern bool shared_database_wanted(Oid database_id);
 extern void shared_stop_database(Oid database_id);

@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "budget.h"
 #include "catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -583,7 +584,9 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	metadata_set_sink_layout(sink_id, foreign_table);
 	commit_user = metadata_add_default_commit_user(sink_id);
 
-	(void) shared_want_database(MyDatabaseId);
+	/* at once, not at the first write: 53400 when the budget has no room for its workers */
+	budget_require_workers(MyDatabaseId, ERROR, true);
+	(void) shared_want_database(MyDatabaseId, true);
 	/* The committer reads its schedule of periodic checkpoints again. */
 	handoff_wake_committer_at_commit();
 	result_values[0] = CStringGetTextDatum(options.name);

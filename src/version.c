@@ -10,12 +10,16 @@
  * doubt, and CREATE or ALTER EXTENSION paimon_sink over a schema that a
  * role other than a superuser could have filled; before DROP DATABASE it
  * stops that database's workers, which would otherwise hold it open.
+ * After any DROP it has the commit look whether the extension went (DROP
+ * EXTENSION, DROP SCHEMA paimon_sink CASCADE, DROP OWNED), so that the
+ * launcher stops wanting the database's workers.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog.h"
+#include "handoff.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
@@ -38,6 +42,20 @@
 bool PaimonSinkPreloaded = false;
 
 static ProcessUtility_hook_type previous_process_utility_hook = NULL;
+
+/* A CREATE EXTENSION paimon_sink (not an ALTER EXTENSION UPDATE) runs its script. */
+static bool in_create_extension = false;
+
+/*
+ * version_creating_extension tells whether the extension script running
+ * now is CREATE EXTENSION paimon_sink's, not an ALTER EXTENSION UPDATE's
+ * (creating_extension is true for both).
+ */
+bool
+version_creating_extension(void)
+{
+	return in_create_extension;
+}
 
 /* paimon_sink_require_preload raises an error unless loaded at server start. */
 void
@@ -290,6 +308,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 {
 	Node *statement = pstmt->utilityStmt;
 	volatile Oid stopped_database = InvalidOid; /* read after a longjmp */
+	/* the script's own statements come through here too: restore, never clear */
+	volatile bool outer_create_extension = in_create_extension;
 
 	if (IsA(statement, DropStmt) && PaimonSinkState != NULL)
 		refuse_drop_while_in_doubt((DropStmt *) statement);
@@ -301,6 +321,9 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		refuse_untrusted_schema("ALTER EXTENSION paimon_sink UPDATE");
 	PG_TRY();
 	{
+		if (IsA(statement, CreateExtensionStmt) &&
+			strcmp(((CreateExtensionStmt *) statement)->extname, "paimon_sink") == 0)
+			in_create_extension = true;
 		if (IsA(statement, DropdbStmt) && PaimonSinkState != NULL)
 		{
 			Oid database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
@@ -319,6 +342,10 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 									dest, qc);
+		in_create_extension = outer_create_extension;
+		/* the extension may be gone with what this dropped: the commit looks */
+		if ((IsA(statement, DropStmt) || IsA(statement, DropOwnedStmt)) && PaimonSinkState != NULL)
+			handoff_check_extension_at_commit();
 		/* a schema made by another role between the check and its use: undo it all */
 		if (IsA(statement, CreateExtensionStmt) &&
 			strcmp(((CreateExtensionStmt *) statement)->extname, "paimon_sink") == 0)
@@ -326,8 +353,9 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 	}
 	PG_CATCH();
 	{
+		in_create_extension = outer_create_extension;
 		if (OidIsValid(stopped_database))
-			(void) shared_want_database(stopped_database);
+			(void) shared_want_database(stopped_database, false);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

@@ -25,6 +25,7 @@ extern bool PaimonSinkPreloaded;
 extern void paimon_sink_require_preload(void);
 extern void paimon_sink_require_ready(void);
 extern void version_install_utility_hook(void);
+extern bool version_creating_extension(void);
 extern Datum paimon_sink_library_version(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_VERSION_H */

@@ -30,10 +30,23 @@
 int CommitterDatabaseIndex;
 DatabaseEntry *CommitterDatabase;
 MemoryContext CommitterContext;
+char CommitterDatabaseName[NAMEDATALEN] = "?";
+
+/*
+ * A writer that cannot get a worker slot is logged once its starts have
+ * failed this long (probes of other databases hold slots for a moment as
+ * the server starts), and then at most once a minute.
+ */
+#define WRITER_START_QUIET_MS 10000
+#define WRITER_START_LOG_INTERVAL_MS 60000
 
 /* The writers this committer started, and when it started each last. */
 static BackgroundWorkerHandle **writer_handles;
 static TimestampTz *writer_started_at;
+
+/* Since when writer starts find no free worker slot (0: they do not), and when that was logged. */
+static TimestampTz writer_start_failing_since = 0;
+static TimestampTz writer_start_logged_at = 0;
 
 /* work_init sets the committer's state for the database entry it serves. */
 void
@@ -85,10 +98,37 @@ work_start_writers(void)
 			writer_handles[w] = launcher_start_writer(CommitterDatabaseIndex, w);
 			MemoryContextSwitchTo(old);
 		}
-		if (writer_handles[w] == NULL)
-			ereport(WARNING, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-							  errmsg("could not start paimon_sink writer %d", w),
-							  errhint("Raise max_worker_processes.")));
+		/*
+		 * The budget kept room for it, so another kind of worker (parallel
+		 * query, logical replication, a loader) holds the slot for a
+		 * while: tried again each second, logged once the starts have
+		 * failed for WRITER_START_QUIET_MS, then at most once a minute.
+		 */
+		if (writer_handles[w] != NULL)
+		{
+			writer_start_failing_since = 0;
+			continue;
+		}
+		if (writer_start_failing_since == 0)
+			writer_start_failing_since = writer_started_at[w];
+		if (TimestampDifferenceExceeds(writer_start_failing_since, writer_started_at[w],
+									   WRITER_START_QUIET_MS) &&
+			(writer_start_logged_at == 0 ||
+			 TimestampDifferenceExceeds(writer_start_logged_at, writer_started_at[w],
+										WRITER_START_LOG_INTERVAL_MS)))
+		{
+			writer_start_logged_at = writer_started_at[w];
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start paimon_sink writer %d of database \"%s\"", w,
+							CommitterDatabaseName),
+					 errdetail("No background worker slot has been free for %d s: other "
+							   "background workers (parallel query, logical replication, loaders) "
+							   "hold the slots the worker budget leaves. It is tried again every "
+							   "second, and logged at most once a minute.",
+							   WRITER_START_QUIET_MS / 1000),
+					 errhint("Raise max_worker_processes, or lower max_parallel_workers.")));
+		}
 	}
 }
 

@@ -18,7 +18,8 @@
 /* in work.c: the committer process's state, set at its start */
 extern int CommitterDatabaseIndex;
 extern DatabaseEntry *CommitterDatabase;
-extern MemoryContext CommitterContext; /* reset after every request */
+extern MemoryContext CommitterContext;			/* reset after every request */
+extern char CommitterDatabaseName[NAMEDATALEN]; /* for log lines outside a transaction */
 
 extern void work_init(int database_index);
 
