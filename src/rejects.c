@@ -14,7 +14,7 @@
  * refused on its own is the poison row.  With on_error 'stop' its error is
  * raised at once, naming the row's key, the constraint or index and the
  * checkpoint (nothing applied); with 'reject', or in the operator's
- * reject_failing_rows() call, it is kept and rejects_record writes it into
+ * reject_failing_rows() call, it is written into
  * paimon_sink.rejected_row in the same transaction as the checkpoint's other
  * rows, which is then prepared and committed (in a loader, the share's own
  * prepared transaction): rows and rejects commit together, once.
@@ -41,19 +41,14 @@
 /* Rows tried together in a redo; a failing group is tried row by row. */
 #define REDO_GROUP_ROWS 100
 
+/*
+ * A group also ends once its rows hold this many bytes, so that a redo of
+ * rows of megabytes holds a few of them at a time, not a hundred.
+ */
+#define REDO_GROUP_BYTES (8 * 1024 * 1024)
+
 /* The longest a key value is shown in an error, in bytes. */
 #define KEY_VALUE_SHOWN 64
-
-/* One refused row, kept until rejects_record (in TopTransactionContext). */
-typedef struct RejectedRow
-{
-	char *row_kind; /* NULL for append sinks */
-	char sqlstate[6];
-	char *message;
-	char *detail;
-	char *constraint_name;
-	char *row_json;
-} RejectedRow;
 
 /* The checkpoint being loaded, and what its refused rows become. */
 static struct
@@ -65,7 +60,7 @@ static struct
 	int64 checkpoint_id;
 	bool reject;
 	const char *reason; /* rejected_row.reason */
-	List *rows;			/* RejectedRow * */
+	int64 rows;			/* refused rows written into rejected_row so far */
 } run;
 
 /* Whether the request being served is reject_failing_rows() (serve.c sets it). */
@@ -107,7 +102,7 @@ rejects_begin(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id
 	run.checkpoint_id = checkpoint_id;
 	run.reject = operator|| sink->reject_on_error;
 	run.reason = operator? "reject_failing_rows" : "on_error";
-	run.rows = NIL;
+	run.rows = 0;
 	MemoryContextSwitchTo(old);
 }
 
@@ -220,9 +215,37 @@ own_context(const char *context)
 }
 
 /*
+ * record_row writes one refused row into paimon_sink.rejected_row, as the
+ * extension's owner (the table is not the sink owner's): row_kind (NULL for
+ * an append sink), the error that refused it, and the row as JSON text.
+ */
+static void
+record_row(const char *row_kind, ErrorData *error, const char *json)
+{
+	static Statement statement = {
+		"INSERT INTO paimon_sink.rejected_row (sink_id, commit_user, checkpoint_id, reason, "
+		"row_kind, sqlstate, message, detail, constraint_name, row_data) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.jsonb)",
+		SPI_OK_INSERT};
+	Arg args[] = {ARG_INT4(run.sink_id),
+				  ARG_TEXT(run.commit_user),
+				  ARG_INT8(run.checkpoint_id),
+				  ARG_TEXT(run.reason),
+				  ARG_TEXT_OR_NULL(row_kind),
+				  ARG_TEXT(unpack_sql_state(error->sqlerrcode)),
+				  ARG_TEXT(error->message),
+				  ARG_TEXT_OR_NULL(error->detail),
+				  ARG_TEXT_OR_NULL(error->constraint_name),
+				  ARG_TEXT(json)};
+
+	(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
+	run.rows++;
+}
+
+/*
  * refuse handles the row the target refused on its own with error: raised
  * at once, naming the row, the constraint or index and the checkpoint
- * (on_error 'stop'), or kept for rejects_record ('reject').
+ * (on_error 'stop'), or written into paimon_sink.rejected_row ('reject').
  */
 static void
 refuse(RedoSource *source, HeapTuple tuple, ErrorData *error, int64 ordinal)
@@ -231,8 +254,6 @@ refuse(RedoSource *source, HeapTuple tuple, ErrorData *error, int64 ordinal)
 	bool *nulls = palloc(sizeof(bool) * source->desc->natts);
 	char *key;
 	char *context;
-	RejectedRow *row;
-	MemoryContext old;
 	bool delete;
 
 	heap_deform_tuple(tuple, source->desc, values, nulls);
@@ -281,20 +302,17 @@ refuse(RedoSource *source, HeapTuple tuple, ErrorData *error, int64 ordinal)
 						error->constraint_name ? "\"" : "", quote_literal_cstr(run.sink_name),
 						(long long) run.checkpoint_id, quote_literal_cstr(run.commit_user))));
 	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	row = palloc0(sizeof(RejectedRow));
-	row->row_kind = source->delete_index < 0 ? NULL : pstrdup(delete ? "-D" : "+U");
-	strlcpy(row->sqlstate, unpack_sql_state(error->sqlerrcode), sizeof(row->sqlstate));
-	row->message = pstrdup(error->message);
-	row->detail = error->detail ? pstrdup(error->detail) : NULL;
-	row->constraint_name = error->constraint_name ? pstrdup(error->constraint_name) : NULL;
-	MemoryContextSwitchTo(old);
-	/* the output functions run here, as the sink's owner; the text is kept */
+	/* the output functions run here, as the sink's owner */
 	key = row_json(source, values, nulls);
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	row->row_json = pstrdup(key);
-	run.rows = lappend(run.rows, row);
-	MemoryContextSwitchTo(old);
+	/*
+	 * Written now, not kept until the load ends: the refused rows of a
+	 * checkpoint may hold gigabytes (their values, and a CHECK's detail
+	 * repeating the row), which the committer must not hold at once.  The
+	 * insert is in the transaction that is prepared for the checkpoint (no
+	 * redo subtransaction is open here), so it commits with the rows or
+	 * not at all.
+	 */
+	record_row(source->delete_index < 0 ? NULL : (delete ? "-D" : "+U"), error, key);
 }
 
 /*
@@ -341,7 +359,7 @@ try_rows(RedoSource *source, List *tuples, uint64 *applied)
  * error, rejects_row_error; its subtransaction rolled back) again from
  * source: groups of REDO_GROUP_ROWS, each in a subtransaction, a failing
  * group row by row.  A row refused on its own is raised (on_error 'stop')
- * or kept for rejects_record ('reject').  Returns the target rows changed.
+ * or written into paimon_sink.rejected_row ('reject').  Returns the target rows changed.
  * When no row is refused on its own (the bulk failed on what no group
  * does, say a deferred check of many rows), stop raises bulk_error, and
  * reject keeps what the groups applied.
@@ -352,6 +370,8 @@ rejects_redo(RedoSource *source, ErrorData *bulk_error)
 	MemoryContext context = CurrentMemoryContext;
 	MemoryContext group_context =
 		AllocSetContextCreate(context, "paimon_sink redo group", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext row_context =
+		AllocSetContextCreate(context, "paimon_sink redo row", ALLOCSET_DEFAULT_SIZES);
 	Datum *values = palloc(sizeof(Datum) * source->desc->natts);
 	bool *nulls = palloc(sizeof(bool) * source->desc->natts);
 	uint64 applied = 0;
@@ -366,12 +386,19 @@ rejects_redo(RedoSource *source, ErrorData *bulk_error)
 	for (;;)
 	{
 		List *group = NIL;
+		Size group_bytes = 0;
 		ListCell *lc;
 
 		MemoryContextReset(group_context);
 		MemoryContextSwitchTo(group_context);
-		while (list_length(group) < REDO_GROUP_ROWS && source->next(source->arg, values, nulls))
-			group = lappend(group, heap_form_tuple(source->desc, values, nulls));
+		while (list_length(group) < REDO_GROUP_ROWS && group_bytes < REDO_GROUP_BYTES &&
+			   source->next(source->arg, values, nulls))
+		{
+			HeapTuple tuple = heap_form_tuple(source->desc, values, nulls);
+
+			group = lappend(group, tuple);
+			group_bytes += tuple->t_len;
+		}
 		if (group == NIL)
 			break;
 		if (try_rows(source, group, &applied) == NULL)
@@ -384,15 +411,20 @@ rejects_redo(RedoSource *source, ErrorData *bulk_error)
 			ErrorData *error;
 
 			ordinal++;
+			/* what a row's try and refusal allocate goes with it */
+			MemoryContextSwitchTo(row_context);
 			error = try_rows(source, list_make1(lfirst(lc)), &applied);
 			if (error != NULL)
 			{
 				refuse(source, lfirst(lc), error, ordinal);
 				refused++;
 			}
+			MemoryContextSwitchTo(group_context);
+			MemoryContextReset(row_context);
 		}
 	}
 	MemoryContextSwitchTo(context);
+	MemoryContextDelete(row_context);
 	MemoryContextDelete(group_context);
 	if (refused == 0 && !run.reject)
 		ReThrowError(bulk_error);
@@ -400,39 +432,16 @@ rejects_redo(RedoSource *source, ErrorData *bulk_error)
 }
 
 /*
- * rejects_record writes the rows the load refused into
- * paimon_sink.rejected_row, in the transaction about to be prepared for the
- * checkpoint (as the extension's owner: the table is not the sink owner's);
- * returns how many.  Call it after the load, with the sink owner's role
- * switch ended.
+ * rejects_record ends the load of a checkpoint: returns how many of its
+ * rows were refused and written into paimon_sink.rejected_row (refuse wrote
+ * each as it was found, in the transaction about to be prepared for the
+ * checkpoint), and logs the move aside.
  */
 int64
 rejects_record(void)
 {
-	static Statement statement = {
-		"INSERT INTO paimon_sink.rejected_row (sink_id, commit_user, checkpoint_id, reason, "
-		"row_kind, sqlstate, message, detail, constraint_name, row_data) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.jsonb)",
-		SPI_OK_INSERT};
-	int64 count = list_length(run.rows);
-	ListCell *lc;
+	int64 count = run.rows;
 
-	foreach (lc, run.rows)
-	{
-		RejectedRow *row = lfirst(lc);
-		Arg args[] = {ARG_INT4(run.sink_id),
-					  ARG_TEXT(run.commit_user),
-					  ARG_INT8(run.checkpoint_id),
-					  ARG_TEXT(run.reason),
-					  ARG_TEXT_OR_NULL(row->row_kind),
-					  ARG_TEXT(row->sqlstate),
-					  ARG_TEXT(row->message),
-					  ARG_TEXT_OR_NULL(row->detail),
-					  ARG_TEXT_OR_NULL(row->constraint_name),
-					  ARG_TEXT(row->row_json)};
-
-		(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
-	}
 	if (count > 0)
 		ereport(LOG, (errmsg("paimon_sink moves %lld rows of checkpoint %lld of commit user \"%s\" "
 							 "of sink \"%s\" that its target refuses aside into "
@@ -440,6 +449,6 @@ rejects_record(void)
 							 (long long) count, (long long) run.checkpoint_id, run.commit_user,
 							 run.sink_name),
 					  errdetail("They commit with the checkpoint's other rows (%s).", run.reason)));
-	run.rows = NIL;
+	run.rows = 0;
 	return count;
 }
