@@ -394,6 +394,16 @@ typedef struct PaimonSinkShared
 	PGPROC *launcher_proc;
 	int database_count;
 	int writers_per_database;
+	/*
+	 * The unlogged-batch cut of a recovery without redo (staged_wal.c),
+	 * under lock: the next xid of the control file's checkpoint, whether a
+	 * cut may be needed (no clean shutdown), whether rm_cleanup ran, and
+	 * whether a writer made the cut.
+	 */
+	uint64 recovery_next_xid;
+	bool recovery_cut_wanted;
+	bool redo_cleanup_ran;
+	bool unlogged_cut_done;
 	FaultTable faults;
 	Size database_offsets[FLEXIBLE_ARRAY_MEMBER];
 } PaimonSinkShared;

@@ -7,8 +7,8 @@
  * The layout itself is shared_state.c's; these two hooks only call it at
  * the moments the postmaster allows.  The startup hook is also the one
  * moment before every start of the startup process (a crash restart
- * included) when the postmaster runs alone: it cuts the staged files'
- * unlogged batches there (staged_wal.c).
+ * included) when the postmaster runs alone: it reads the control file's
+ * checkpoint there (staged_wal.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -35,9 +35,10 @@ paimon_sink_shmem_request(void)
 /*
  * paimon_sink_shmem_startup sets up the shared state (or attaches to it).
  * Where shared memory is made, not attached to (the postmaster before each
- * start of the startup process, or a single-user backend), it also cuts
- * the staged files' batches that no WAL record describes, before recovery
- * can hand their xids out again (staged_wal.c says why).
+ * start of the startup process, or a single-user backend), it also keeps
+ * the next xid of the checkpoint recovery will start from, against which
+ * a writer cuts the batches no WAL record describes when that recovery
+ * runs no redo (staged_wal.c says why).
  */
 static void
 paimon_sink_shmem_startup(void)
@@ -46,7 +47,7 @@ paimon_sink_shmem_startup(void)
 		previous_shmem_startup_hook();
 	shared_state_init();
 	if (!IsUnderPostmaster)
-		staged_wal_cut_before_recovery();
+		staged_wal_note_checkpoint();
 }
 
 /* shmem_hooks_install chains both hooks in (from _PG_init). */

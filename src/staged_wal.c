@@ -40,30 +40,27 @@
  * no committed transaction; nor does any batch after it in its file, whose
  * records would follow its own in the WAL.
  *
- * The cut is made twice, because the end of redo alone does not always
- * come.  PostgreSQL runs rm_startup and rm_cleanup only when there is a
- * record to replay after the checkpoint; when there is none ("redo is not
- * required": a crash right after an end-of-recovery checkpoint, or after
- * any checkpoint with nothing flushed since) recovery ends with the
- * checkpoint's next xid and calls no resource manager at all.  So the
- * postmaster, when it sets up shared memory before each start of the
- * startup process (the first start and every crash restart), cuts every
- * staged file against the next xid of the control file's checkpoint
- * (staged_wal_cut_before_recovery), unless that checkpoint is a clean
- * shutdown's, above every xid ever handed out.  With no redo to follow,
- * that is exactly the next xid recovery ends with.  When redo follows, the
- * cut is below it, and cuts logged batches too; but each batch it cuts is,
- * or follows in its file (and so in the WAL), one whose xid is at or above
- * the checkpoint's next xid, whose record follows the redo point: redo
- * writes every such logged batch again (an APPEND writes its bytes at its
- * offset).  rm_cleanup then cuts against the next xid as redo left it,
- * which also serves a backup label's checkpoint (older than the control
- * file's) and recovery to a target, whose later records are not replayed.  Both cuts are fsynced before any session runs, so no session
- * gets a dead batch's xid while the batch can come back, and a crash after
- * a reused xid committed cannot bring it back either.  Neither is logged
- * (the postmaster cannot write WAL, and a node that replays never had the
- * unlogged bytes, except a base backup's copy, which its own recovery
- * cuts); a writer adopting the file logs its end (writer_adopt.c).
+ * The end of redo does not always come.  PostgreSQL runs rm_startup and
+ * rm_cleanup only when there is a record to replay after the checkpoint;
+ * when there is none ("redo is not required": a crash right after an
+ * end-of-recovery checkpoint, or after any checkpoint with nothing flushed
+ * since) recovery calls no resource manager, and ends with the
+ * checkpoint's next xid.  So the postmaster, as it sets up shared memory
+ * before each start of the startup process (the first start and every
+ * crash restart), keeps the next xid of the control file's checkpoint
+ * (staged_wal_note_checkpoint); when that recovery then ran no rm_cleanup,
+ * the first writer to adopt files, before any writer serves, cuts every
+ * staged file against that xid, logs each cut and fsyncs it
+ * (staged_wal_cut_if_no_redo).  Exactly that xid: a later one (an online
+ * checkpoint's after restart) is above xids already handed out again, and
+ * the pre-redo xid when redo did run would cut logged batches, and batches
+ * of the library before 0.2 that no record describes.  After a clean
+ * shutdown there is nothing to cut: its checkpoint's next xid is above
+ * every xid ever handed out.  What this leaves open: a transaction that got
+ * a dead batch's xid again and committed before the first writer adopted,
+ * then a crash with redo, whose rm_cleanup no longer sees the batch as dead.
+ * Recovery to a target cuts the batches of transactions after the target
+ * that a base backup copied, by the rule of rm_cleanup.
  *
  *-------------------------------------------------------------------------
  */
@@ -75,6 +72,7 @@
 #include <uuid/uuid.h>
 
 #include "access/transam.h"
+#include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
@@ -83,9 +81,11 @@
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
+#include "shared_state.h"
 #include "staged_file.h"
 #include "staged_wal.h"
 #include "storage/fd.h"
+#include "storage/lwlock.h"
 #include "utils/memutils.h"
 
 /* The record format is the WAL's: a change to it must still read the old one. */
@@ -298,14 +298,18 @@ forget_skipped(const char *path, bool prefix)
 
 /*
  * cut_unlogged_batches cuts a staged file before its first batch whose
- * xid is next_xid or above (see the top of this file), and fsyncs it;
- * before_recovery says which cut this is, for the log.  A file without a
- * valid header, or whose batches end in a torn record, is read only that
- * far: the writer adopting it deals with the rest.
+ * xid is next_xid or above (see the top of this file), and fsyncs it.
+ * With log (a writer, not redo), the cut's TRUNCATE record, for database
+ * database_id, sink sink_id and file name, is written first, as every
+ * cut's; returns its end, or InvalidXLogRecPtr.  A file without a valid
+ * header, or whose batches end in a torn record, is read only that far:
+ * the writer adopting it deals with the rest.
  */
-static void
-cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
+static XLogRecPtr
+cut_unlogged_batches(const char *path, uint64 next_xid, bool log, Oid database_id, int32 sink_id,
+					 const char *name)
 {
+	XLogRecPtr end = InvalidXLogRecPtr;
 	StagedFileHeader file_header;
 	StagedBatchHeader header;
 	struct stat st;
@@ -313,11 +317,11 @@ cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
 	int fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
 
 	if (fd < 0 && errno == ENOENT)
-		return;
+		return end;
 	if (fd < 0)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not open staged file \"%s\" %s: %m", path,
-							   before_recovery ? "before recovery" : "at the end of recovery")));
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open staged file \"%s\" at the end of recovery: %m", path)));
 	if (fstat(fd, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(), errmsg("could not stat staged file \"%s\": %m", path)));
@@ -325,7 +329,7 @@ cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
 		file_header.magic != STAGED_FILE_MAGIC)
 	{
 		CloseTransientFile(fd);
-		return;
+		return end;
 	}
 	while (offset + (off_t) sizeof(header) <= st.st_size)
 	{
@@ -337,16 +341,13 @@ cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
 			ereport(LOG, (errmsg("paimon_sink cuts staged file \"%s\" at %lld of %lld bytes: "
 								 "its batches from there were never logged",
 								 path, (long long) offset, (long long) st.st_size),
-						  before_recovery
-							  ? errdetail("The batch there has transaction id %llu; the "
-										  "checkpoint recovery starts from hands out "
-										  "transaction ids from %llu.",
-										  (unsigned long long) header.full_xid,
-										  (unsigned long long) next_xid)
-							  : errdetail("The batch there has transaction id %llu; the next "
-										  "transaction id after recovery is %llu.",
-										  (unsigned long long) header.full_xid,
-										  (unsigned long long) next_xid)));
+						  errdetail("The batch there has transaction id %llu; the next "
+									"transaction id after recovery is %llu.",
+									(unsigned long long) header.full_xid,
+									(unsigned long long) next_xid)));
+			if (log)
+				end = staged_wal_log(XLOG_STAGED_TRUNCATE, database_id, sink_id, name,
+									 (uint64) offset, NULL, 0, NULL, 0);
 			if (ftruncate(fd, offset) != 0)
 				ereport(ERROR, (errcode_for_file_access(),
 								errmsg("could not truncate staged file \"%s\": %m", path)));
@@ -359,29 +360,31 @@ cut_unlogged_batches(const char *path, uint64 next_xid, bool before_recovery)
 		offset += sizeof(header) + header.payload_length;
 	}
 	CloseTransientFile(fd);
+	return end;
 }
 
 /*
  * cut_all_unlogged_batches runs cut_unlogged_batches on every staged file
  * of every sink against next_xid: the next xid as redo left it (end of
- * redo, startup process), or the control file's checkpoint's
- * (before_recovery, postmaster).
+ * redo, startup process), or as a recovery without redo left it (log, the
+ * first adopting writer); returns the end of the last record written.
  */
-static void
-cut_all_unlogged_batches(uint64 next_xid, bool before_recovery)
+static XLogRecPtr
+cut_all_unlogged_batches(uint64 next_xid, bool log)
 {
+	XLogRecPtr end = InvalidXLogRecPtr;
 	DIR *databases = AllocateDir(PAIMON_SINK_DIRECTORY);
 	struct dirent *database_entry;
 
 	if (databases == NULL)
-		return;
+		return end;
 	while ((database_entry = ReadDir(databases, PAIMON_SINK_DIRECTORY)) != NULL)
 	{
 		char database_path[MAXPGPATH];
 		DIR *sinks;
 		struct dirent *sink_entry;
 
-		if (database_entry->d_name[0] == '.')
+		if (strspn(database_entry->d_name, "0123456789") != strlen(database_entry->d_name))
 			continue;
 		snprintf(database_path, sizeof(database_path), "%s/%s", PAIMON_SINK_DIRECTORY,
 				 database_entry->d_name);
@@ -392,18 +395,23 @@ cut_all_unlogged_batches(uint64 next_xid, bool before_recovery)
 			DIR *files;
 			struct dirent *file_entry;
 
-			if (sink_entry->d_name[0] == '.')
+			if (strspn(sink_entry->d_name, "0123456789") != strlen(sink_entry->d_name))
 				continue;
 			snprintf(sink_path, sizeof(sink_path), "%s/%s", database_path, sink_entry->d_name);
 			files = AllocateDir(sink_path);
 			while (files != NULL && (file_entry = ReadDir(files, sink_path)) != NULL)
 			{
 				char path[MAXPGPATH];
+				XLogRecPtr record;
 
 				if (!staged_file_name_is_valid(file_entry->d_name))
 					continue;
 				snprintf(path, sizeof(path), "%s/%s", sink_path, file_entry->d_name);
-				cut_unlogged_batches(path, next_xid, before_recovery);
+				record = cut_unlogged_batches(
+					path, next_xid, log, (Oid) strtoul(database_entry->d_name, NULL, 10),
+					(int32) strtol(sink_entry->d_name, NULL, 10), file_entry->d_name);
+				if (record != InvalidXLogRecPtr)
+					end = record;
 			}
 			if (files != NULL)
 				FreeDir(files);
@@ -412,33 +420,60 @@ cut_all_unlogged_batches(uint64 next_xid, bool before_recovery)
 			FreeDir(sinks);
 	}
 	FreeDir(databases);
+	return end;
 }
 
 /*
- * staged_wal_cut_before_recovery cuts every staged file before its first
- * batch whose xid is not below the next xid of the checkpoint in the
- * control file (see the top of this file): the batches that no record
- * describes when recovery finds nothing to replay, and so never reaches
- * rm_cleanup.  It runs in the postmaster (or a single-user backend) when
- * it creates shared memory, so before the startup process at every start
- * and crash restart, while no other process runs; not after a clean
- * shutdown, whose checkpoint's next xid is above every xid ever handed
- * out.  A control file that does not check is left to the startup
- * process, which refuses it.  Takes nothing and returns nothing; an I/O
- * error is an ERROR, which the postmaster turns into FATAL: a server that
- * cannot cut a dead batch must not start (as the startup process fails
- * when its redo cannot).  The design is PostgreSQL's: the postmaster also
- * cleans the data folder before each startup (RemovePgTempFiles).
+ * staged_wal_note_checkpoint keeps, in shared memory, the next xid of the
+ * checkpoint in the control file, which recovery ends with when it finds
+ * nothing to replay (see the top of this file); no cut is wanted when the
+ * control file says the server shut down cleanly, or does not check (the
+ * startup process refuses it).  From the postmaster's shmem_startup_hook
+ * (or a single-user backend's), before each start of the startup process,
+ * while no other process runs.  Takes nothing and returns nothing; an
+ * unreadable control file is an ERROR, which the postmaster turns into
+ * FATAL.  The design is PostgreSQL's: StartupXLOG sets the next xid from
+ * the same field (checkPointCopy.nextXid).
  */
 void
-staged_wal_cut_before_recovery(void)
+staged_wal_note_checkpoint(void)
 {
 	bool crc_ok = false;
 	ControlFileData *control = get_controlfile(DataDir, &crc_ok);
 
-	if (crc_ok && control->state != DB_SHUTDOWNED)
-		cut_all_unlogged_batches(U64FromFullTransactionId(control->checkPointCopy.nextXid), true);
+	PaimonSinkState->recovery_next_xid = U64FromFullTransactionId(control->checkPointCopy.nextXid);
+	PaimonSinkState->recovery_cut_wanted = crc_ok && control->state != DB_SHUTDOWNED;
+	PaimonSinkState->redo_cleanup_ran = false;
+	PaimonSinkState->unlogged_cut_done = false;
 	pfree(control);
+}
+
+/*
+ * staged_wal_cut_if_no_redo, in a writer before it adopts files, cuts every
+ * staged file of every database against the next xid that recovery ended
+ * with, when that recovery ran no rm_cleanup (see the top of this file):
+ * the first writer of this start to get here does it, holding the shared
+ * lock, so that no writer serves (and writes a batch with a reused xid)
+ * before every file is cut.  Each cut is logged (a TRUNCATE record: nodes
+ * that replay cut what they hold beyond it) and fsynced, and the records
+ * are flushed before it returns.  Takes nothing and returns nothing; an
+ * I/O error is an ERROR (the writer exits and the next one tries again).
+ * Modelled on PostgreSQL's rm_cleanup, which recovery without redo skips.
+ */
+void
+staged_wal_cut_if_no_redo(void)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (PaimonSinkState->recovery_cut_wanted && !PaimonSinkState->redo_cleanup_ran &&
+		!PaimonSinkState->unlogged_cut_done)
+	{
+		XLogRecPtr end = cut_all_unlogged_batches(PaimonSinkState->recovery_next_xid, true);
+
+		if (end != InvalidXLogRecPtr)
+			XLogFlush(end);
+		PaimonSinkState->unlogged_cut_done = true;
+	}
+	LWLockRelease(PaimonSinkState->lock);
 }
 
 /*
@@ -454,7 +489,11 @@ staged_wal_cleanup(void)
 {
 	ListCell *lc;
 
-	cut_all_unlogged_batches(U64FromFullTransactionId(ReadNextFullTransactionId()), false);
+	(void) cut_all_unlogged_batches(U64FromFullTransactionId(ReadNextFullTransactionId()), false);
+	/* the startup process's, before any writer starts */
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	PaimonSinkState->redo_cleanup_ran = true;
+	LWLockRelease(PaimonSinkState->lock);
 	foreach (lc, skipped_files)
 		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_FILE),

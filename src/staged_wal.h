@@ -52,7 +52,8 @@ typedef struct xl_staged_file
 } xl_staged_file;
 
 extern void staged_wal_register(void);
-extern void staged_wal_cut_before_recovery(void);
+extern void staged_wal_note_checkpoint(void);
+extern void staged_wal_cut_if_no_redo(void);
 extern XLogRecPtr staged_wal_log(uint8 info, Oid database_id, int32 sink_id, const char *file_name,
 								 uint64 offset, const char *data1, int length1, const char *data2,
 								 int length2);

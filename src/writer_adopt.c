@@ -27,6 +27,7 @@
 #include "paimon_sink.h"
 #include "pgstat.h"
 #include "staged_file.h"
+#include "staged_wal.h"
 #include "storage/fd.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
@@ -201,6 +202,8 @@ writer_adopt_files(void)
 	struct dirent *sink_entry;
 	ListCell *lc;
 
+	/* batches a recovery without redo left uncut (staged_wal.c), before any writer serves */
+	staged_wal_cut_if_no_redo();
 	snprintf(database_path, sizeof(database_path), "%s/%u", PAIMON_SINK_DIRECTORY, MyDatabaseId);
 	sinks = AllocateDir(database_path);
 	if (sinks == NULL)
