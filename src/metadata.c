@@ -357,12 +357,16 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
  * one per writer id): one object of every key; NULL when no prepare gave
  * properties, {} when they were all empty.  A key is never given two
  * values (metadata_check_properties refuses it), so the order of the
- * rows does not matter.
+ * rows does not matter.  Built as the text of an object from each key's
+ * JSON string and value, not by jsonb_object_agg: its arguments are of
+ * type "any", which no function a role plants can mimic, so the
+ * search_path lint (010) could not show the name pinned.
  */
 #define PROPERTIES_MERGED                                                                          \
-	"CASE WHEN pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 THEN "                                 \
-	"coalesce(pg_catalog.jsonb_object_agg(e.key, e.value) FILTER (WHERE e.key IS NOT NULL), "      \
-	"'{}'::pg_catalog.jsonb) END"
+	"CASE WHEN pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 THEN coalesce(('{' "                  \
+	"OPERATOR(pg_catalog.||) pg_catalog.string_agg(pg_catalog.to_jsonb(e.key)::pg_catalog.text "  \
+	"OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) e.value::pg_catalog.text, ', ') "       \
+	"OPERATOR(pg_catalog.||) '}')::pg_catalog.jsonb, '{}'::pg_catalog.jsonb) END"
 #define PROPERTIES_EACH "LEFT JOIN LATERAL pg_catalog.jsonb_each(p.properties) e ON true"
 
 /*
