@@ -105,12 +105,11 @@ properties_argument(Jsonb *properties, char *buffer)
 						errhint("Pass an object such as '{\"offset-0\": 42}', or NULL for none.")));
 	text = JsonbToCString(NULL, &properties->root, VARSIZE(properties));
 	if (strlen(text) >= PAIMON_SINK_PROPERTIES_SIZE)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("checkpoint properties of %zu bytes are too long", strlen(text)),
-				 errdetail("A prepare's properties take at most %d bytes as text.",
-						   PAIMON_SINK_PROPERTIES_SIZE - 1),
-				 errhint("Keep source positions in the properties, not data.")));
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("checkpoint properties of %zu bytes are too long", strlen(text)),
+						errdetail("A prepare's properties take at most %d bytes as text.",
+								  PAIMON_SINK_PROPERTIES_SIZE - 1),
+						errhint("Keep source positions in the properties, not data.")));
 	strlcpy(buffer, text, PAIMON_SINK_PROPERTIES_SIZE);
 }
 

@@ -225,7 +225,8 @@ metadata_drop_sink(int32 sink_id)
 		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
 		 SPI_OK_DELETE},
-		{"DELETE FROM paimon_sink.checkpoint_properties x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+		{"DELETE FROM paimon_sink.checkpoint_properties x WHERE x.sink_id OPERATOR(pg_catalog.=) "
+		 "$1",
 		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.sink_definition x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
 		 SPI_OK_DELETE},
@@ -363,9 +364,9 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
  * search_path lint (010) could not show the name pinned.
  */
 #define PROPERTIES_MERGED                                                                          \
-	"CASE WHEN pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 THEN coalesce(('{' "                  \
-	"OPERATOR(pg_catalog.||) pg_catalog.string_agg(pg_catalog.to_jsonb(e.key)::pg_catalog.text "  \
-	"OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) e.value::pg_catalog.text, ', ') "       \
+	"CASE WHEN pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 THEN coalesce(('{' "                   \
+	"OPERATOR(pg_catalog.||) pg_catalog.string_agg(pg_catalog.to_jsonb(e.key)::pg_catalog.text "   \
+	"OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) e.value::pg_catalog.text, ', ') "        \
 	"OPERATOR(pg_catalog.||) '}')::pg_catalog.jsonb, '{}'::pg_catalog.jsonb) END"
 #define PROPERTIES_EACH "LEFT JOIN LATERAL pg_catalog.jsonb_each(p.properties) e ON true"
 

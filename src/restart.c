@@ -150,17 +150,17 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	strlcpy(request->commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request->commit_user));
 	if (strcmp(request->commit_user, sink->default_commit_user) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot restart a job under the own commit user of sink \"%s\"",
-						sink->name),
-				 errdetail("SQL sessions write with it; discarding what it staged would lose "
-						   "committed transactions."),
-				 errhint("A job has a commit user of its own, stable across its restarts.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("cannot restart a job under the own commit user of sink \"%s\"", sink->name),
+			 errdetail("SQL sessions write with it; discarding what it staged would lose "
+					   "committed transactions."),
+			 errhint("A job has a commit user of its own, stable across its restarts.")));
 	if (writer_id < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("writer id must be zero or more"),
-						errhint("Pass the subtask index this session writes as.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("writer id must be zero or more"),
+				 errhint("Pass the subtask index this session writes as.")));
 	if (timeout_ms < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("timeout_ms must be zero or more")));
