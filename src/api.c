@@ -25,6 +25,7 @@
 #include "committer.h"
 #include "datatype/timestamp.h"
 #include "funcapi.h"
+#include "fdw.h"
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
@@ -128,7 +129,8 @@ properties_argument(Jsonb *properties, char *buffer)
  * whose staged rows are dropped as a replay; an id below the last
  * prepared one; properties that are no object, or give a key another
  * writer id gave another value), 25001, 54000 (properties over 8 kB as
- * text), 55000 (after end_input()).
+ * text), 55000 (after end_input(); properties from a session that
+ * joined the commit user's fence epoch before a restore raised it).
  */
 Datum
 paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
@@ -147,7 +149,11 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 				 errhint("Pass NULL to prepare every writer id of the commit user.")));
 	/* 0.1's four-argument declaration calls the same symbol */
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
 		properties_argument(PG_GETARG_JSONB_P(4), request.properties);
+		/* fenced as the session's rows are: a zombie's positions never replace the job's */
+		request.fence_epoch = fdw_session_fence_epoch(sink, request.commit_user);
+	}
 	submit(&request);
 
 	metadata_return_committables(fcinfo, sink->sink_id, request.commit_user, request.checkpoint_id,

@@ -83,6 +83,33 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 }
 
 /*
+ * check_properties_epoch refuses (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+ * the properties of a prepare whose session joined the commit user's fence
+ * epoch before a restore raised it (a session of the failed attempt still
+ * running): its positions would replace those of the restored job's
+ * subtask with the same writer id.  Its rows are fenced at the barrier; its
+ * properties are fenced here, as Kafka refuses a stale producer epoch's
+ * sendOffsetsToTransaction.
+ */
+static void
+check_properties_epoch(const SinkInfo *sink, const char *commit_user, uint64 session_epoch,
+					   uint64 current)
+{
+	if (session_epoch < current)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session joined "
+						"it",
+						commit_user, sink->name),
+				 errdetail("A restore raised the commit user's fence epoch from %llu to %llu; the "
+						   "properties of the restored-from attempt are never prepared. Nothing "
+						   "was prepared.",
+						   (unsigned long long) session_epoch, (unsigned long long) current),
+				 errhint("Prepare from a session of the restored job (restart_job(), or set "
+						 "paimon_sink.commit_user again).")));
+}
+
+/*
  * drop_replayed serves a prepare of a checkpoint id at or below the commit
  * user's last committed one: the streams it names are sealed and what was
  * sealed is removed (BARRIER_DROP), so that rows written for a committed
@@ -308,13 +335,16 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
  * request that gets the warning of stranded rows when the checkpoint is
  * empty (warn_stranded).  properties, unless NULL, is the checkpoint's
  * properties from writer_id (jsonb text): checked against the other writer
- * ids' before the barrier, recorded after it, in the same transaction.
+ * ids' before the barrier, recorded after it, in the same transaction;
+ * properties_epoch is the fence epoch of the session that gave them,
+ * refused when a restore raised the commit user's since.
  */
 static int
 prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 checkpoint_id,
-				 int32 writer_id, const char *properties, bool record_empty, bool durable,
-				 uint64 *seqs, int64 *prepared, XLogRecPtr *commit_end, List **pending,
-				 CommitUserMarks *after, CommitterRequest *warn)
+				 int32 writer_id, const char *properties, uint64 properties_epoch,
+				 bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
+				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after,
+				 CommitterRequest *warn)
 {
 	int recorded;
 	SinkInfo *sink;
@@ -338,7 +368,10 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed, 0);
 	/* refused before the barrier: nothing is sealed for a prepare that fails */
 	if (properties != NULL)
+	{
+		check_properties_epoch(sink, commit_user, properties_epoch, marks.fence_epoch);
 		metadata_check_properties(sink, commit_user, checkpoint_id, writer_id, properties);
+	}
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
 	if (properties != NULL)
@@ -399,14 +432,16 @@ prepare_confirm(const uint64 *seqs, XLogRecPtr commit_end)
  */
 int
 prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
-				   const char *properties, bool record_empty, CommitterRequest *warn)
+				   const char *properties, uint64 properties_epoch, bool record_empty,
+				   CommitterRequest *warn)
 {
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int64 prepared;
 	XLogRecPtr commit_end;
 
 	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, properties,
-							record_empty, true, seqs, &prepared, &commit_end, NULL, NULL, warn);
+							properties_epoch, record_empty, true, seqs, &prepared, &commit_end,
+							NULL, NULL, warn);
 }
 
 /*
@@ -433,7 +468,7 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 	CommitUserMarks marks;
 
 	request->committable_count =
-		prepare_recorded(sink_id, NULL, commit_user, 0, -1, NULL, false, false, seqs,
+		prepare_recorded(sink_id, NULL, commit_user, 0, -1, NULL, 0, false, false, seqs,
 						 &checkpoint_id, &commit_end, &pending, &marks, NULL);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
 	/* a fresh checkpoint id: above the last committed one, none skipped */
@@ -473,6 +508,6 @@ prepare_end_input(int32 sink_id, const char *commit_user, CommitterRequest *requ
 	work_end();
 	if (marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)
 		request->committable_count = prepare_checkpoint(
-			sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, NULL, true, request);
+			sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, NULL, 0, true, request);
 	commit_up_to(sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, request);
 }

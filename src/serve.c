@@ -80,7 +80,7 @@ run(CommitterRequest *outcome, bool resume)
 				outcome->committable_count = prepare_checkpoint(
 					outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
 					outcome->writer_id, outcome->properties[0] != '\0' ? outcome->properties : NULL,
-					true, outcome);
+					outcome->fence_epoch, true, outcome);
 				break;
 			case REQUEST_COMMIT:
 				commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,

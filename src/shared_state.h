@@ -222,6 +222,7 @@ typedef struct CommitterRequest
 	bool reject_rows; /* commit: reject_failing_rows(), refused rows moved aside */
 	/* prepare: the checkpoint's properties as jsonb text; "" for none */
 	char properties[PAIMON_SINK_PROPERTIES_SIZE];
+	uint64 fence_epoch; /* prepare with properties: the session's epoch */
 
 	/* results */
 	int64 result_checkpoint_id; /* prepared or committed up to */

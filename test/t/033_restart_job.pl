@@ -9,7 +9,8 @@
 # server takes connections: it waits for the workers, restores to the last
 # committed checkpoint, joins the session under the job's commit user and
 # writer id, and returns checkpoint 4 with the positions to resume from.
-# The job resumes there and the target ends with every record once.  With
+# The job resumes there and the target ends with every record once; a
+# session of a failed attempt cannot prepare positions after a restart.  With
 # no writer able to start, restart_job() gives up after its timeout with
 # 57014, restoring nothing.
 use strict;
@@ -131,6 +132,25 @@ is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' |
 	FROM events}), "$records $records 1 $records", 'every record is in the target once');
 is(sql("SELECT checkpoint_id || ' ' || properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
 	($n - 1) . ' {"pos-0": 120, "pos-1": 120}', 'the last commit holds the final positions');
+
+# ---- a session of the failed attempt, still running, cannot prepare its
+# positions after a restart: they would replace the restored subtask's
+my $zombie = $node->background_psql('postgres', on_error_stop => 0);
+$zombie->query_safe("SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = 0");
+$zombie->query_safe("INSERT INTO events_sink VALUES (100001, 'zombie')");
+is(sql("SELECT checkpoint_id FROM paimon_sink.restart_job('events_sink', '$job')"),
+	$n - 1, 'the job restarts once more while a session of the failed attempt runs');
+$zombie->query("SELECT count(*) FROM paimon_sink.prepare_commit('events_sink', '$job', $n, 0,
+	'{\"pos-0\": 7}')");
+like($zombie->{stderr}, qr/commit user "$job" of sink "events_sink" was recovered after this session began writing/,
+	'its prepare with properties is refused');
+$zombie->quit;
+prepare($_, $n, $records / 2) for (0, 1);
+is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n)"), 1,
+	'the restored job commits its next checkpoint');
+is(sql("SELECT properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
+	'{"pos-0": 120, "pos-1": 120}', 'with its own positions');
+is(sql(q{SELECT count(*) FROM events}), $records, 'and the fenced row is not in the target');
 is(sql(q{SELECT count(*) FROM pg_prepared_xacts}), 0, 'no prepared transaction is left');
 
 done_testing();
