@@ -495,12 +495,13 @@ handoff_database_index(bool wait_for_writers)
  * time).  restart_job() waits so for the workers a crash-restart is still
  * bringing back, with its own bound.  Raises
  * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE at once when this transaction
- * created or updated the extension.
+ * created or updated the extension, and ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
+ * when the worker budget has no room for them (budget.c).
  */
 bool
 handoff_wait_for_workers(long timeout_ms)
 {
-	DatabaseEntry *db = shared_database(shared_want_database(MyDatabaseId));
+	DatabaseEntry *db = shared_database(shared_want_database(MyDatabaseId, true));
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	bool ready;
 
@@ -518,6 +519,8 @@ handoff_wait_for_workers(long timeout_ms)
 					 errdetail("This transaction created or updated extension paimon_sink; its "
 							   "committer and writers start on it only after it commits."),
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
+		/* a database the worker budget cannot serve waits for nothing (53400 at once) */
+		budget_require_workers(MyDatabaseId, ERROR, false);
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			break;

@@ -127,7 +127,8 @@ join_commit_user(const char *commit_user, int32 writer_id)
  * bigint): the last committed checkpoint, as last_commit() returns it, and
  * what the restore did.  Errors: 42704, 42501, 22023 (invalid commit user,
  * the sink's own, a negative writer id or timeout, a stale restore),
- * 25001, 55000, 57014 (the workers did not serve within timeout_ms; also a
+ * 25001, 53400 (the worker budget has no room for the database's workers),
+ * 55000, 57014 (the workers did not serve within timeout_ms; also a
  * writer that did not answer the restore's barrier), 08006.
  */
 Datum
