@@ -33,9 +33,11 @@ OBJS = \
 	src/catalog.o \
 	src/metadata.o \
 	src/metadata_maintenance.o \
+	src/metadata_properties.o \
 	src/statement.o \
 	src/sink_ddl.o \
 	src/api.o \
+	src/restart.o \
 	src/status.o \
 	src/sql_call.o \
 	src/upsert.o \
@@ -61,7 +63,7 @@ SHLIB_LINK = -luuid
 
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
-REGRESS = setup append errors upsert upgrade wal
+REGRESS = setup append errors upsert upgrade wal properties
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

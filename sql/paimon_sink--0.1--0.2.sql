@@ -365,3 +365,66 @@ GRANT EXECUTE ON FUNCTION paimon_sink.reject_failing_rows(text, bigint, text) TO
 -- UPDATE warns.
 COMMENT ON FUNCTION paimon_sink.start_workers() IS
 $$Asks the launcher to run this database's committer and writers (CREATE EXTENSION and ALTER EXTENSION UPDATE call it). Errors: 55000 library not preloaded; 53400 the worker budget has no room for this database's workers: (max_worker_processes minus the launchers) / (1 + paimon_sink.writers_per_database) databases are served already, the detail giving the arithmetic (under ALTER EXTENSION UPDATE a WARNING, as when the room comes only once databases that dropped the extension let their workers go). Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+-- Checkpoint properties: a job stores its source offsets in the checkpoint
+-- that commits its rows (Paimon's snapshot properties, Kafka's
+-- sendOffsetsToTransaction, Delta's txn action).  Each prepare_commit()
+-- gives its writer id's properties; they wait here until the checkpoint
+-- commits, when they are merged into the snapshot (snapshot_log.properties)
+-- and into the commit user's state (last_committed_properties, which
+-- snapshot expiry never forgets), in the prepared transaction that commits
+-- the rows.
+CREATE TABLE paimon_sink.checkpoint_properties (
+	sink_id integer NOT NULL REFERENCES paimon_sink.sink_definition ON DELETE CASCADE,
+	commit_user text NOT NULL,
+	checkpoint_id bigint NOT NULL,
+	-- the prepare's writer id; -1: a prepare of every writer id (writer_id NULL)
+	writer_id integer NOT NULL,
+	properties jsonb NOT NULL CHECK (pg_catalog.jsonb_typeof(properties) OPERATOR(pg_catalog.=) 'object'),
+	PRIMARY KEY (sink_id, commit_user, checkpoint_id, writer_id)
+);
+COMMENT ON TABLE paimon_sink.checkpoint_properties IS
+	'Properties of prepared, uncommitted checkpoints, one row per (sink, commit user, checkpoint, writer id) as prepare_commit() gave them; the commit merges a checkpoint''s rows into one object (a key has one value: another value for it from another writer id is refused) and removes them.';
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.checkpoint_properties', '');
+ALTER TABLE paimon_sink.snapshot_log ADD COLUMN properties jsonb;
+COMMENT ON COLUMN paimon_sink.snapshot_log.properties IS
+	'The checkpoint''s properties: the merge of its prepares'' (NULL: none gave any), committed in the same prepared transaction as its rows.';
+ALTER TABLE paimon_sink.commit_user_state ADD COLUMN last_committed_properties jsonb;
+COMMENT ON COLUMN paimon_sink.commit_user_state.last_committed_properties IS
+	'The properties of the last committed checkpoint (NULL: it carried none), kept with the high-water mark: snapshot expiry never forgets them, and a checkpoint committed empty (no snapshot) has them here.';
+GRANT SELECT ON paimon_sink.checkpoint_properties TO PUBLIC;
+
+CREATE OR REPLACE VIEW paimon_sink.snapshots AS
+	SELECT s.sink_name, l.snapshot_id, l.commit_user, l.commit_identifier, l.commit_kind,
+		l.row_count, l.file_count, l.committed_at, l.properties
+	FROM paimon_sink.snapshot_log l JOIN paimon_sink.sink_definition s USING (sink_id);
+
+DROP FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer);
+CREATE FUNCTION paimon_sink.prepare_commit(
+	sink_name text, commit_user text, checkpoint_id bigint, writer_id integer DEFAULT NULL,
+	properties jsonb DEFAULT NULL)
+	RETURNS TABLE (checkpoint_id bigint, file_name text, writer_id integer, bucket integer,
+		row_count bigint, byte_count bigint)
+	AS 'MODULE_PATHNAME', 'paimon_sink_prepare_commit' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer, jsonb) IS
+$$The barrier (Paimon prepareCommit, SeaTunnel SinkWriter.prepareCommit): seals the staged files of the commit user's streams (only writer_id's when given; NULL commit_user means the sink's own) and records their committables for checkpoint_id, in one transaction; returns the checkpoint's committables (checkpoint_id bigint, file_name text, writer_id integer, bucket integer, row_count bigint, byte_count bigint); an empty checkpoint answers with one row of 0 rows (file_name and bucket NULL, writer_id the one asked for) and, when other streams of the sink hold staged rows, a WARNING (01000) naming each (commit user, writer id, rows). properties (a jsonb object, NULL for none; at most 8191 bytes as text) are the checkpoint's properties from this writer id, such as its source offsets (Paimon's snapshot properties, Kafka's sendOffsetsToTransaction): recorded in the same transaction as the committables (a retry of the writer id replaces them), merged at the commit with the other writer ids' into one object that the snapshot records in the prepared transaction that commits the rows; last_commit() and restart_job() return them. A key given another value by another writer id is refused (22023), nothing prepared. A checkpoint holds the rows of transactions committed before the call. A retry with nothing written since returns the same committables. Not undone by a later rollback; refused in a transaction block. Errors: 42704 unknown sink; 42501 not the sink owner; 22023 invalid commit user, checkpoint id not above the last committed one (the rows staged for it are dropped as a replay, counted in the detail and a LOG line; the hint names recover() and a new commit user), or below the last prepared one, properties that are not an object or that give a key another value than another writer id gave it; 25001 inside a transaction block; 54000 properties over 8191 bytes as text; 55000 max_prepared_transactions = 0, writers not running, after end_input(), or properties from a session that joined the commit user's fence epoch before a restore raised it (a session of the failed attempt); 57014 a writer did not answer the barrier. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer, jsonb) TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.last_commit(sink_name text, commit_user text)
+	RETURNS TABLE (checkpoint_id bigint, properties jsonb, snapshot_id bigint,
+		committed_at timestamptz)
+	AS 'MODULE_PATHNAME', 'paimon_sink_last_commit' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.last_commit(text, text) IS
+$$The commit user's last committed checkpoint (commit_user NULL: the sink's own), where a job's source resumes: one row (checkpoint_id bigint, properties jsonb, snapshot_id bigint, committed_at timestamptz); checkpoint_id 0 before the first commit; properties as the checkpoint's prepares gave them (merged), NULL when it carried none; snapshot_id and committed_at NULL when it committed empty (no snapshot). No row for a commit user the sink has never seen. Snapshot expiry never forgets it: the properties are kept with the high-water mark (as Kafka keeps a group's committed offsets). Read under the latest snapshot. Errors: 42704 unknown sink; 22023 invalid commit user. Privileges: EXECUTE is granted to PUBLIC, as last_committed_checkpoint() is. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.last_commit(text, text) TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.restart_job(
+	sink_name text, commit_user text, writer_id integer DEFAULT 0,
+	timeout_ms integer DEFAULT 30000, restored_checkpoint_id bigint DEFAULT NULL)
+	RETURNS TABLE (checkpoint_id bigint, properties jsonb, snapshot_id bigint,
+		committed_at timestamptz, recommitted_checkpoints integer,
+		discarded_checkpoints integer, discarded_files integer, fence_epoch bigint)
+	AS 'MODULE_PATHNAME', 'paimon_sink_restart_job' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) IS
+$$A job's restart in one call (Kafka's initTransactions for a producer): waits up to timeout_ms milliseconds for this database's committer and writers to serve (a crash-restart brings them back), restores commit_user as recover(sink_name, commit_user, M, 'restore') does, M being restored_checkpoint_id or, when NULL, the commit user's last committed checkpoint as the committer finds it (for a job that keeps its source offsets in the checkpoint's properties: what was prepared after it is discarded and replayed); then sets this session's paimon_sink.commit_user and paimon_sink.writer_id (writer_id, the subtask index) as SET does, so that the session joins the commit user's new fence epoch (a rollback of a transaction around the call reverts the settings, as it reverts a SET, but not the restore); returns one row (checkpoint_id bigint, properties jsonb, snapshot_id bigint, committed_at timestamptz, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer, fence_epoch bigint): the last committed checkpoint with its properties, as last_commit() returns it, what the restore did, and the new fence epoch. The job's other subtasks' sessions set their writer ids themselves (SET paimon_sink.commit_user joins the epoch). Refused in a transaction block; not undone by a later rollback. Errors: 42704 unknown sink; 42501 not the sink's owner or a member; 22023 invalid commit user, the sink's own commit user, a negative writer id, timeout or restored checkpoint id, a stale restore (restored_checkpoint_id below the last committed checkpoint); 25001 inside a transaction block; 53400 the worker budget has no room for this database's workers (at once); 55000 max_prepared_transactions = 0; 57014 the workers did not serve within timeout_ms (nothing restored; call it again), or a writer did not answer the restore's barrier; 08006 a writer stopped during it. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) TO PUBLIC;

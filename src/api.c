@@ -25,6 +25,7 @@
 #include "committer.h"
 #include "datatype/timestamp.h"
 #include "funcapi.h"
+#include "fdw.h"
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
@@ -32,6 +33,7 @@
 #include "shared_state.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
@@ -87,16 +89,48 @@ submit(CommitterRequest *request)
 }
 
 /*
+ * properties_argument checks a prepare's properties (a jsonb object) and
+ * writes their text, with its NUL, into buffer
+ * (PAIMON_SINK_PROPERTIES_SIZE bytes).  Raises
+ * ERRCODE_INVALID_PARAMETER_VALUE for another jsonb than an object and
+ * ERRCODE_PROGRAM_LIMIT_EXCEEDED for one too long.
+ */
+static void
+properties_argument(Jsonb *properties, char *buffer)
+{
+	char *text;
+
+	if (!JB_ROOT_IS_OBJECT(properties) || JB_ROOT_IS_SCALAR(properties))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("checkpoint properties must be a jsonb object"),
+						errhint("Pass an object such as '{\"offset-0\": 42}', or NULL for none.")));
+	text = JsonbToCString(NULL, &properties->root, VARSIZE(properties));
+	if (strlen(text) >= PAIMON_SINK_PROPERTIES_SIZE)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("checkpoint properties of %zu bytes are too long", strlen(text)),
+						errdetail("A prepare's properties take at most %d bytes as text.",
+								  PAIMON_SINK_PROPERTIES_SIZE - 1),
+						errhint("Keep source positions in the properties, not data.")));
+	strlcpy(buffer, text, PAIMON_SINK_PROPERTIES_SIZE);
+}
+
+/*
  * prepare_commit(sink_name text, commit_user text, checkpoint_id bigint,
- * writer_id integer) is the barrier: the stream's staged files are sealed
- * and recorded as committables of checkpoint_id; returns the checkpoint's
+ * writer_id integer, properties jsonb) is the barrier: the stream's staged
+ * files are sealed and recorded as committables of checkpoint_id, with
+ * writer_id's properties of the checkpoint (a jsonb object, NULL for none;
+ * a retry of the writer id replaces them; the commit merges every writer
+ * id's into the snapshot, see metadata_properties.c); returns the checkpoint's
  * committables (checkpoint_id, file_name, writer_id, bucket, row_count,
  * byte_count), or for an empty checkpoint one row of 0 rows with file_name
  * and bucket NULL.  An empty checkpoint while other streams of the sink
  * hold staged rows warns (01000), naming them.  Errors: 42704, 42501,
  * 22023 (invalid commit user; an id at or below the last committed one,
  * whose staged rows are dropped as a replay; an id below the last
- * prepared one), 25001, 55000 (after end_input()).
+ * prepared one; properties that are no object, or give a key another
+ * writer id gave another value), 25001, 54000 (properties over 8 kB as
+ * text), 55000 (after end_input(); properties from a session that
+ * joined the commit user's fence epoch before a restore raised it).
  */
 Datum
 paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
@@ -113,6 +147,13 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("writer id must not be negative"),
 				 errhint("Pass NULL to prepare every writer id of the commit user.")));
+	/* 0.1's four-argument declaration calls the same symbol */
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		properties_argument(PG_GETARG_JSONB_P(4), request.properties);
+		/* fenced as the session's rows are: a zombie's positions never replace the job's */
+		request.fence_epoch = fdw_session_fence_epoch(sink, request.commit_user);
+	}
 	submit(&request);
 
 	metadata_return_committables(fcinfo, sink->sink_id, request.commit_user, request.checkpoint_id,

@@ -452,11 +452,13 @@ fdw_forget_fence_epochs(void)
 }
 
 /*
- * session_fence_epoch returns the commit user's fence epoch this session
- * joined at its first write; refuses once a recover() raised it since.
+ * fdw_session_fence_epoch returns the commit user's fence epoch this
+ * session joined at its first write (or prepare with properties); refuses
+ * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) once a recover() raised it
+ * since.
  */
-static uint64
-session_fence_epoch(const SinkInfo *sink, const char *commit_user)
+uint64
+fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 {
 	ListCell *lc;
 	SessionEpoch *joined = NULL;
@@ -528,7 +530,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 					  ? PaimonSinkCommitUser
 					  : layout->sink.default_commit_user;
 	paimon_sink_check_commit_user(commit_user);
-	state->fence_epoch = session_fence_epoch(&layout->sink, commit_user);
+	state->fence_epoch = fdw_session_fence_epoch(&layout->sink, commit_user);
 	state->stream.sink_id = layout->sink.sink_id;
 	state->stream.sink_uuid = layout->sink.sink_uuid;
 	state->stream.writer_id = PaimonSinkWriterId;

@@ -489,6 +489,50 @@ handoff_database_index(bool wait_for_writers)
 }
 
 /*
+ * handoff_wait_for_workers waits (interruptibly) up to timeout_ms
+ * milliseconds until this database's committer and writers serve, as
+ * handoff_database_index does, and returns whether they do (false: not in
+ * time).  restart_job() waits so for the workers a crash-restart is still
+ * bringing back, with its own bound.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE at once when this transaction
+ * created or updated the extension, and ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
+ * when the worker budget has no room for them (budget.c).
+ */
+bool
+handoff_wait_for_workers(long timeout_ms)
+{
+	DatabaseEntry *db = shared_database(shared_want_database(MyDatabaseId, true));
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	bool ready;
+
+	for (;;)
+	{
+		long remaining;
+
+		ConditionVariablePrepareToSleep(&db->workers_ready);
+		if ((ready = workers_ready(db)))
+			break;
+		if (catalog_extension_changed_here())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the workers of paimon_sink cannot serve this transaction"),
+					 errdetail("This transaction created or updated extension paimon_sink; its "
+							   "committer and writers start on it only after it commits."),
+					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
+		/* a database the worker budget cannot serve waits for nothing (53400 at once) */
+		budget_require_workers(MyDatabaseId, ERROR, false);
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (remaining <= 0)
+			break;
+		/* a second at most: the flag of a committer is read without its broadcast */
+		(void) ConditionVariableTimedSleep(&db->workers_ready, Min(remaining, 1000),
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return ready;
+}
+
+/*
  * The transaction's xid, the tag of its batches; its commit is made
  * synchronous (see the file comment).  No WAL is flushed here: the commit
  * record's flush covers the batches' records, which precede it.

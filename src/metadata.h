@@ -142,6 +142,16 @@ typedef enum FileRecord
 	FILE_COMMITTED
 } FileRecord;
 
+/* A commit user's last committed checkpoint, as last_commit() returns it. */
+typedef struct LastCommit
+{
+	int64 checkpoint_id;	  /* 0 before the first commit */
+	char *properties;		  /* jsonb text; NULL: the checkpoint carried none */
+	int64 snapshot_id;		  /* 0: committed without a snapshot (empty), or none yet */
+	TimestampTz committed_at; /* of that snapshot; 0 without one */
+	uint64 fence_epoch;
+} LastCommit;
+
 /* sinks */
 extern bool metadata_sink_by_name(const char *name, SinkInfo *info);
 extern bool metadata_sink_by_id(int32 sink_id, SinkInfo *info);
@@ -189,6 +199,15 @@ extern void metadata_count_commits(int32 sink_id, const CommitTally *tally, int6
 								   TimestampTz last_committed_at);
 extern void metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures,
 								   TimestampTz last_failed_at, const char *message);
+
+/* checkpoint properties (metadata_properties.c) */
+extern void metadata_check_properties(const SinkInfo *sink, const char *commit_user,
+									  int64 checkpoint_id, int32 writer_id, const char *properties);
+extern void metadata_record_properties(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+									   int32 writer_id, const char *properties);
+extern void metadata_discard_properties_after(int32 sink_id, const char *commit_user,
+											  int64 restored);
+extern bool metadata_last_commit(int32 sink_id, const char *commit_user, LastCommit *last);
 
 /* result sets of SQL functions, read under the latest snapshot */
 extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,

@@ -13,7 +13,11 @@
  * A prepare of a committed checkpoint id is refused, and the rows staged
  * for it are dropped at its barrier (a replay: Paimon's committer drops
  * committables at or below the committed identifier), so that they never
- * join a later checkpoint.  A prepare_commit() or end_input() that finds
+ * join a later checkpoint.  A prepare_commit() that carries properties (a
+ * job's source offsets) records them for its writer id in the same
+ * transaction as the committables, after refusing a value that another
+ * writer id gave the same key (metadata_properties.c says why).  A prepare_commit()
+ * or end_input() that finds
  * nothing while other streams of the sink hold staged rows warns, naming
  * them: a job that addresses the wrong stream learns it before it
  * acknowledges its source.
@@ -26,6 +30,7 @@
 #include "access/xlog.h"
 #include "barrier.h"
 #include "commit.h"
+#include "metadata.h"
 #include "prepare.h"
 #include "request.h"
 #include "utils/array.h"
@@ -75,6 +80,33 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 							   (long long) checkpoint_id, commit_user, (long long) last_prepared),
 						errdetail("Checkpoint ids of a commit user must not decrease."),
 						errhint("Prepare checkpoint %lld or later.", (long long) last_prepared)));
+}
+
+/*
+ * check_properties_epoch refuses (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+ * the properties of a prepare whose session joined the commit user's fence
+ * epoch before a restore raised it (a session of the failed attempt still
+ * running): its positions would replace those of the restored job's
+ * subtask with the same writer id.  Its rows are fenced at the barrier; its
+ * properties are fenced here, as Kafka refuses a stale producer epoch's
+ * sendOffsetsToTransaction.
+ */
+static void
+check_properties_epoch(const SinkInfo *sink, const char *commit_user, uint64 session_epoch,
+					   uint64 current)
+{
+	if (session_epoch < current)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit user \"%s\" of sink \"%s\" was recovered after this session joined "
+						"it",
+						commit_user, sink->name),
+				 errdetail("A restore raised the commit user's fence epoch from %llu to %llu; the "
+						   "properties of the restored-from attempt are never prepared. Nothing "
+						   "was prepared.",
+						   (unsigned long long) session_epoch, (unsigned long long) current),
+				 errhint("Prepare from a session of the restored job (restart_job(), or set "
+						 "paimon_sink.commit_user again).")));
 }
 
 /*
@@ -301,11 +333,16 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
  * (int64 *, in CommitterContext) and after its marks, as commit_pending
  * takes them, read in the same transaction.  warn, unless NULL, is the
  * request that gets the warning of stranded rows when the checkpoint is
- * empty (warn_stranded).
+ * empty (warn_stranded).  properties, unless NULL, is the checkpoint's
+ * properties from writer_id (jsonb text): checked against the other writer
+ * ids' before the barrier, recorded after it, in the same transaction;
+ * properties_epoch is the fence epoch of the session that gave them,
+ * refused when a restore raised the commit user's since.
  */
 static int
 prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 checkpoint_id,
-				 int32 writer_id, bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
+				 int32 writer_id, const char *properties, uint64 properties_epoch,
+				 bool record_empty, bool durable, uint64 *seqs, int64 *prepared,
 				 XLogRecPtr *commit_end, List **pending, CommitUserMarks *after,
 				 CommitterRequest *warn)
 {
@@ -329,8 +366,16 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 							drop_replayed(sink, commit_user, checkpoint_id, writer_id,
 										  marks.fence_epoch, marks.last_committed));
 	check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed, 0);
+	/* refused before the barrier: nothing is sealed for a prepare that fails */
+	if (properties != NULL)
+	{
+		check_properties_epoch(sink, commit_user, properties_epoch, marks.fence_epoch);
+		metadata_check_properties(sink, commit_user, checkpoint_id, writer_id, properties);
+	}
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
+	if (properties != NULL)
+		metadata_record_properties(sink_id, commit_user, checkpoint_id, writer_id, properties);
 	empty = warn != NULL && recorded == 0 &&
 			metadata_count_committables(sink_id, commit_user, checkpoint_id, writer_id) == 0;
 	if (pending != NULL)
@@ -377,22 +422,26 @@ prepare_confirm(const uint64 *seqs, XLogRecPtr commit_end)
 /*
  * prepare_checkpoint prepares checkpoint_id: barrier and record the
  * committables in one durable transaction.  Returns the number of
- * committables recorded.  warn, unless NULL, gets the warning of stranded
- * rows when the checkpoint is empty.  A committed checkpoint_id is refused
+ * committables recorded.  properties, unless NULL, are writer_id's
+ * properties of the checkpoint (jsonb text of an object), recorded with
+ * them.  warn, unless NULL, gets the warning of stranded rows when the
+ * checkpoint is empty.  A committed checkpoint_id is refused
  * (ERRCODE_INVALID_PARAMETER_VALUE) after the rows staged for it are
- * dropped; a prepare after end_input() raises
- * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
+ * dropped, and so is a property another writer id gave another value; a
+ * prepare after end_input() raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE.
  */
 int
 prepare_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, int32 writer_id,
-				   bool record_empty, CommitterRequest *warn)
+				   const char *properties, uint64 properties_epoch, bool record_empty,
+				   CommitterRequest *warn)
 {
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	int64 prepared;
 	XLogRecPtr commit_end;
 
-	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, record_empty,
-							true, seqs, &prepared, &commit_end, NULL, NULL, warn);
+	return prepare_recorded(sink_id, commit_user, NULL, checkpoint_id, writer_id, properties,
+							properties_epoch, record_empty, true, seqs, &prepared, &commit_end,
+							NULL, NULL, warn);
 }
 
 /*
@@ -419,8 +468,8 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 	CommitUserMarks marks;
 
 	request->committable_count =
-		prepare_recorded(sink_id, NULL, commit_user, 0, -1, false, false, seqs, &checkpoint_id,
-						 &commit_end, &pending, &marks, NULL);
+		prepare_recorded(sink_id, NULL, commit_user, 0, -1, NULL, 0, false, false, seqs,
+						 &checkpoint_id, &commit_end, &pending, &marks, NULL);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
 	/* a fresh checkpoint id: above the last committed one, none skipped */
 	request->previous_last_committed = marks.last_committed;
@@ -459,6 +508,6 @@ prepare_end_input(int32 sink_id, const char *commit_user, CommitterRequest *requ
 	work_end();
 	if (marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)
 		request->committable_count = prepare_checkpoint(
-			sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, true, request);
+			sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, -1, NULL, 0, true, request);
 	commit_up_to(sink_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, request);
 }

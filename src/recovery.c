@@ -478,8 +478,11 @@ recovery_remove_dropped_sinks(void)
  * transactions are already finished (every request starts so); its prepared
  * checkpoints up to "restored" are committed (Paimon's filter-and-commit);
  * what it staged or prepared after "restored" is discarded, since its source
- * replays it.  A restore below the last committed checkpoint is refused: the
- * replay would commit rows a second time.
+ * replays it (and the properties it gave them).  A restore below the last
+ * committed checkpoint is refused: the replay would commit rows a second
+ * time.  A negative "restored" (restart_job() without one) restores to the
+ * last committed checkpoint as the committer finds it, so that a commit of
+ * the failed attempt still queued before it cannot make the restore stale.
  */
 void
 recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
@@ -495,6 +498,9 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	work_begin();
 	sink = work_require_sink(sink_id);
 	last_committed = metadata_commit_user_marks(sink_id, commit_user, true).last_committed;
+	/* restart_job() without a checkpoint of its own: where the commit user stands now */
+	if (restored < 0)
+		restored = request->checkpoint_id = last_committed;
 	if (restored < last_committed)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("stale restore: checkpoint %lld is below the last committed "
@@ -556,6 +562,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 		}
 		MemoryContextSwitchTo(old);
 	}
+	metadata_discard_properties_after(sink_id, commit_user, restored);
 	metadata_move_marks(MARK_REWIND_PREPARED, sink_id, commit_user, restored);
 	work_end();
 

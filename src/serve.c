@@ -77,9 +77,10 @@ run(CommitterRequest *outcome, bool resume)
 				commit_resume(outcome);
 				break;
 			case REQUEST_PREPARE:
-				outcome->committable_count =
-					prepare_checkpoint(outcome->sink_id, outcome->commit_user,
-									   outcome->checkpoint_id, outcome->writer_id, true, outcome);
+				outcome->committable_count = prepare_checkpoint(
+					outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
+					outcome->writer_id, outcome->properties[0] != '\0' ? outcome->properties : NULL,
+					outcome->fence_epoch, true, outcome);
 				break;
 			case REQUEST_COMMIT:
 				commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,

@@ -192,6 +192,15 @@ typedef enum RequestState
 #define PAIMON_SINK_ERROR_SIZE 8192
 
 /*
+ * The bytes a prepare_commit's properties (a jsonb object, carried to the
+ * committer as text with its NUL) may take: 8 kB holds the source offsets
+ * of a few hundred partitions (Kafka's per-partition offsets, a
+ * replication slot's LSN).  With 64 requests that is 512 kB more shared
+ * memory per database entry.
+ */
+#define PAIMON_SINK_PROPERTIES_SIZE 8192
+
+/*
  * One request from a backend to its database's committer.  Every field is
  * read and written under PaimonSinkState->lock; the committer works on a
  * copy taken under it.
@@ -211,6 +220,9 @@ typedef struct CommitterRequest
 	int64 older_than_ms; /* orphan removal cut-off */
 	bool dry_run;
 	bool reject_rows; /* commit: reject_failing_rows(), refused rows moved aside */
+	/* prepare: the checkpoint's properties as jsonb text; "" for none */
+	char properties[PAIMON_SINK_PROPERTIES_SIZE];
+	uint64 fence_epoch; /* prepare with properties: the session's epoch */
 
 	/* results */
 	int64 result_checkpoint_id; /* prepared or committed up to */

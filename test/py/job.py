@@ -12,28 +12,31 @@ Emulates a Flink-style job on one throwaway cluster (restart_after_crash on):
   generate_series, several INSERTs in BEGIN/COMMIT, a rolled-back savepoint
   inside a committed transaction, and now and then a ROLLBACK'ed batch;
 * a checkpoint coordinator triggers checkpoint N every 200-500 ms; each
-  subtask, at its next batch boundary, calls prepare_commit(sink, job, N, s)
-  and reports its position; once all 4 did, N is complete: the checkpoint
-  store (a JSON file replaced atomically: write, fsync, rename) gets
-  {N, positions}; then the single committer calls commit(sink, job, N);
+  subtask, at its next batch boundary, calls prepare_commit(sink, job, N, s,
+  properties => {"pos-<s>": position}) and reports it; once all 4 did, N is
+  complete and the single committer calls commit(sink, job, N).  The job
+  keeps no store of its own: its source positions are the checkpoint's
+  properties, committed in the same prepared transaction as its rows (as
+  Paimon's snapshot properties, Kafka's sendOffsetsToTransaction);
 * a chaos agent makes at least JOB_FAILURES failures at random moments: the
   job kills itself (sockets shut down, threads stopped, in-flight batches
   lost), kill -9 of a client backend / paimon_sink writer / committer,
   pg_terminate_backend of a job session, an injected fault (error, fatal,
   panic, kill) at a random point, a commit that fails, hangs (pause; the
   commit times out) or whose reply is lost, a job kill in the middle of a
-  barrier (one subtask prepared N) or after all prepared N but before N was
-  stored.  The source is paced so that about 1/(failures+1) of it is written
+  barrier (one subtask prepared N) or after all prepared N but before
+  commit(N) was sent.  The source is paced so that about 1/(failures+1) of it is written
   between two failures, and each failure is reported (kind, checkpoint,
-  restored from M, what recover() did);
+  restored from M, what restart_job() did);
 * after every failure the job restarts at once (as a job does: its old
   connections are gone, their server sessions may still be finishing a
-  statement; those still running at recover() are reported): waits for the
-  server and the sink's writers, reads the store (last COMPLETED checkpoint
-  M), calls
-  recover(sink, job, M, 'restore'), resets the source positions to M's and
-  replays.  Checkpoint ids continue from M+1 ("continue") or from a counter
-  that never goes back ("counter"), chosen per restart;
+  statement; those still running at the restore are reported) with one
+  call, restart_job(sink, job, 0, 120000): it waits for the server's
+  workers, restores the job to its last committed checkpoint M (what was
+  prepared after M is discarded) and returns M with its properties; the job
+  resets the source positions to them and replays.  Checkpoint ids continue
+  from M+1 ("continue") or from a counter that never goes back ("counter"),
+  chosen per restart;
 * at the end: no more failures, the source is finished, a final checkpoint
   is prepared and committed; then the target must hold every record exactly
   once, no paimon_sink prepared transaction, pending checkpoint or staged
@@ -51,7 +54,7 @@ JOB_TAMPER=1 (delete one target row before verifying: must report missing=1
 and fail), JOB_CKPT_IDS=mixed|continue|counter (mixed), JOB_BUCKETS=1|4
 (chosen by the seed), JOB_TIMEOUT (480 s for the job phase), JOB_VERBOSE=1
 (a line per checkpoint into the job log), KEEP_TMP=1 (keep the temp dir),
-JOB_FENCE=1 (diagnostic, not the default: before recover(), wait until the
+JOB_FENCE=1 (diagnostic, not the default: before restart_job(), wait until the
 server sessions of the failed attempt have ended, i.e. assume an orchestrator
 that fences them; separates that case from everything else).
 
@@ -180,42 +183,6 @@ class Source:
     def record(self, s, k):
         """record is the id of subtask s's record at position k."""
         return self.first[s] + 4 * k
-
-
-# ----------------------------------------------------------------------------
-# The checkpoint store: last COMPLETED checkpoint, replaced atomically
-# ----------------------------------------------------------------------------
-
-class CheckpointStore:
-    """The job's checkpoint store: the last COMPLETED checkpoint and the source positions it holds,
-    in a JSON file replaced atomically (write, fsync, rename, fsync of the folder)."""
-
-    def __init__(self, path):
-        """__init__ starts the store at checkpoint 0, every position 0."""
-        self.path = path
-        self.save(0, [0] * SUBTASKS)
-
-    def save(self, checkpoint_id, positions):
-        """save records checkpoint_id with its positions durably and atomically."""
-        d = os.path.dirname(self.path)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"checkpoint_id": checkpoint_id, "positions": list(positions),
-                       "completed_at": time.time()}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def load(self):
-        """load returns the stored checkpoint id and positions."""
-        with open(self.path) as f:
-            st = json.load(f)
-        return st["checkpoint_id"], st["positions"]
 
 
 # ----------------------------------------------------------------------------
@@ -369,8 +336,10 @@ class Attempt:
                 raise Stopped()
             n = self.barrier
             if n is not None and n != acked:
+                # the source position goes into the checkpoint: no store of the job's own
                 cur.execute("SELECT count(*), coalesce(sum(row_count), 0) "
-                            "FROM paimon_sink.prepare_commit(%s, %s, %s, %s)", (SINK, JOB_ID, n, s))
+                            "FROM paimon_sink.prepare_commit(%s, %s, %s, %s, %s::jsonb)",
+                            (SINK, JOB_ID, n, s, json.dumps({"pos-%d" % s: pos})))
                 cur.fetchall()
                 self.ack(s, n, pos)
                 acked = n
@@ -460,8 +429,8 @@ class Attempt:
 
     def coordinator(self):
         """coordinator is the checkpoint coordinator and single committer: it triggers a checkpoint
-        every 200-500 ms, waits for every subtask's ack, stores it, then calls commit(); the
-        final checkpoint completes the attempt."""
+        every 200-500 ms, waits for every subtask's ack, then calls commit(), which commits the
+        subtasks' positions with the rows; the final checkpoint completes the attempt."""
         job = self.job
         rng = random.Random("%d-%d-coordinator" % (job.seed, self.aid))
         conn = self.connect("committer", 6000)
@@ -485,11 +454,9 @@ class Attempt:
                     raise Exception("checkpoint %d not complete within 30 s (acks from %s)"
                                     % (n, sorted(self.acks)))
                 positions = [self.acks[s] for s in range(SUBTASKS)]
-                if job.take_kill_at("store") is not None:
-                    self.fail("chaos", "job killed before storing checkpoint %d (all subtasks prepared)" % n)
+                if job.take_kill_at("complete") is not None:
+                    self.fail("chaos", "job killed before commit(%d) (all subtasks prepared)" % n)
                     raise Stopped()
-                # complete: store it BEFORE committing (as Flink), atomically
-                job.store.save(n, positions)
                 self.barrier = None
                 self.last_completed = n
                 job.checkpoints_completed += 1
@@ -521,19 +488,17 @@ class Attempt:
 # ----------------------------------------------------------------------------
 
 class Job:
-    """The job: its source, checkpoint store, attempts and failovers, the chaos agent and the
+    """The job: its source, attempts and failovers, the chaos agent and the
     counters the report prints."""
 
     def __init__(self, cfg, h, db):
-        """__init__ sets the job up from the configuration, with the checkpoint store in the temp
-        dir."""
+        """__init__ sets the job up from the configuration."""
         self.cfg = cfg
         self.h = h
         self.db = db
         self.seed = cfg.seed
         self.verbose = cfg.verbose
         self.source = Source(cfg.records)
-        self.store = CheckpointStore(os.path.join(h.work, "job", "checkpoint.json"))
         self.lock = threading.Lock()
         self.failovers = 0
         self.failure_log = []
@@ -582,7 +547,7 @@ class Job:
     def take_kill_at(self, moment):
         """A job-side failure the chaos agent asked for at a moment of the
         checkpoint protocol: 'barrier' (after the first subtask prepared),
-        'store' (all prepared, before the store is written), 'commit' (the
+        'complete' (all prepared, before commit is sent), 'commit' (the
         value: seconds after sending commit)."""
         with self.lock:
             if self.kill_at is None or self.kill_at[0] != moment:
@@ -606,47 +571,51 @@ class Job:
         a.start()
         return a
 
-    def restore(self):
-        """Wait for the server, read the store, recover(), start an attempt."""
+    def restore(self, failed):
+        """Restart the job after the failed attempt with one call, restart_job(): it waits for the
+        server's workers, restores the job to its last committed checkpoint M and returns M with
+        its properties, the positions to replay from; then start an attempt there.  The server
+        may still be coming back from a crash: a refused connection is tried again."""
         t0 = time.monotonic()
-        if not self.db.wait_writers_ready(120, app="job-ready"):
-            raise Abort("the server or the sink's writers did not come back within 120 s")
         if self.cfg.fence:
             self.wait_old_sessions(30)
-        m, positions = self.store.load()
         zombies = self.old_sessions()
         if zombies:
             self.zombies_seen += 1
-            note("sessions of earlier attempts still alive before recover(): %s" % zombies)
+            note("sessions of earlier attempts still alive before restart_job(): %s" % zombies)
         self.last_zombies = zombies
         result = None
         tries = 0
         while result is None:
             tries += 1
             try:
-                r = self.db.query("SELECT last_committed_checkpoint, recommitted_checkpoints, "
+                r = self.db.query("SELECT checkpoint_id, properties, recommitted_checkpoints, "
                                   "discarded_checkpoints, discarded_files "
-                                  "FROM paimon_sink.recover(%s, %s, %s, 'restore')",
-                                  (SINK, JOB_ID, m), app="job-a%d-recover" % (self.aid + 1), timeout_ms=60000)
+                                  "FROM paimon_sink.restart_job(%s, %s, 0, 120000)",
+                                  (SINK, JOB_ID), app="job-a%d-restart" % (self.aid + 1), timeout_ms=180000)
                 result = r[0]
             except Exception as e:
                 d = describe(e)
                 if getattr(e, "pgcode", None) == "22023":
-                    raise Abort("recover(%s, %s, %d) refused: %s" % (SINK, JOB_ID, m, d))
-                note("recover(%d) try %d failed: %s" % (m, tries, d))
-                if tries >= 20:
-                    raise Abort("recover(%d) failed %d times, last: %s" % (m, tries, d))
-                time.sleep(0.3)
-                if not self.db.wait_writers_ready(120, app="job-ready"):
-                    raise Abort("the server or the sink's writers did not come back within 120 s")
-        if result[0] != m:
-            self.anomalies.append("recover(%d) returned last_committed_checkpoint %s" % (m, result[0]))
-            log("ANOMALY: recover(%d) returned last_committed_checkpoint %s" % (m, result[0]))
+                    raise Abort("restart_job(%s, %s) refused: %s" % (SINK, JOB_ID, d))
+                note("restart_job() try %d failed: %s" % (tries, d))
+                if tries >= 60:
+                    raise Abort("restart_job() failed %d times, last: %s" % (tries, d))
+                time.sleep(1)
+        m, props = result[0], result[1] or {}
+        positions = [int(props.get("pos-%d" % s, 0)) for s in range(SUBTASKS)]
+        if m > 0 and len(props) != SUBTASKS:
+            self.anomalies.append("checkpoint %d has properties %s, not one position per subtask" % (m, props))
+            log("ANOMALY: checkpoint %d has properties %s" % (m, props))
+        if failed.last_committed is not None and m < failed.last_committed:
+            self.anomalies.append("restart_job() returned checkpoint %d below the committed %d"
+                                  % (m, failed.last_committed))
+            log("ANOMALY: restart_job() returned checkpoint %d below the committed %d" % (m, failed.last_committed))
         for k in range(3):
-            self.recover_totals[k] += result[k + 1]
+            self.recover_totals[k] += result[k + 2]
         policy = self.policy()
-        a = self.start_attempt(m, positions, policy)
-        return m, positions, result, tries, policy, time.monotonic() - t0
+        self.start_attempt(m, positions, policy)
+        return m, positions, (m,) + tuple(result[2:]), tries, policy, time.monotonic() - t0
 
     def old_sessions(self):
         """old_sessions lists the server sessions of earlier attempts still alive ([] if the query
@@ -672,7 +641,7 @@ class Job:
     def chaos(self):
         """chaos is the chaos agent: at random moments it makes one failure of a kind drawn by
         weight (job kill, kill -9 of a backend, writer or committer, pg_terminate_backend, an
-        injected fault, a failed, hanging or lost commit, a kill mid-barrier or before the store)
+        injected fault, a failed, hanging or lost commit, a kill mid-barrier or before commit)
         until JOB_FAILURES happened."""
         admin = None
         rng = self.rng
@@ -740,10 +709,10 @@ class Job:
                     with self.lock:
                         self.kill_at = ("barrier", 0)
                 elif kind == "store_kill":
-                    cause = "job kill after all subtasks prepared, before the checkpoint was stored"
+                    cause = "job kill after all subtasks prepared, before commit() was sent"
                     self.set_cause(cause, a)
                     with self.lock:
-                        self.kill_at = ("store", 0)
+                        self.kill_at = ("complete", 0)
                 else:
                     cause = "%s: inject_fault(%s, %s)" % ("commit hang" if kind == "commit_hang" else
                                                           "commit fault" if kind == "commit_fault" else "fault",
@@ -768,7 +737,7 @@ class Job:
                     and not self.chaos_stop.is_set():
                 time.sleep(0.05)
             if kind == "commit_hang" and not self.chaos_stop.is_set():
-                # the commit timed out and the job failed over; its recover()
+                # the commit timed out and the job failed over; its restart_job()
                 # waits behind the paused committer: release it a bit later
                 time.sleep(release_after)
                 self.admin_quiet("SELECT paimon_sink.release_fault(%s)", (point,))
@@ -835,7 +804,6 @@ class Job:
         """run runs the job until its final checkpoint is committed: it starts the first attempt and
         the chaos agent, and after each failure reports it and restores; it aborts at the
         deadline or when no checkpoint completed for 90 s."""
-        self.store.save(0, [0] * SUBTASKS)
         a = self.start_attempt(0, [0] * SUBTASKS, self.policy())
         log("job %s started: %d subtasks, %d records (%s per subtask), checkpoint ids %s"
             % (JOB_ID, SUBTASKS, self.source.n, "/".join(map(str, self.source.length)), a.policy))
@@ -875,7 +843,7 @@ class Job:
                 self.stop_chaos(chaos_thread)
                 chaos_thread = None
                 note("failures done: chaos stopped, fault points cleared")
-            m, positions, r, tries, policy, dt = self.restore()
+            m, positions, r, tries, policy, dt = self.restore(a)
             self.replayed += sum(a.positions[s] - positions[s] for s in range(SUBTASKS))
             rec = {"n": k, "cause": cause, "first_error": "%s: %s" % (who, msg), "at": a.last_triggered,
                    "completed": a.last_completed, "restored": m, "positions": list(positions),
@@ -886,12 +854,12 @@ class Job:
             log("failure %d: %s" % (k, cause))
             log("    %s; %d records written since the restore; first error: %s: %s"
                 % (at, lost, who, msg[:150]))
-            log("    restored from checkpoint %d (positions %s): recover -> committed up to %d, "
+            log("    restored from checkpoint %d (positions %s): restart_job -> committed up to %d, "
                 "re-committed %d, discarded %d checkpoint(s) / %d file(s)%s; next ids: %s; back after %.1f s"
                 % (m, "/".join(map(str, positions)), r[0], r[1], r[2], r[3],
                    (", %d tries" % tries) if tries > 1 else "", policy, time.monotonic() - t_fail))
             for z in self.last_zombies:
-                log("    session of a failed attempt still running when recover() was called: pid %d %s %s: %s"
+                log("    session of a failed attempt still running when restart_job() was called: pid %d %s %s: %s"
                     % (z[0], z[1], z[2], " ".join(str(z[3]).split())))
             a = self.attempt
 
@@ -1002,9 +970,10 @@ def verify(cfg, h, db, job, res):
                  WHERE sink_name = '%(s)s' GROUP BY commit_user, commit_identifier HAVING count(*) > 1) d),
                (SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%%'),
                (SELECT count(*) FROM paimon_sink.pending_checkpoints),
-               paimon_sink.last_committed_checkpoint('%(s)s', '%(j)s')
+               paimon_sink.last_committed_checkpoint('%(s)s', '%(j)s'),
+               (SELECT properties FROM paimon_sink.last_commit('%(s)s', '%(j)s'))
         """ % {"t": TARGET, "n": n, "s": SINK, "j": JOB_ID}, timeout_ms=300000)[0]
-    rows, distinct, missing, phantom, bad, dup_ids, snap_rows, snaps, dup_snap, prepared, pending, lcc = q
+    rows, distinct, missing, phantom, bad, dup_ids, snap_rows, snaps, dup_snap, prepared, pending, lcc, props = q
     res.update(missing=missing, duplicated=rows - distinct)
     files = stage_files(h.datadir)
     for _ in range(50):
@@ -1012,14 +981,14 @@ def verify(cfg, h, db, job, res):
             break
         time.sleep(0.1)
         files = stage_files(h.datadir)
-    stored, _pos = job.store.load()
+    ends = {"pos-%d" % s: job.source.length[s] for s in range(SUBTASKS)}
     log("verify: target rows %d, distinct ids %d, expected %d" % (rows, distinct, n))
     log("        missing %d, duplicated %d (%d ids more than once), outside 1..N %d, wrong payload %d"
         % (missing, rows - distinct, dup_ids, phantom, bad))
     log("        snapshots of %s: %d with %d rows in all (target holds %d); identifiers committed twice: %d"
         % (JOB_ID, snaps, snap_rows, rows, dup_snap))
-    log("        last_committed_checkpoint %s, checkpoint store %d, final checkpoint %s"
-        % (lcc, stored, job.final_checkpoint))
+    log("        last_committed_checkpoint %s, final checkpoint %s, its properties %s"
+        % (lcc, job.final_checkpoint, json.dumps(props, sort_keys=True)))
     log("        left behind: prepared transactions %d, pending checkpoints %d, staged files %d"
         % (prepared, pending, len(files)))
     problems = []
@@ -1033,9 +1002,12 @@ def verify(cfg, h, db, job, res):
         problems.append("snapshot row counts (%d) differ from the target (%d)" % (snap_rows, rows))
     if dup_snap:
         problems.append("%d identifier(s) committed twice" % dup_snap)
-    if lcc != stored or lcc != job.final_checkpoint:
-        problems.append("last_committed_checkpoint %s is not the final checkpoint %s / store %s"
-                        % (lcc, job.final_checkpoint, stored))
+    if lcc != job.final_checkpoint:
+        problems.append("last_committed_checkpoint %s is not the final checkpoint %s"
+                        % (lcc, job.final_checkpoint))
+    if props != ends:
+        problems.append("the last commit's properties %s are not the source's ends %s"
+                        % (json.dumps(props, sort_keys=True), json.dumps(ends, sort_keys=True)))
     if prepared or pending or files:
         problems.append("left behind: %d prepared transaction(s), %d pending checkpoint(s), %d staged file(s)"
                         % (prepared, pending, len(files)))
@@ -1092,7 +1064,7 @@ def details(db, job):
                         continue
                     log("            = %s (%s; restored from %d)%s"
                         % (what, f["cause"], f["restored"],
-                           "; sessions of the failed attempt alive at recover(): %s"
+                           "; sessions of the failed attempt alive at restart_job(): %s"
                            % ", ".join("%d %s (%s)" % (z[0], z[1], z[2]) for z in f["zombies"]) if f["zombies"] else ""))
     except Exception as e:
         log("        (details failed: %s)" % describe(e))
@@ -1125,13 +1097,12 @@ def diagnose(h, db):
 
 
 def keep_logs(h):
-    """keep_logs copies the job's logs, the server log and the checkpoint store to a kept directory
+    """keep_logs copies the job's logs and the server log to a kept directory
     and prints the server log's tail and the diagnosis."""
     if not h.work or not os.path.isdir(h.work):
         return
     keep = tempfile.mkdtemp(prefix="paimon_sink-job-logs.")
-    for f in glob.glob(os.path.join(h.work, "logs", "*")) + [h.server_log,
-                                                              os.path.join(h.work, "job", "checkpoint.json")]:
+    for f in glob.glob(os.path.join(h.work, "logs", "*")) + [h.server_log]:
         if os.path.isfile(f):
             shutil.copy2(f, keep)
     os.chmod(keep, 0o755)
@@ -1183,7 +1154,7 @@ def main():
         log("    %d checkpoints completed, %d commits (commit p50 %.0f ms, max %.0f ms); %d records written, %d replayed"
             % (job.checkpoints_completed, job.commits, cm[len(cm) // 2] if cm else 0, cm[-1] if cm else 0,
                job.records_written, job.replayed))
-        log("    recover(): %d checkpoint(s) re-committed, %d discarded, %d file(s) discarded; "
+        log("    restart_job(): %d checkpoint(s) re-committed, %d discarded, %d file(s) discarded; "
             "restarts with sessions of a failed attempt still alive: %d"
             % (job.recover_totals[0], job.recover_totals[1], job.recover_totals[2], job.zombies_seen))
         log("    batches: %s" % ", ".join("%s %d" % kv for kv in sorted(job.methods.items())))

@@ -173,7 +173,7 @@ like($err,
 is(sql('SELECT count(*) FROM app.noisy'), '2', 'nothing of it was applied');
 
 # --- the functions' comments say so
-is(sql(q{SELECT obj_description('paimon_sink.prepare_commit(text, text, bigint, integer)'::regprocedure, 'pg_proc') LIKE '%one row of 0 rows%dropped as a replay%'}),
+is(sql(q{SELECT obj_description('paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)'::regprocedure, 'pg_proc') LIKE '%one row of 0 rows%dropped as a replay%'}),
 	't', 'prepare_commit\'s comment tells of empty checkpoints and dropped replays');
 is(sql(q{SELECT obj_description('paimon_sink.commit(text, text, bigint)'::regprocedure, 'pg_proc') LIKE '%without a snapshot (empty) answers too%'}),
 	't', 'commit\'s comment tells of empty checkpoints');

@@ -1,0 +1,156 @@
+# A job that keeps its source offsets in the checkpoint's properties
+# (issue 18, item 1): no store of its own.  Two subtasks read records
+# 1..240 (subtask 0 the odd ones, subtask 1 the even ones), ten per
+# checkpoint each, and give their position at every prepare_commit
+# ({"pos-<subtask>": n}).  The commit of checkpoint 2 is lost and commit(3)
+# sweeps it: each snapshot keeps its own properties.  At checkpoint 5 both
+# subtasks prepared, subtask 0 wrote on, and the server crashes before the
+# commit.  The restarted job makes one call, restart_job(), as soon as the
+# server takes connections: it waits for the workers, restores to the last
+# committed checkpoint, joins the session under the job's commit user and
+# writer id, and returns checkpoint 4 with the positions to resume from.
+# The job resumes there and the target ends with every record once; a
+# session of a failed attempt cannot prepare positions after a restart.  With
+# no writer able to start, restart_job() gives up after its timeout with
+# 57014, restoring nothing.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use PaimonSinkTest qw(start_node try_sql writers_ready);
+
+my $node = start_node('restart_job');
+my $job = 'job-33';
+my $per = 10;      # records per subtask per checkpoint
+my $records = 240; # 12 checkpoints
+
+sub sql { return $node->safe_psql('postgres', shift); }
+
+sql(q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE events (id int PRIMARY KEY, v text);
+	SELECT sink_name FROM paimon_sink.create_sink('events_sink', 'events', buckets => 2,
+		bucket_key => '{id}');
+});
+ok(writers_ready($node, 'postgres'), 'writers serve');
+
+# record(s, k): the id of subtask s's record at position k (0-based)
+sub record { my ($s, $k) = @_; return 2 * $k + 1 + $s; }
+
+# write(s, from, to): subtask s writes its records at positions from .. to - 1
+sub write_records
+{
+	my ($s, $from, $to) = @_;
+	return if $from >= $to;
+	my $ids = join(',', map { '(' . record($s, $_) . ", 'r')" } $from .. $to - 1);
+	my ($ret, $out, $err) = try_sql($node,
+		"SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = $s;
+		 INSERT INTO events_sink VALUES $ids;");
+	is($ret, 0, "subtask $s writes positions $from to " . ($to - 1)) or diag($err);
+}
+
+# prepare(s, n, pos): subtask s prepares checkpoint n at source position pos
+sub prepare
+{
+	my ($s, $n, $pos) = @_;
+	my ($ret, $out, $err) = try_sql($node,
+		"SELECT count(*) FROM paimon_sink.prepare_commit('events_sink', '$job', $n, $s,
+		   '{\"pos-$s\": $pos}')");
+	is($ret, 0, "subtask $s prepares checkpoint $n at position $pos") or diag($err);
+}
+
+# one checkpoint n of the job from positions @$pos; commit unless told not to
+sub checkpoint
+{
+	my ($n, $pos, $commit) = @_;
+	my $total = $records / 2;
+	for my $s (0, 1)
+	{
+		my $to = $pos->[$s] + $per > $total ? $total : $pos->[$s] + $per;
+		write_records($s, $pos->[$s], $to);
+		$pos->[$s] = $to;
+		prepare($s, $n, $to);
+	}
+	is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n)") > 0,
+		1, "checkpoint $n commits") if $commit;
+}
+
+my @pos = (0, 0);
+checkpoint(1, \@pos, 1);
+checkpoint(2, \@pos, 0); # its commit is lost
+checkpoint(3, \@pos, 1); # commit(3) sweeps 2 and 3
+is(sql(q{SELECT string_agg(commit_identifier || '=' || properties::text, ' ' ORDER BY snapshot_id)
+	FROM paimon_sink.snapshots WHERE sink_name = 'events_sink'}),
+	'1={"pos-0": 10, "pos-1": 10} 2={"pos-0": 20, "pos-1": 20} 3={"pos-0": 30, "pos-1": 30}',
+	'the lost commit of 2, swept by commit(3): each snapshot has its own properties');
+checkpoint(4, \@pos, 1);
+checkpoint(5, \@pos, 0); # prepared by both, never committed
+write_records(0, $pos[0], $pos[0] + 3); # subtask 0 read on: staged, not prepared
+is(sql(q{SELECT count(*) FROM paimon_sink.pending_checkpoints}), 1, 'checkpoint 5 is pending');
+$node->stop('immediate');
+
+# ---- the restart, with no worker able to serve: bounded, 57014, nothing restored
+$node->append_conf('postgresql.conf', "max_worker_processes = 2\n");
+$node->start;
+my $start = time;
+my ($ret, $out, $err) = try_sql($node,
+	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 0, 1500)");
+my $waited = time - $start;
+like($err, qr/ERROR:  57014: the workers of paimon_sink did not serve database "postgres" within 1500 ms/,
+	'restart_job() gives up with 57014 when the writers cannot start');
+ok($waited >= 1.4 && $waited < 30, sprintf('after its timeout (%.1f s)', $waited));
+is(sql(q{SELECT fence_epoch FROM paimon_sink.commit_user_state WHERE commit_user = 'job-33'}),
+	'0', 'nothing was restored: the fence epoch is the same');
+$node->stop('immediate');
+$node->append_conf('postgresql.conf', "max_worker_processes = 32\n");
+
+# ---- the real restart: one call, right after the server starts
+$node->start;
+($ret, $out, $err) = try_sql($node,
+	"SELECT checkpoint_id, properties->>'pos-0', properties->>'pos-1', discarded_checkpoints,
+	        fence_epoch
+	   FROM paimon_sink.restart_job('events_sink', '$job', 1, 60000);
+	 SHOW paimon_sink.commit_user; SHOW paimon_sink.writer_id;");
+is($ret, 0, 'restart_job() succeeds once the workers serve') or diag($err);
+is($out, "4|40|40|1|1\n$job\n1",
+	'it returns checkpoint 4 with its positions, discards 5 and joins the session as subtask 1');
+is(sql(q{SELECT count(*) FROM events}), 80, 'the target holds the 80 records of checkpoints 1-4');
+is(sql(q{SELECT count(*) FROM paimon_sink.checkpoint_properties}), 0,
+	'the properties of the discarded checkpoint are gone');
+
+# the job resumes from the returned positions
+my ($p0, $p1) = (split(/\|/, (split(/\n/, $out))[0]))[1, 2];
+@pos = ($p0, $p1);
+my $n = 5; # checkpoint ids continue from the restored one
+while ($pos[0] < $records / 2 || $pos[1] < $records / 2)
+{
+	checkpoint($n++, \@pos, 1);
+}
+is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id)
+	FROM events}), "$records $records 1 $records", 'every record is in the target once');
+is(sql("SELECT checkpoint_id || ' ' || properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
+	($n - 1) . ' {"pos-0": 120, "pos-1": 120}', 'the last commit holds the final positions');
+
+# ---- a session of the failed attempt, still running, cannot prepare its
+# positions after a restart: they would replace the restored subtask's
+my $zombie = $node->background_psql('postgres', on_error_stop => 0);
+$zombie->query_safe("SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = 0");
+$zombie->query_safe("INSERT INTO events_sink VALUES (100001, 'zombie')");
+is(sql("SELECT checkpoint_id FROM paimon_sink.restart_job('events_sink', '$job')"),
+	$n - 1, 'the job restarts once more while a session of the failed attempt runs');
+$zombie->query("SELECT count(*) FROM paimon_sink.prepare_commit('events_sink', '$job', $n, 0,
+	'{\"pos-0\": 7}')");
+like($zombie->{stderr}, qr/commit user "$job" of sink "events_sink" was recovered after this session began writing/,
+	'its prepare with properties is refused');
+$zombie->quit;
+prepare($_, $n, $records / 2) for (0, 1);
+is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n)"), 1,
+	'the restored job commits its next checkpoint');
+is(sql("SELECT properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
+	'{"pos-0": 120, "pos-1": 120}', 'with its own positions');
+is(sql(q{SELECT count(*) FROM events}), $records, 'and the fenced row is not in the target');
+is(sql(q{SELECT count(*) FROM pg_prepared_xacts}), 0, 'no prepared transaction is left');
+
+done_testing();
