@@ -431,32 +431,27 @@ workers_ready(DatabaseEntry *db)
 }
 
 /*
- * handoff_database_index returns this database's entry and, when asked,
- * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
- * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
- * when they do not in time, and at once when this transaction created or
- * updated the extension (they start on it only after it commits).  Raises
- * ERRCODE_CONFIGURATION_LIMIT_EXCEEDED at once when the worker budget has
- * no room for them (budget.c): they would not come within the wait.  The
- * committer and each writer broadcast the database's workers_ready as they
- * start serving (and a committer the budget turns away as it leaves), so
- * the wait sleeps on it.
+ * await_workers waits (interruptibly) until deadline for db's committer and
+ * writers to serve, and returns whether they do (false: not in time).
+ * Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE at once when this
+ * transaction created or updated the extension (they start on it only after
+ * it commits), and ERRCODE_CONFIGURATION_LIMIT_EXCEEDED at once when the
+ * worker budget has no room for them (budget.c): they would not come within
+ * the wait.  The committer and each writer broadcast the database's
+ * workers_ready as they start serving (and a committer the budget turns away
+ * as it leaves), so the wait sleeps on it.
  */
-int
-handoff_database_index(bool wait_for_writers)
+static bool
+await_workers(DatabaseEntry *db, TimestampTz deadline)
 {
-	int index = shared_want_database(MyDatabaseId, true);
-	DatabaseEntry *db = shared_database(index);
-	TimestampTz start = GetCurrentTimestamp();
+	bool ready;
 
-	if (!wait_for_writers)
-		return index;
 	for (;;)
 	{
-		long timeout;
+		long remaining;
 
 		ConditionVariablePrepareToSleep(&db->workers_ready);
-		if (workers_ready(db))
+		if ((ready = workers_ready(db)))
 			break;
 
 		/* they wait for our commit, and we for them: say so at once */
@@ -469,58 +464,6 @@ handoff_database_index(bool wait_for_writers)
 					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
 		/* before the remaining wait: a database the budget cannot serve waits for nothing */
 		budget_require_workers(MyDatabaseId, ERROR, false);
-		timeout = liveness_remaining_ms(start);
-		if (timeout == 0)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the writers of this database are not running"),
-				 errdetail("No committer and writers served database \"%s\" within %d ms.",
-						   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
-				 errhint("Check that paimon_sink is in shared_preload_libraries and that "
-						 "max_worker_processes leaves room for the launchers, one committer and "
-						 "paimon_sink.writers_per_database writers per database, and for the "
-						 "other background workers that run (parallel query, logical "
-						 "replication).")));
-		(void) ConditionVariableTimedSleep(&db->workers_ready, timeout, PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
-	return index;
-}
-
-/*
- * handoff_wait_for_workers waits (interruptibly) up to timeout_ms
- * milliseconds until this database's committer and writers serve, as
- * handoff_database_index does, and returns whether they do (false: not in
- * time).  restart_job() waits so for the workers a crash-restart is still
- * bringing back, with its own bound.  Raises
- * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE at once when this transaction
- * created or updated the extension, and ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
- * when the worker budget has no room for them (budget.c).
- */
-bool
-handoff_wait_for_workers(long timeout_ms)
-{
-	DatabaseEntry *db = shared_database(shared_want_database(MyDatabaseId, true));
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-	bool ready;
-
-	for (;;)
-	{
-		long remaining;
-
-		ConditionVariablePrepareToSleep(&db->workers_ready);
-		if ((ready = workers_ready(db)))
-			break;
-		if (catalog_extension_changed_here())
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the workers of paimon_sink cannot serve this transaction"),
-					 errdetail("This transaction created or updated extension paimon_sink; its "
-							   "committer and writers start on it only after it commits."),
-					 errhint("Commit the CREATE EXTENSION or ALTER EXTENSION first.")));
-		/* a database the worker budget cannot serve waits for nothing (53400 at once) */
-		budget_require_workers(MyDatabaseId, ERROR, false);
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			break;
@@ -530,6 +473,50 @@ handoff_wait_for_workers(long timeout_ms)
 	}
 	ConditionVariableCancelSleep();
 	return ready;
+}
+
+/*
+ * handoff_database_index returns this database's entry and, when asked,
+ * waits (interruptibly, up to paimon_sink.handoff_timeout) until its
+ * committer and writers serve.  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+ * when they do not in time, and the errors of await_workers at once.
+ */
+int
+handoff_database_index(bool wait_for_writers)
+{
+	int index = shared_want_database(MyDatabaseId, true);
+	TimestampTz deadline;
+
+	if (!wait_for_writers)
+		return index;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PaimonSinkHandoffTimeoutMs);
+	if (!await_workers(shared_database(index), deadline))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the writers of this database are not running"),
+				 errdetail("No committer and writers served database \"%s\" within %d ms.",
+						   get_database_name(MyDatabaseId), PaimonSinkHandoffTimeoutMs),
+				 errhint("Check that paimon_sink is in shared_preload_libraries and that "
+						 "max_worker_processes leaves room for the launchers, one committer and "
+						 "paimon_sink.writers_per_database writers per database, and for the "
+						 "other background workers that run (parallel query, logical "
+						 "replication).")));
+	return index;
+}
+
+/*
+ * handoff_wait_for_workers waits (interruptibly) up to timeout_ms
+ * milliseconds until this database's committer and writers serve, and
+ * returns whether they do (false: not in time).  restart_job() waits so for
+ * the workers a crash-restart is still bringing back, with its own bound.
+ * Raises the errors of await_workers at once.
+ */
+bool
+handoff_wait_for_workers(long timeout_ms)
+{
+	DatabaseEntry *db = shared_database(shared_want_database(MyDatabaseId, true));
+
+	return await_workers(db, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms));
 }
 
 /*
