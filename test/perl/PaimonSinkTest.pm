@@ -16,11 +16,12 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(time usleep);
 
 our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
-  start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files);
+  start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
+  background_verbose finish_within holds_ledger_exactly);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -241,6 +242,58 @@ sub background_sql
 		[ $node->installed_command('psql'), '-XAt', '-d', $node->connstr('postgres'), '-c', $sql ],
 		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
 	return $run;
+}
+
+# background_verbose(NODE, SQL, SECONDS): psql running SQL on NODE in the
+# background, its errors verbose (with their SQLSTATE), for at most SECONDS
+# (default 150); finish_within takes it.
+sub background_verbose
+{
+	my ($node, $sql, $secs) = @_;
+	my $run = { out => '', err => '', started => time };
+	$run->{harness} = IPC::Run::start(
+		[ $node->installed_command('psql'), '-XAt', '-v', 'VERBOSITY=verbose',
+		  '-d', $node->connstr('postgres'), '-c', $sql ],
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout($secs // 150));
+	return $run;
+}
+
+# finish_within(RUN, SECONDS): waits for a background_verbose psql to end;
+# returns the seconds it took since it started, or undef when it had not
+# ended within SECONDS of now (then it is killed).
+sub finish_within
+{
+	my ($run, $secs) = @_;
+	my $deadline = time + $secs;
+	while ($run->{harness}->pumpable && time < $deadline)
+	{
+		eval { $run->{harness}->pump_nb; };
+		usleep(50_000);
+	}
+	if ($run->{harness}->pumpable)
+	{
+		$run->{harness}->kill_kill;
+		return undef;
+	}
+	eval { $run->{harness}->finish; };
+	return time - $run->{started};
+}
+
+# holds_ledger_exactly(NODE, TARGET, LEDGER, LABEL): tests that TARGET on
+# NODE holds every id of LEDGER (a plain table written in the same
+# transactions) exactly once: as many rows as distinct ids as the ledger's
+# rows, none missing, none phantom.
+sub holds_ledger_exactly
+{
+	my ($node, $target, $ledger, $label) = @_;
+	is( $node->safe_psql('postgres', qq{
+			SELECT (SELECT count(*) FROM $target) || ' ' || (SELECT count(DISTINCT id) FROM $target)
+				|| ' missing ' || (SELECT count(*) FROM (SELECT id FROM $ledger EXCEPT SELECT id FROM $target) m)
+				|| ' phantom ' || (SELECT count(*) FROM (SELECT id FROM $target EXCEPT SELECT id FROM $ledger) p)}),
+		$node->safe_psql('postgres', "SELECT count(*) || ' ' || count(*) FROM $ledger")
+		  . ' missing 0 phantom 0',
+		"$label: $target holds every committed row exactly once");
+	return;
 }
 
 # start_checkpoints(NODE): checkpoint() of the sink s on NODE in the

@@ -15,7 +15,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use PaimonSinkTest qw(writers_ready);
+use PaimonSinkTest qw(writers_ready background_verbose finish_within holds_ledger_exactly);
 use Time::HiRes qw(time usleep);
 
 my $timeout = 4;    # paimon_sink.handoff_timeout, seconds
@@ -46,34 +46,11 @@ sub write_sql
 	  . "INSERT INTO ledger_$sink SELECT g FROM generate_series($first, $last) g; COMMIT;";
 }
 
-# finish_within(RUN, SECONDS): waits for a background psql to end; returns
-# the seconds it took since it started, or undef when it had not ended
-# within SECONDS
-sub finish_within
-{
-	my ($run, $secs) = @_;
-	my $deadline = time + $secs;
-	while ($run->{harness}->pumpable && time < $deadline)
-	{
-		eval { $run->{harness}->pump_nb; };
-		usleep(50_000);
-	}
-	return undef if $run->{harness}->pumpable;
-	eval { $run->{harness}->finish; };
-	return time - $run->{started};
-}
-
-# background(SQL): psql running SQL in the background, errors verbose (with
-# their SQLSTATE), at most 150 s; finish_within takes it
+# background(SQL): psql running SQL in the background (at most 150 s);
+# finish_within takes it
 sub background
 {
-	my ($sql) = @_;
-	my $run = { out => '', err => '', started => time };
-	$run->{harness} = IPC::Run::start(
-		[ $node->installed_command('psql'), '-XAt', '-v', 'VERBOSITY=verbose',
-		  '-d', $node->connstr('postgres'), '-c', $sql ],
-		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
-	return $run;
+	return background_verbose($node, $_[0], 150);
 }
 
 # run_sql(SQL): runs SQL, for at most $timeout + 15 s (a wait that does not
@@ -86,7 +63,6 @@ sub run_sql
 	my $secs = finish_within($run, $timeout + 15);
 	if (!defined $secs)
 	{
-		$run->{harness}->kill_kill;
 		return (1, "did not end within " . ($timeout + 15) . " s", $timeout + 15);
 	}
 	return ($run->{err} =~ /ERROR:/ ? 1 : 0, $run->{err}, $secs);
@@ -110,18 +86,14 @@ sub log_has
 	return 0;
 }
 
+# exact(SINK, LABEL): a checkpoint works, and the target holds every ledger
+# row exactly once
 sub exact
 {
 	my ($sink, $label) = @_;
 	my ($ret, $err) = run_sql("SELECT count(*) FROM paimon_sink.checkpoint('$sink')");
 	is($ret, 0, "$label: checkpoint('$sink') works") or diag($err);
-	is( $node->safe_psql('postgres', qq{
-			SELECT (SELECT count(*) FROM t$sink) || ' ' || (SELECT count(DISTINCT id) FROM t$sink)
-				|| ' missing ' || (SELECT count(*) FROM (SELECT id FROM ledger_$sink EXCEPT SELECT id FROM t$sink) m)
-				|| ' phantom ' || (SELECT count(*) FROM (SELECT id FROM t$sink EXCEPT SELECT id FROM ledger_$sink) p)}),
-		$node->safe_psql('postgres', "SELECT count(*) || ' ' || count(*) FROM ledger_$sink")
-		  . ' missing 0 phantom 0',
-		"$label: sink $sink holds every committed row exactly once");
+	holds_ledger_exactly($node, "t$sink", "ledger_$sink", $label);
 	return;
 }
 

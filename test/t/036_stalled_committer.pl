@@ -15,7 +15,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use PaimonSinkTest qw(writers_ready);
+use PaimonSinkTest qw(writers_ready background_verbose finish_within holds_ledger_exactly);
 use Time::HiRes qw(time usleep);
 
 my $timeout = 2;    # paimon_sink.committer_timeout, seconds
@@ -38,48 +38,11 @@ $node->safe_psql('postgres', q{
 });
 ok(writers_ready($node, 'postgres'), 'the writers serve');
 
-# background(SQL): psql running SQL in the background, errors verbose (with
-# their SQLSTATE), at most 120 s
+# background(SQL): psql running SQL in the background (at most 120 s);
+# finish_within takes it
 sub background
 {
-	my ($sql) = @_;
-	my $run = { out => '', err => '', started => time };
-	$run->{harness} = IPC::Run::start(
-		[ $node->installed_command('psql'), '-XAt', '-v', 'VERBOSITY=verbose',
-		  '-d', $node->connstr('postgres'), '-c', $sql ],
-		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(120));
-	return $run;
-}
-
-# finish_within(RUN, SECONDS): the seconds a background psql took, or undef
-# when it had not ended within SECONDS of now (then it is killed)
-sub finish_within
-{
-	my ($run, $secs) = @_;
-	my $deadline = time + $secs;
-	while ($run->{harness}->pumpable && time < $deadline)
-	{
-		eval { $run->{harness}->pump_nb; };
-		usleep(50_000);
-	}
-	if ($run->{harness}->pumpable)
-	{
-		$run->{harness}->kill_kill;
-		return undef;
-	}
-	eval { $run->{harness}->finish; };
-	return time - $run->{started};
-}
-
-# write_rows(SINK, FIRST, LAST): one transaction writing ids FIRST..LAST
-# into the sink and its ledger
-sub write_rows
-{
-	my ($sink, $first, $last) = @_;
-	$node->safe_psql('postgres',
-		"BEGIN; INSERT INTO $sink SELECT g, repeat('x', 40) FROM generate_series($first, $last) g; "
-		  . "INSERT INTO ledger_$sink SELECT g FROM generate_series($first, $last) g; COMMIT;");
-	return;
+	return background_verbose($node, $_[0], 120);
 }
 
 # exact(SINK, LABEL): a checkpoint succeeds, and the target holds every
@@ -91,13 +54,18 @@ sub exact
 	my $secs = finish_within($run, 60);
 	ok(defined $secs && $run->{err} eq '', "$label: checkpoint('$sink') succeeds")
 	  or diag($run->{err});
-	is( $node->safe_psql('postgres', qq{
-			SELECT (SELECT count(*) FROM t$sink) || ' ' || (SELECT count(DISTINCT id) FROM t$sink)
-				|| ' missing ' || (SELECT count(*) FROM (SELECT id FROM ledger_$sink EXCEPT SELECT id FROM t$sink) m)
-				|| ' phantom ' || (SELECT count(*) FROM (SELECT id FROM t$sink EXCEPT SELECT id FROM ledger_$sink) p)}),
-		$node->safe_psql('postgres', "SELECT count(*) || ' ' || count(*) FROM ledger_$sink")
-		  . ' missing 0 phantom 0',
-		"$label: sink $sink holds every committed row exactly once");
+	holds_ledger_exactly($node, "t$sink", "ledger_$sink", $label);
+	return;
+}
+
+# write_rows(SINK, FIRST, LAST): one transaction writing ids FIRST..LAST
+# into the sink and its ledger
+sub write_rows
+{
+	my ($sink, $first, $last) = @_;
+	$node->safe_psql('postgres',
+		"BEGIN; INSERT INTO $sink SELECT g, repeat('x', 40) FROM generate_series($first, $last) g; "
+		  . "INSERT INTO ledger_$sink SELECT g FROM generate_series($first, $last) g; COMMIT;");
 	return;
 }
 
