@@ -108,8 +108,33 @@ is(sql(q{SELECT fence_epoch FROM paimon_sink.commit_user_state WHERE commit_user
 $node->stop('immediate');
 $node->append_conf('postgresql.conf', "max_worker_processes = 32\n");
 
-# ---- the real restart: one call, right after the server starts
+# ---- the restart while the writers do not serve yet: they are adopting
+# their staged files and wait on a lock (as after a crash-restart with a
+# long recovery of the catalog); restart_job() gives up after its timeout
+# with 57014, restoring nothing, and succeeds once they serve
 $node->start;
+ok(writers_ready($node, 'postgres'), 'the writers serve after the restart');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE paimon_sink.bucket_sequence IN ACCESS EXCLUSIVE MODE');
+$locker->query_safe(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	WHERE backend_type = 'paimon_sink writer' AND datname = 'postgres'});
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity
+		WHERE backend_type = 'paimon_sink writer' AND wait_event_type = 'Lock'}),
+	'the new writers wait on the lock while adopting their files');
+$start = time;
+($ret, $out, $err) = try_sql($node,
+	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 1, 1500)");
+$waited = time - $start;
+like($err, qr/ERROR:  57014: /, 'restart_job() gives up with 57014 when the workers do not serve in time')
+  or diag($err);
+ok($waited >= 1.4 && $waited < 10, sprintf('after its 1.5 s timeout (%.1f s)', $waited));
+is(sql(q{SELECT fence_epoch FROM paimon_sink.commit_user_state WHERE commit_user = 'job-33'}),
+	'0', 'nothing was restored: the fence epoch is the same');
+$locker->query_safe('COMMIT');
+$locker->quit;
+
+# ---- the real restart: one call (the workers come back meanwhile)
 ($ret, $out, $err) = try_sql($node,
 	"SELECT checkpoint_id, properties->>'pos-0', properties->>'pos-1', discarded_checkpoints,
 	        fence_epoch
