@@ -110,6 +110,7 @@ from harness import (PGBIN, SINK_DIAGNOSIS, Cluster, RunLog, Server, close_quiet
                      keep_logs, pg_user, stage_files, write_diagnosis)
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extras
 
 SOURCE_DB = "cdc_source"
@@ -638,7 +639,8 @@ class Driver:
             log("build: make COPT=-Werror && make install")
             if h.build_install(os.path.join(h.work, "logs", "build.log")) != 0:
                 raise Abort("build or make install failed (see logs/build.log)")
-        h.sh("ps_ensure_wal2json")
+        if h.sh("ps_ensure_wal2json", check=False) != 0:
+            raise Abort("the wal2json output plugin cannot be loaded (above: why, and what to do)")
         h.create("\n# ---- test/cdc ----\nwal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\n"
                  "max_connections = 50\nlog_min_messages = log\nlog_line_prefix = '%m [%p] %d %a '\n"
                  + plugin_setting())
@@ -657,12 +659,20 @@ class Driver:
                            (sink, table))
         if cfg.group:
             # sink groups (issue 18 item 4): not on main yet
-            self.rep.query("SELECT * FROM paimon_sink.create_sink_group(%s, %s)", (GROUP, SINKS))
+            try:
+                self.rep.query("SELECT * FROM paimon_sink.create_sink_group(%s, %s)", (GROUP, SINKS))
+            except psycopg2.errors.UndefinedFunction as e:
+                raise Abort("--group needs sink groups, which this paimon_sink lacks: %s" % describe(e))
         if not self.rep.wait_writers_ready(60):
             raise Abort("the replica's writers did not start")
         log("cluster: socket %s port %d; source %s (slot %s, wal2json), replica %s (upsert sinks %s%s)"
             % (h.sockdir, h.port, SOURCE_DB, SLOT, REPLICA_DB, ", ".join(SINKS),
                ", group %s" % GROUP if cfg.group else ""))
+
+    def committed_by(self):
+        """committed_by names what last_commit() is asked about: every sink,
+        or with --group the group."""
+        return [GROUP] if self.cfg.group else SINKS
 
     def start_job(self, die_at=None, die_n=1):
         """start_job starts a job process (its output appended to logs/job.log)."""
@@ -717,7 +727,7 @@ class Driver:
         try:
             while True:
                 rows = self.rep.query("SELECT l.properties FROM unnest(%s::text[]) s, "
-                                      "paimon_sink.last_commit(s, %s) l", (SINKS, COMMIT_USER))
+                                      "paimon_sink.last_commit(s, %s) l", (self.committed_by(), COMMIT_USER))
                 if rows and all(r[0] and r[0].get("xid") == xid for r in rows):
                     return rows[0][0]
                 if p.poll() is not None:
@@ -767,7 +777,7 @@ class Driver:
                            "(SELECT count(*) FROM paimon_sink.pending_checkpoints), "
                            "(SELECT count(DISTINCT (l.checkpoint_id, l.properties::text)) "
                            "   FROM unnest(%s::text[]) s, paimon_sink.last_commit(s, %s) l)",
-                           (SINKS, COMMIT_USER))[0]
+                           (self.committed_by(), COMMIT_USER))[0]
         files = stage_files(self.h.datadir)
         for _ in range(50):
             if not files:
