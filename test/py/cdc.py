@@ -63,7 +63,9 @@ version of a key wins in stream order within a checkpoint, so a mass key
 shift with a deferrable key (UPDATE ... SET id = id + 1 in one statement,
 whose -D of an old version can come after the +I of the new one) could lose
 rows; once full-row retractions retract only that row version (issue 18
-item 2), the workload can add such shifts.
+item 2), such shifts are replicated too: --mass-key-shift makes the lines'
+key DEFERRABLE on the source and adds transactions that shift every line of
+an order by one in one UPDATE (today it loses rows: mismatched > 0).
 
 The last line is always
     cdc: changes=N failures=N rows=N mismatched=N
@@ -74,10 +76,11 @@ Exit 0 only when mismatched = 0, at least --kills kills happened and
 nothing is left behind (prepared transactions, pending checkpoints, sinks
 that disagree).
 
-Usage: test/cdc [--seconds N] [--kills N] [--seed N] [--skip-build]
+Usage: test/cdc [--seconds N] [--kills N] [--seed N] [--skip-build] [--group]
+                [--mass-key-shift]
 Environment (same meaning): CDC_SECONDS (30), CDC_KILLS (12), CDC_SEED
 (random; printed), CDC_SKIP_BUILD=1, CDC_INTERVAL_MS (250), CDC_GROUP=1
-(--group), CDC_TAMPER=1 (delete a replica row before comparing: must report
+(--group), CDC_MASS_KEY_SHIFT=1, CDC_TAMPER=1 (delete a replica row before comparing: must report
 mismatched=1 and fail), CDC_BREAK=ack-early (the job acknowledges the slot
 when it writes, before its checkpoint commits: changes are lost) or
 own-restore (each sink restored to its own last commit, the job resuming
@@ -144,6 +147,10 @@ CREATE TABLE order_lines (
 ALTER TABLE orders REPLICA IDENTITY FULL;
 ALTER TABLE order_lines REPLICA IDENTITY FULL;
 """
+# --mass-key-shift: the lines' key checked at the end of each statement, so
+# that one UPDATE may shift every line of an order by one
+SOURCE_DDL_DEFERRABLE = SOURCE_DDL.replace("PRIMARY KEY (order_id, line_no)",
+                                           "PRIMARY KEY (order_id, line_no) DEFERRABLE INITIALLY IMMEDIATE")
 # The replica: the same tables without the foreign key, as each sink commits
 # its own table (with --group, one transaction would keep it).
 REPLICA_DDL = SOURCE_DDL.replace(" REFERENCES orders ON UPDATE CASCADE ON DELETE CASCADE", "") \
@@ -438,10 +445,12 @@ class Workload(threading.Thread):
     transaction touches), ~8% rolled back; it keeps the source's keys to
     pick from (changed only when a transaction commits)."""
 
-    def __init__(self, server, seed):
-        """__init__ prepares the connection's server and the seeded choices."""
+    def __init__(self, server, seed, mass_shift):
+        """__init__ prepares the connection's server and the seeded choices;
+        mass_shift adds shifts of every line of an order by one."""
         super().__init__(name="workload", daemon=True)
         self.server = server
+        self.mass_shift = mass_shift
         self.rng = random.Random("%d-workload" % seed)
         self.orders = {}  # id -> set of line numbers
         self.next_id = 1
@@ -504,6 +513,13 @@ class Workload(threading.Thread):
             cur.execute("UPDATE order_lines SET line_no = %s WHERE order_id = %s AND line_no = %s", (m, oid, n))
             orders[oid].discard(n)
             orders[oid].add(m)
+        elif kind == "shift_lines" and len(orders[oid]) > 1:
+            # one statement changes every line's key, to keys that lines of
+            # the same statement give up: an old version's -D can come after
+            # the new version's +I of the same key
+            cur.execute("UPDATE order_lines SET line_no = line_no + 1 WHERE order_id = %s", (oid,))
+            orders[oid] = {n + 1 for n in orders[oid]}
+            self.next_line = max(self.next_line, max(orders[oid]) + 1)
         else:
             return
         self.ops[kind] += 1
@@ -517,8 +533,8 @@ class Workload(threading.Thread):
         cur.execute("BEGIN")
         for _ in range(rng.randint(1, 4)):
             kind = rng.choices(["new_order", "update_order", "update_line", "add_line", "delete_line",
-                                "delete_order", "move_order", "move_line"],
-                               [25, 20, 15, 8, 8, 8, 8, 8])[0]
+                                "delete_order", "move_order", "move_line", "shift_lines"],
+                               [25, 20, 15, 8, 8, 8, 8, 8, 8 if self.mass_shift else 0])[0]
             if kind == "new_order" or len(orders) < 20:
                 self.op(cur, orders, "new_order", None)
             elif untouched:
@@ -578,6 +594,8 @@ def parse_args():
     p.add_argument("--interval-ms", type=int, default=int(env.get("CDC_INTERVAL_MS", "250")))
     p.add_argument("--group", action="store_true", default=env.get("CDC_GROUP") == "1",
                    help="checkpoint a sink group (needs sink groups; untested until they land)")
+    p.add_argument("--mass-key-shift", action="store_true", default=env.get("CDC_MASS_KEY_SHIFT") == "1",
+                   help="also shift all lines of an order by one in one UPDATE (needs full-row retractions)")
     p.add_argument("--tamper", action="store_true", default=env.get("CDC_TAMPER") == "1")
     p.add_argument("--break", dest="broken", choices=["ack-early", "own-restore"], default=env.get("CDC_BREAK"))
     # the job process's own options
@@ -650,7 +668,7 @@ class Driver:
             ctl.query("CREATE DATABASE %s" % db)
         self.src = Server(h.sockdir, h.port, dbname=SOURCE_DB, default_app="cdc-ctl")
         self.rep = Server(h.sockdir, h.port, dbname=REPLICA_DB, default_app="cdc-ctl")
-        self.src.query(SOURCE_DDL)
+        self.src.query(SOURCE_DDL_DEFERRABLE if cfg.mass_key_shift else SOURCE_DDL)
         self.src.query("SELECT pg_create_logical_replication_slot(%s, 'wal2json')", (SLOT,))
         self.rep.query("CREATE EXTENSION paimon_sink")
         self.rep.query(REPLICA_DDL)
@@ -798,7 +816,7 @@ class Driver:
         cfg = self.cfg
         self.setup()
         self.job_log = open(os.path.join(self.h.work, "logs", "job.log"), "a")
-        workload = Workload(self.src, cfg.seed)
+        workload = Workload(self.src, cfg.seed, cfg.mass_key_shift)
         workload.start()
         log("workload and job started: %.0f s, at least %d kills, checkpoints every %d ms%s"
             % (cfg.seconds, cfg.kills, cfg.interval_ms, ", BROKEN: " + cfg.broken if cfg.broken else ""))
@@ -852,7 +870,8 @@ def main():
     rc = 1
     try:
         log("=== paimon_sink CDC example: seed %d, %.0f s, %d kills%s; rerun: CDC_SEED=%d test/cdc"
-            % (cfg.seed, cfg.seconds, cfg.kills, ", sink group" if cfg.group else "", cfg.seed))
+            % (cfg.seed, cfg.seconds, cfg.kills, (", sink group" if cfg.group else "")
+               + (", mass key shifts" if cfg.mass_key_shift else ""), cfg.seed))
         problems = d.run()
         if problems:
             log("FAIL: " + "; ".join(problems))
