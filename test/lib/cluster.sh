@@ -30,7 +30,11 @@ PS_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
-	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format)
+	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format
+	postgresql-15-wal2json)
+# The system PostgreSQL's library folder, where Debian's packages (wal2json)
+# put their plugins.
+PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/15/lib
 
 if [[ $EUID -eq 0 ]]; then
 	PS_PG_USER=${PS_PG_USER:-postgres}
@@ -79,6 +83,26 @@ ps_ensure_packages() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 	mapfile -t missing < <(ps_missing_packages)
 	((${#missing[@]} == 0)) || ps_die "packages still missing after apt-get install: ${missing[*]}"
+}
+
+# ps_ensure_wal2json -- make the wal2json output plugin (test/cdc's logical
+# decoding) loadable by the PostgreSQL of PS_PG_CONFIG.  Debian's
+# postgresql-15-wal2json installs it into the system PostgreSQL only; when
+# PS_PGBIN points at another copy of PostgreSQL 15, root copies the system's
+# wal2json.so into that copy's library folder (as make install puts
+# paimon_sink.so there).  Otherwise it fails, saying what to do.
+ps_ensure_wal2json() {
+	local libdir
+	libdir=$("$PS_PG_CONFIG" --pkglibdir) || ps_die "$PS_PG_CONFIG --pkglibdir failed"
+	[[ -f $libdir/wal2json.so ]] && return 0
+	if [[ ! -f $PS_SYSTEM_PKGLIBDIR/wal2json.so ]]; then
+		ps_die "wal2json.so is in neither $libdir nor $PS_SYSTEM_PKGLIBDIR: install postgresql-15-wal2json"
+	fi
+	if ! ps_is_root && [[ ! -w $libdir ]]; then
+		ps_die "wal2json.so is not in $libdir (the PostgreSQL of PS_PGBIN), which $(id -un) cannot write: as root, cp $PS_SYSTEM_PKGLIBDIR/wal2json.so $libdir/ (test/check does)"
+	fi
+	ps_log "copying $PS_SYSTEM_PKGLIBDIR/wal2json.so into $libdir (the PostgreSQL of PS_PGBIN)"
+	cp "$PS_SYSTEM_PKGLIBDIR/wal2json.so" "$libdir/wal2json.so"
 }
 
 # ps_copy_tree SRC DST -- copy a source tree without .git and test artifacts.

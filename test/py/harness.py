@@ -15,6 +15,9 @@ OS user postgres can read it wherever the checkout is.  It holds:
   test/lib/cluster.sh lays a cluster out, for the soak's failover mode (a
   streaming standby made with pg_basebackup, promoted when its primary is
   killed);
+* RunLog: a job program's log (lines with the seconds since its start, on
+  stdout and into a log file; details only into the file), and keep_logs,
+  which keeps a failed run's logs and the server log past the cleanup;
 * the small helpers the programs wrote each for themselves: a one-line
   error text, closing a connection quietly, nearest-rank percentiles, the
   installed library's identity, the staged files left in a data directory.
@@ -33,6 +36,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 
@@ -84,6 +89,110 @@ def error_text(e, width):
     msg = re.sub(r'connection to server on socket "[^"]*" failed: ', "connect: ", msg)
     code = getattr(e, "pgcode", None) or "-"
     return f"{code} {msg[:width]}"
+
+
+def describe(e):
+    """describe gives a database error (or any exception) for a log line:
+    its SQLSTATE, if any, and its message's first line."""
+    code = getattr(e, "pgcode", None)
+    msg = str(e).strip().split("\n")[0] if str(e).strip() else type(e).__name__
+    return ("%s %s" % (code, msg)) if code else msg
+
+
+class RunLog:
+    """RunLog is a job program's log: log prints a line with the seconds
+    since the start and appends it to the log file (once open), note
+    appends a detail to the file only; both may be called from any
+    thread."""
+
+    def __init__(self):
+        """__init__ starts the clock; the file is opened later (open), once
+        the temp dir exists."""
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+        self.file = None
+
+    def open(self, path):
+        """open appends to the log file at path from now on."""
+        self.file = open(path, "a")
+
+    def log(self, msg):
+        """log prints msg with the seconds since the start and appends it to the file."""
+        line = "[%6.1fs] %s" % (time.monotonic() - self.t0, msg)
+        with self.lock:
+            print(line, flush=True)
+            if self.file is not None:
+                self.file.write(line + "\n")
+                self.file.flush()
+
+    def note(self, msg):
+        """note appends msg, on one line, to the file only (details)."""
+        msg = " ".join(str(msg).split())
+        with self.lock:
+            if self.file is not None:
+                self.file.write("[%6.1fs]   %s\n" % (time.monotonic() - self.t0, msg))
+                self.file.flush()
+
+
+def keep_logs(work, server_logs, prefix):
+    """keep_logs copies a failed run's logs ($work/logs/*) and the server
+    logs (paths) to a new directory /tmp/<prefix>XXXXXX, which the cleanup
+    does not remove, prints the first server log's last 40 lines and the
+    diagnosis file (logs/diagnosis) if there is one, and names the
+    directory."""
+    if not work or not os.path.isdir(work):
+        return
+    keep = tempfile.mkdtemp(prefix=prefix)
+    for f in glob.glob(os.path.join(work, "logs", "*")):
+        if os.path.isfile(f):
+            shutil.copy2(f, keep)
+    for i, f in enumerate(server_logs):
+        if os.path.isfile(f):
+            shutil.copy2(f, os.path.join(keep, "server.log" if i == 0 else "server-%d.log" % i))
+    os.chmod(keep, 0o755)
+    sl = os.path.join(keep, "server.log")
+    if os.path.isfile(sl):
+        with open(sl, errors="replace") as f:
+            lines = f.readlines()
+        print("----- server.log (last 40 lines)")
+        print("".join(lines[-40:]), end="")
+    diag = os.path.join(keep, "diagnosis")
+    if os.path.isfile(diag):
+        print("----- diagnosis")
+        with open(diag) as f:
+            print(f.read(), end="")
+    print("----- logs kept in %s" % keep)
+
+
+def write_diagnosis(work, server, app, sections):
+    """write_diagnosis writes, for a failed run, each (title, SQL) of
+    sections with the rows the server returns into $work/logs/diagnosis
+    (a query that fails says so there); it never raises."""
+    path = os.path.join(work, "logs", "diagnosis")
+    try:
+        with open(path, "w") as f:
+            for title, sql in sections:
+                f.write("---- %s\n" % title)
+                try:
+                    for r in server.query(sql, app=app, timeout_ms=10000) or []:
+                        f.write(" | ".join(str(x) for x in r) + "\n")
+                except Exception as e:
+                    f.write("(failed: %s)\n" % describe(e))
+    except Exception:
+        pass
+
+
+# The sections of write_diagnosis that every paimon_sink job program wants.
+SINK_DIAGNOSIS = [
+    ("sessions", "SELECT pid, datname, backend_type, application_name, state, wait_event_type || ':' || "
+                 "wait_event, now() - query_start, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+                 "FROM pg_stat_activity ORDER BY backend_type, pid"),
+    ("writers", "SELECT * FROM paimon_sink.writers"),
+    ("faults", "SELECT * FROM paimon_sink.faults"),
+    ("pending", "SELECT * FROM paimon_sink.pending_checkpoints"),
+    ("in doubt", "SELECT * FROM paimon_sink.in_doubt"),
+    ("commit users", "SELECT * FROM paimon_sink.commit_user_state"),
+    ("last snapshots", "SELECT * FROM paimon_sink.snapshots ORDER BY snapshot_id DESC LIMIT 10")]
 
 
 def close_quietly(conn):
@@ -152,15 +261,16 @@ def percentile(values, q):
     return v[max(1, math.ceil(q / 100.0 * len(v))) - 1]
 
 
-def library_path():
+def library_path(name="paimon_sink.so"):
     """library_path returns where PostgreSQL's pg_config (of PGBIN) says the
-    installed paimon_sink.so is, or None if pg_config cannot tell."""
+    installed library name (paimon_sink.so unless told) is, or None if
+    pg_config cannot tell."""
     try:
         lib = subprocess.run([os.path.join(PGBIN, "pg_config"), "--pkglibdir"], stdout=subprocess.PIPE,
                              text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
-    return os.path.join(lib, "paimon_sink.so")
+    return os.path.join(lib, name)
 
 
 def lib_identity(path):

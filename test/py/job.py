@@ -73,23 +73,21 @@ user postgres in a temp dir (unix socket only) and removes everything at
 exit, also on Ctrl-C.  On failure the logs are copied to a kept directory.
 """
 import argparse
-import glob
 import hashlib
 import io
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import ROOT, Cluster, close_quietly, interrupt_on_signals, stage_files
+from harness import (ROOT, SINK_DIAGNOSIS, Cluster, RunLog, close_quietly, describe, interrupt_on_signals,
+                     keep_logs, stage_files, write_diagnosis)
 
 import psycopg2
 import psycopg2.extras
@@ -107,35 +105,9 @@ COMMITTER_POINTS = ["committer_before_prepare", "committer_after_prepare",
 FAULT_ACTIONS = ["error", "fatal", "panic", "kill"]
 PACE = 2.0  # seconds per phase (the mean time between failures is about 2-3 s)
 
-T0 = time.monotonic()
-LOG_LOCK = threading.Lock()
-LOG_FILE = None
-
-
-def log(msg):
-    """log prints a line with the seconds since the start and appends it to the job log."""
-    line = "[%6.1fs] %s" % (time.monotonic() - T0, msg)
-    with LOG_LOCK:
-        print(line, flush=True)
-        if LOG_FILE is not None:
-            LOG_FILE.write(line + "\n")
-            LOG_FILE.flush()
-
-
-def note(msg):
-    """Only into the job log (details), on one line."""
-    msg = " ".join(str(msg).split())
-    with LOG_LOCK:
-        if LOG_FILE is not None:
-            LOG_FILE.write("[%6.1fs]   %s\n" % (time.monotonic() - T0, msg))
-            LOG_FILE.flush()
-
-
-def describe(e):
-    """SQLSTATE and first line of a database error (or the exception)."""
-    code = getattr(e, "pgcode", None)
-    msg = str(e).strip().split("\n")[0] if str(e).strip() else type(e).__name__
-    return ("%s %s" % (code, msg)) if code else msg
+RUN = RunLog()
+log = RUN.log
+note = RUN.note
 
 
 class Abort(Exception):
@@ -901,8 +873,7 @@ def setup(cfg, h):
     h.sh("ps_ensure_packages")
     h.create_workdir()
     os.makedirs(os.path.join(h.work, "job"), exist_ok=True)
-    global LOG_FILE
-    LOG_FILE = open(os.path.join(h.work, "logs", "job.log"), "a")
+    RUN.open(os.path.join(h.work, "logs", "job.log"))
     if cfg.skip_build:
         log("build: skipped (JOB_SKIP_BUILD=1), using the installed extension")
     else:
@@ -1073,51 +1044,7 @@ def details(db, job):
 def diagnose(h, db):
     """diagnose writes the sessions, writers, faults, pending and in-doubt checkpoints and last
     snapshots into the temp dir's logs/diagnosis."""
-    path = os.path.join(h.work, "logs", "diagnosis")
-    try:
-        with open(path, "w") as f:
-            for title, sql in [
-                ("sessions", "SELECT pid, backend_type, application_name, state, wait_event_type || ':' || wait_event,"
-                             " now() - query_start, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
-                             "FROM pg_stat_activity ORDER BY backend_type, pid"),
-                ("writers", "SELECT * FROM paimon_sink.writers"),
-                ("faults", "SELECT * FROM paimon_sink.faults"),
-                ("pending", "SELECT * FROM paimon_sink.pending_checkpoints"),
-                ("in doubt", "SELECT * FROM paimon_sink.in_doubt"),
-                ("commit users", "SELECT * FROM paimon_sink.commit_user_state"),
-                ("last snapshots", "SELECT * FROM paimon_sink.snapshots ORDER BY snapshot_id DESC LIMIT 10")]:
-                f.write("---- %s\n" % title)
-                try:
-                    for r in db.query(sql, app="job-diagnose", timeout_ms=10000) or []:
-                        f.write(" | ".join(str(x) for x in r) + "\n")
-                except Exception as e:
-                    f.write("(failed: %s)\n" % describe(e))
-    except Exception:
-        pass
-
-
-def keep_logs(h):
-    """keep_logs copies the job's logs and the server log to a kept directory
-    and prints the server log's tail and the diagnosis."""
-    if not h.work or not os.path.isdir(h.work):
-        return
-    keep = tempfile.mkdtemp(prefix="paimon_sink-job-logs.")
-    for f in glob.glob(os.path.join(h.work, "logs", "*")) + [h.server_log]:
-        if os.path.isfile(f):
-            shutil.copy2(f, keep)
-    os.chmod(keep, 0o755)
-    sl = os.path.join(keep, "server.log")
-    if os.path.isfile(sl):
-        with open(sl, errors="replace") as f:
-            lines = f.readlines()
-        print("----- server.log (last 40 lines)")
-        print("".join(lines[-40:]), end="")
-    diag = os.path.join(keep, "diagnosis")
-    if os.path.isfile(diag):
-        print("----- diagnosis")
-        with open(diag) as f:
-            print(f.read(), end="")
-    print("----- logs kept in %s" % keep)
+    write_diagnosis(h.work, db, "job-diagnose", SINK_DIAGNOSIS)
 
 
 def main():
@@ -1168,7 +1095,7 @@ def main():
         if problems:
             log("FAIL: " + "; ".join(problems))
             diagnose(h, db)
-            keep_logs(h)
+            keep_logs(h.work, [h.server_log], "paimon_sink-job-logs.")
             rc = 1
         else:
             log("PASS: every record exactly once, nothing left behind")
@@ -1180,13 +1107,13 @@ def main():
         log("FAIL: %s" % e)
         if db is not None:
             diagnose(h, db)
-        keep_logs(h)
+        keep_logs(h.work, [h.server_log], "paimon_sink-job-logs.")
         rc = 1
     except Exception:
         log("FAIL: unexpected error:\n" + traceback.format_exc())
         if db is not None:
             diagnose(h, db)
-        keep_logs(h)
+        keep_logs(h.work, [h.server_log], "paimon_sink-job-logs.")
         rc = 1
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
