@@ -27,18 +27,13 @@ CREATE VIEW shift_check AS
 	SELECT count(s.id) AS rows,
 		count(*) FILTER (WHERE s.id IS NULL OR g IS NULL OR s.v IS DISTINCT FROM 'v' || (g - 1)) AS wrong
 	FROM generate_series(2, 1001) g FULL JOIN shift s ON s.id = g;
-SELECT shift_write(false, '-D', '+I');
-SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('shift_sink');
-SELECT * FROM shift_check;
-SELECT shift_write(true, '-D', '+I');
-SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('shift_sink');
-SELECT * FROM shift_check;
-SELECT shift_write(false, '-U', '+U');
-SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('shift_sink');
-SELECT * FROM shift_check;
-SELECT shift_write(true, '-U', '+U');
-SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('shift_sink');
-SELECT * FROM shift_check;
+-- each round: write, checkpoint, check
+SELECT format('SELECT shift_write(%L, %L, %L)', descending, retract, insert),
+	'SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint(''shift_sink'')',
+	format('SELECT %L AS round, * FROM shift_check',
+		CASE WHEN descending THEN 'descending ' ELSE 'ascending ' END || retract || '/' || insert)
+FROM (VALUES (false, '-D', '+I'), (true, '-D', '+I'), (false, '-U', '+U'), (true, '-U', '+U'))
+	AS r(descending, retract, insert) \gexec
 -- COPY names every column too
 TRUNCATE shift;
 INSERT INTO shift VALUES (1, 'v1'), (2, 'v2');
