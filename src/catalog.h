@@ -33,6 +33,10 @@ typedef struct SinkInfo
 	bool partial_update;   /* upsert: NULL columns keep the target's value */
 	List *key_columns;	   /* upsert: the target's primary key, char * */
 	bool reject_on_error;  /* on_error 'reject': refused rows go to rejected_row */
+
+	/* upsert: -U rows, or -U and -D rows, are dropped as they are written */
+	bool ignore_update_before;
+	bool ignore_delete;
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)

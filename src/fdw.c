@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "access/reloptions.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/tupconvert.h"
@@ -79,8 +80,9 @@ typedef struct SinkLayout
 typedef enum RowKind
 {
 	ROW_KIND_UPSERT,		/* +I, +U, or no kind given */
-	ROW_KIND_UPDATE_BEFORE, /* -U: ignored, as Paimon's deduplicate engine does */
-	ROW_KIND_DELETE			/* -D */
+	ROW_KIND_UPDATE_BEFORE, /* -U, as written */
+	ROW_KIND_DELETE,		/* -D as written; staged: delete the key */
+	ROW_KIND_RETRACT		/* staged: retract the row version given (-U or -D) */
 } RowKind;
 
 /* Per-statement insert state. */
@@ -98,6 +100,7 @@ typedef struct SinkInsertState
 	StringInfoData line;
 	MemoryContext row_context;
 	IndexChecks *index_checks; /* the target's btree indexes (write_check.c) */
+	bool whole_rows;		   /* the statement names every non-key column (a retraction's row) */
 } SinkInsertState;
 
 /*
@@ -507,6 +510,28 @@ fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 	return joined->fence_epoch;
 }
 
+/*
+ * names_whole_rows tells whether a statement whose named columns are
+ * inserted (ExecGetInsertedCols; none known: all) names every non-key
+ * column: only then does a retraction carry the row it retracts, and not
+ * the defaults of columns left out.
+ */
+static bool
+names_whole_rows(const SinkLayout *layout, Bitmapset *inserted)
+{
+	if (!layout->upsert || bms_is_empty(inserted))
+		return true;
+	for (int i = 0; i < layout->column_count; i++)
+	{
+		AttrNumber attnum = layout->columns[i];
+
+		if (attnum != layout->row_kind_attnum && !layout->is_key[attnum - 1] &&
+			!bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, inserted))
+			return false;
+	}
+	return true;
+}
+
 /* Set up the insert state of a statement (INSERT or COPY). */
 static SinkInsertState *
 begin_insert(ResultRelInfo *rinfo, EState *estate)
@@ -541,6 +566,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->index_checks = write_check_begin(state->target);
+	state->whole_rows = names_whole_rows(layout, ExecGetInsertedCols(rinfo, estate));
 	state->client_encoding = pg_get_client_encoding();
 	if (state->client_encoding == GetDatabaseEncoding() || state->client_encoding == PG_SQL_ASCII ||
 		GetDatabaseEncoding() == PG_SQL_ASCII)
@@ -595,8 +621,9 @@ check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 /*
  * Encode a row as one tuple of COPY's binary format (field count, then each
  * field's length and send-function bytes).  An upsert sink's row kind is
- * staged canonical: NULL for an upsert, "-D" for a delete, whose other
- * columns than the key are staged as NULL (a delete needs only its key).
+ * staged canonical: NULL for an upsert, "-D" for a delete of the key, whose
+ * other columns than the key are staged as NULL (it needs only its key), and
+ * "-R" for the retraction of the row version it carries (upsert.c).
  */
 static void
 encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
@@ -614,10 +641,10 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 
 		if (attnum == layout->row_kind_attnum && layout->upsert)
 		{
-			length = pg_hton32(kind == ROW_KIND_DELETE ? 2 : (uint32) -1);
+			length = pg_hton32(kind == ROW_KIND_UPSERT ? (uint32) -1 : 2);
 			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
-			if (kind == ROW_KIND_DELETE)
-				appendBinaryStringInfo(&state->line, "-D", 2);
+			if (kind != ROW_KIND_UPSERT)
+				appendBinaryStringInfo(&state->line, kind == ROW_KIND_DELETE ? "-D" : "-R", 2);
 			continue;
 		}
 		if (slot->tts_isnull[attnum - 1] ||
@@ -736,7 +763,7 @@ check_change(SinkInsertState *state, TupleTableSlot *slot)
 							errmsg("invalid row kind \"%s\" for sink \"%s\"",
 								   text_to_cstring(value), layout->sink.name),
 							errdetail("Column \"%s\" takes +I (insert), +U (update after), -U "
-									  "(update before, ignored) or -D (delete); NULL is an upsert.",
+									  "(update before) or -D (delete); NULL is an upsert.",
 									  layout->sink.row_kind_column),
 							errhint("Nothing of this transaction is staged.")));
 	}
@@ -755,6 +782,42 @@ check_change(SinkInsertState *state, TupleTableSlot *slot)
 	return kind;
 }
 
+/*
+ * staged_kind decides how an upsert sink stages a change (or that it drops
+ * it: ROW_KIND_UPDATE_BEFORE): -U and -D are retractions, dropped with
+ * ignore_update_before (-U) and ignore_delete (both, as Paimon's
+ * ignore-delete); a retraction carries the row version it retracts when the
+ * statement names every non-key column and one of them is not NULL (or the
+ * target has key columns only), else it deletes the key.  A partial row does
+ * not name a version: partial_update sinks delete the key.
+ */
+static RowKind
+staged_kind(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
+{
+	const SinkLayout *layout = state->layout;
+	bool all_key = true;
+
+	if (kind == ROW_KIND_UPSERT)
+		return kind;
+	if (layout->sink.ignore_delete ||
+		(kind == ROW_KIND_UPDATE_BEFORE && layout->sink.ignore_update_before))
+		return ROW_KIND_UPDATE_BEFORE;
+	if (layout->sink.partial_update || !state->whole_rows)
+		return ROW_KIND_DELETE;
+	for (int i = 0; i < layout->column_count; i++)
+	{
+		AttrNumber attnum = layout->columns[i];
+
+		if (attnum == layout->row_kind_attnum || layout->is_key[attnum - 1])
+			continue;
+		if (!slot->tts_isnull[attnum - 1])
+			return ROW_KIND_RETRACT;
+		all_key = false;
+	}
+	/* a target of key columns only: the key is the whole row */
+	return all_key ? ROW_KIND_RETRACT : ROW_KIND_DELETE;
+}
+
 /* Check, encode and buffer one row. */
 static void
 insert_row(SinkInsertState *state, TupleTableSlot *slot)
@@ -766,7 +829,7 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	slot_getallattrs(slot);
 	if (state->layout->upsert)
 	{
-		kind = check_change(state, slot);
+		kind = staged_kind(state, slot, check_change(state, slot));
 		if (kind == ROW_KIND_UPDATE_BEFORE)
 		{
 			MemoryContextSwitchTo(old);

@@ -34,7 +34,8 @@
 	"d.owner_role::pg_catalog.oid AS owner_role, d.mode, d.buckets, d.bucket_key, "                \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
 	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
-	"d.key_columns, d.on_error FROM paimon_sink.sink_definition d "
+	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete "                          \
+	"FROM paimon_sink.sink_definition d "
 
 /* read_sink reads a SinkInfo from a row of SINK_SELECT. */
 static void *
@@ -83,6 +84,8 @@ read_sink(uint64 row, const void *arg)
 	info->partial_update = row_bool(row, "partial_update");
 	info->reject_on_error = strcmp(row_text(row, "on_error"), "reject") == 0;
 	info->key_columns = row_text_list(row, "key_columns");
+	info->ignore_update_before = row_bool(row, "ignore_update_before");
+	info->ignore_delete = row_bool(row, "ignore_delete");
 	return info;
 }
 
@@ -143,8 +146,9 @@ metadata_insert_sink(const SinkDefinition *definition)
 	static Statement statement = {
 		"INSERT INTO paimon_sink.sink_definition (sink_name, "
 		"target_table, owner_role, mode, buckets, bucket_key, checkpoint_interval, "
-		"row_kind_column, partial_update, key_columns, on_error, default_commit_user) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+		"row_kind_column, partial_update, key_columns, on_error, ignore_update_before, "
+		"ignore_delete, default_commit_user) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 		"pg_catalog.gen_random_uuid()::pg_catalog.text) RETURNING sink_id",
 		SPI_OK_INSERT_RETURNING};
 	Arg args[] = {
@@ -159,7 +163,9 @@ metadata_insert_sink(const SinkDefinition *definition)
 		ARG_TEXT_OR_NULL(definition->row_kind_column),
 		ARG_BOOL(definition->partial_update),
 		ARG_DATUM(TEXTARRAYOID, definition->key_columns, definition->key_columns == (Datum) 0),
-		ARG_TEXT(definition->on_error)};
+		ARG_TEXT(definition->on_error),
+		ARG_BOOL(definition->ignore_update_before),
+		ARG_BOOL(definition->ignore_delete)};
 
 	return (int32) statement_int8(&statement, args, lengthof(args), RUN_AS_OWNER, "sink_id", 0);
 }

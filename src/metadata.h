@@ -51,6 +51,8 @@ typedef struct SinkDefinition
 	bool partial_update;
 	Datum key_columns;	  /* text[], or (Datum) 0 for none */
 	const char *on_error; /* 'stop' or 'reject' */
+	bool ignore_update_before;
+	bool ignore_delete;
 } SinkDefinition;
 
 /* One committable to record: a sealed file of a checkpoint. */

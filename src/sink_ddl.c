@@ -239,6 +239,10 @@ typedef struct SinkOptions
 	char *on_error;	   /* 'stop' or 'reject' */
 	List *primary_key; /* upsert: column names, char * */
 	Datum key_names;   /* upsert: the primary key as text[], or 0 */
+
+	/* upsert only: -U rows, or -U and -D rows, are dropped as they are written */
+	bool ignore_update_before;
+	bool ignore_delete;
 } SinkOptions;
 
 /* sink_options_from_arguments reads create_sink's arguments and defaults. */
@@ -255,6 +259,10 @@ sink_options_from_arguments(FunctionCallInfo fcinfo, SinkOptions *options)
 	options->row_kind_column = sql_text_argument(fcinfo, 6);
 	options->partial_update = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
 	options->on_error = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? sql_text_argument(fcinfo, 8) : "stop";
+	/* NULL: the merge engine's own; a partial row cannot retract a version, so -U is ignored */
+	options->ignore_update_before =
+		PG_NARGS() > 9 && !PG_ARGISNULL(9) ? PG_GETARG_BOOL(9) : options->partial_update;
+	options->ignore_delete = PG_NARGS() > 10 && !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
 }
 
 /*
@@ -319,12 +327,22 @@ check_upsert_target(SinkOptions *options)
 	if (!options->upsert)
 	{
 		options->row_kind_column = NULL;
-		if (options->partial_update)
+		if (options->partial_update || options->ignore_update_before || options->ignore_delete)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("partial_update needs an upsert sink"),
+							errmsg("%s needs an upsert sink",
+								   options->partial_update		   ? "partial_update"
+								   : options->ignore_update_before ? "ignore_update_before"
+																   : "ignore_delete"),
 							errhint("Create the sink with mode => 'upsert'.")));
 		return;
 	}
+	if (options->partial_update && !options->ignore_update_before)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a partial_update sink ignores update-before rows"),
+				 errdetail("A partial row does not name the version it retracts, so a "
+						   "partial_update sink ignores -U rows and deletes the key of -D rows."),
+				 errhint("Leave ignore_update_before out, or set it to true.")));
 	options->primary_key = primary_key_columns(target);
 	if (options->primary_key == NIL && has_deferrable_primary_key(target))
 		ereport(ERROR,
@@ -439,6 +457,8 @@ insert_sink_definition(const SinkOptions *options)
 		.partial_update = options->partial_update,
 		.key_columns = options->key_names,
 		.on_error = options->on_error,
+		.ignore_update_before = options->ignore_update_before,
+		.ignore_delete = options->ignore_delete,
 	};
 
 	return metadata_insert_sink(&definition);
@@ -542,7 +562,8 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
 /*
  * create_sink(sink_name text, target regclass, mode text, buckets integer,
  * bucket_key text[], checkpoint_interval interval, row_kind_column text,
- * partial_update boolean, on_error text) registers a sink, creates its foreign table (named
+ * partial_update boolean, on_error text, ignore_update_before boolean,
+ * ignore_delete boolean) registers a sink, creates its foreign table (named
  * after the sink, in the target's schema, owned by the caller) and its own
  * commit user, and returns (sink_name text, foreign_table regclass,
  * commit_user text).  An upsert sink (Paimon's primary-key table) needs a
@@ -550,7 +571,9 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
  * update and delete; its foreign table has one more column, of row kinds.
  * on_error ('stop' or 'reject', Kafka Connect's errors.tolerance with its
  * dead-letter queue) says what a commit does with a row the target refuses
- * (rejects.c).  SQLSTATEs: see the COMMENT ON in the extension script.
+ * (rejects.c).  ignore_update_before and ignore_delete (Paimon's options
+ * of the same names) make an upsert sink drop -U rows, or -U and -D rows,
+ * as they are written.  SQLSTATEs: see the COMMENT ON in the extension script.
  */
 Datum
 paimon_sink_create_sink(PG_FUNCTION_ARGS)

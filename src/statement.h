@@ -71,7 +71,7 @@ typedef struct Arg
 		type, (d), (null)                                                                          \
 	}
 
-#define STATEMENT_MAX_ARGS 12
+#define STATEMENT_MAX_ARGS 16
 
 /* Reads row "row" of the result into a new object (in the caller's context). */
 typedef void *(*RowReader)(uint64 row, const void *arg);

@@ -4,12 +4,24 @@
  *	  Committing a checkpoint of an upsert sink.
  *
  * Staged rows of an upsert sink are changes: an upsert or a delete of the
- * row named by the target's primary key, numbered per bucket as they reached
- * their writer.  Committing a checkpoint applies, per key, only its latest
- * version in that checkpoint, as Paimon's deduplicate merge engine keeps the
- * record with the highest sequence number; with partial_update, a version's
- * NULL columns take the value of the one before it, back to a delete, and
- * then keep the target's (Paimon's partial-update merge engine).
+ * row named by the target's primary key, or the retraction of a row version
+ * (fdw.c: a -U or -D that carries the whole row), numbered per bucket as
+ * they reached their writer.  Committing a checkpoint applies, per key, only
+ * its latest version in that checkpoint that is not retracted, as Paimon's
+ * deduplicate merge engine keeps the record with the highest sequence
+ * number; with partial_update, a version's NULL columns take the value of
+ * the one before it, back to a delete, and then keep the target's (Paimon's
+ * partial-update merge engine).
+ *
+ * A retraction cancels the newest earlier version of its key that equals it
+ * (every column IS NOT DISTINCT FROM), and else the target's row if that
+ * equals it, never another version: Flink's SinkUpsertMaterializer, which
+ * keeps a key-changing UPDATE's change stream (the retraction of (k, v) and
+ * the insert of (k + 1, v), in any order) from deleting the new row of k.
+ * Read newest first, retractions wait for an older version equal to them;
+ * the first upsert none waits for decides, as before, and retractions left
+ * over at the oldest version become deletes of the target's row on the
+ * condition that it equals them.
  *
  * One pass, whatever the number of versions: COPY FROM's own machinery
  * decodes the staged rows (the foreign table has their layout, as file_fdw
@@ -83,6 +95,9 @@ typedef struct ApplyLayout
 	int columns;				/* of the row: the staged ones but the row kind */
 	AttrNumber *change_attnums; /* foreign table attnum of each */
 	int *change_key_index;		/* its place in the primary key, or -1 */
+	FmgrInfo *change_equal;		/* a non-key column's "=" (fn_oid 0: none; its text is compared) */
+	char **change_equal_operator; /* the same, schema-qualified, or NULL */
+	FmgrInfo *change_output;	  /* without "=": the output function */
 	bool partial_update;
 	char *key_constraint; /* the primary key's index, as errors name it */
 	uint64 upserts;		  /* keys in the changes */
@@ -97,6 +112,10 @@ typedef struct KeyGroup
 	bool upsert;		 /* the outcome has an upserted row */
 	bool deleted_before; /* partial_update: a delete precedes it */
 	bool emitted;		 /* its row is in the store */
+	int waiting;		 /* retractions waiting for an older version equal to them */
+	int waiting_size;
+	Datum **waiting_values; /* each by change_desc column, in context */
+	bool **waiting_nulls;
 	Datum *key;
 	Datum *values; /* by change_desc column */
 	bool *nulls;
@@ -123,6 +142,38 @@ qualified_operator(Oid operator)
 					  NameStr(form->oprname));
 	ReleaseSysCache(tuple);
 	return result;
+}
+
+/*
+ * derive_row_equality finds how a retraction's non-key columns compare with
+ * a version's: by the type's default "=" (as IS NOT DISTINCT FROM uses it),
+ * or, for a type without one (json, point), by its text.
+ */
+static void
+derive_row_equality(ApplyLayout *layout)
+{
+	layout->change_equal = palloc0(sizeof(FmgrInfo) * layout->columns);
+	layout->change_equal_operator = palloc0(sizeof(char *) * layout->columns);
+	layout->change_output = palloc0(sizeof(FmgrInfo) * layout->columns);
+	for (int c = 0; c < layout->columns; c++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
+		TypeCacheEntry *type;
+		Oid output;
+		bool varlena;
+
+		if (layout->change_key_index[c] >= 0)
+			continue;
+		type = lookup_type_cache(attr->atttypid, TYPECACHE_EQ_OPR);
+		if (OidIsValid(type->eq_opr))
+		{
+			fmgr_info(get_opcode(type->eq_opr), &layout->change_equal[c]);
+			layout->change_equal_operator[c] = qualified_operator(type->eq_opr);
+			continue;
+		}
+		getTypeOutputInfo(attr->atttypid, &output, &varlena);
+		fmgr_info(output, &layout->change_output[c]);
+	}
 }
 
 /*
@@ -193,7 +244,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 	for (int a = 1; a <= desc->natts; a++)
 		if (a != layout->row_kind_attnum && !TupleDescAttr(desc, a - 1)->attisdropped)
 			layout->change_attnums[layout->columns++] = a;
-	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 2);
+	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 3);
 	for (int c = 0; c < layout->columns; c++)
 	{
 		TupleDescCopyEntry(layout->change_desc, c + 1, desc, layout->change_attnums[c]);
@@ -204,6 +255,8 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 	}
 	TupleDescInitEntry(layout->change_desc, layout->columns + 1, "delete", BOOLOID, -1, 0);
 	TupleDescInitEntry(layout->change_desc, layout->columns + 2, "replace", BOOLOID, -1, 0);
+	TupleDescInitEntry(layout->change_desc, layout->columns + 3, "retract", BOOLOID, -1, 0);
+	derive_row_equality(layout);
 	index_close(index_rel, AccessShareLock);
 }
 
@@ -230,11 +283,107 @@ begin_sort(ApplyLayout *layout)
 								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
-/* is_delete tells whether a staged version is a delete (-D). */
+/* is_delete tells whether a staged version is a delete (-D) or a retraction (-R). */
 static bool
 is_delete(ApplyLayout *layout, TupleTableSlot *slot)
 {
 	return !slot->tts_isnull[layout->row_kind_attnum - 1];
+}
+
+/* is_retraction tells whether a staged version retracts the row it carries (-R). */
+static bool
+is_retraction(ApplyLayout *layout, TupleTableSlot *slot)
+{
+	text *kind;
+
+	if (slot->tts_isnull[layout->row_kind_attnum - 1])
+		return false;
+	kind = DatumGetTextPP(slot->tts_values[layout->row_kind_attnum - 1]);
+	return VARSIZE_ANY_EXHDR(kind) == 2 && memcmp(VARDATA_ANY(kind), "-R", 2) == 0;
+}
+
+/*
+ * same_row tells whether two rows of a key (by change_desc column, or the
+ * other by foreign table attnum when by_attnum) have equal non-key columns,
+ * NULL matching NULL.
+ */
+static bool
+same_row(ApplyLayout *layout, Datum *values, bool *nulls, Datum *other, bool *other_nulls,
+		 bool by_attnum)
+{
+	for (int c = 0; c < layout->columns; c++)
+	{
+		int o = by_attnum ? layout->change_attnums[c] - 1 : c;
+		Oid collation = TupleDescAttr(layout->change_desc, c)->attcollation;
+
+		if (layout->change_key_index[c] >= 0)
+			continue;
+		if (nulls[c] || other_nulls[o])
+		{
+			if (nulls[c] != other_nulls[o])
+				return false;
+			continue;
+		}
+		if (OidIsValid(layout->change_equal[c].fn_oid)
+				? !DatumGetBool(
+					  FunctionCall2Coll(&layout->change_equal[c], collation, values[c], other[o]))
+				: strcmp(OutputFunctionCall(&layout->change_output[c], values[c]),
+						 OutputFunctionCall(&layout->change_output[c], other[o])) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* wait_retraction keeps a retraction until an older version equal to it is read. */
+static void
+wait_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
+{
+	MemoryContext old = MemoryContextSwitchTo(group->context);
+	Datum *values = palloc(sizeof(Datum) * layout->columns);
+	bool *nulls = palloc(sizeof(bool) * layout->columns);
+
+	for (int c = 0; c < layout->columns; c++)
+	{
+		AttrNumber attnum = layout->change_attnums[c];
+		Form_pg_attribute attr = TupleDescAttr(layout->change_desc, c);
+
+		nulls[c] = slot->tts_isnull[attnum - 1];
+		values[c] = nulls[c]
+						? (Datum) 0
+						: datumCopy(slot->tts_values[attnum - 1], attr->attbyval, attr->attlen);
+	}
+	if (group->waiting == group->waiting_size)
+	{
+		group->waiting_size = Max(4, group->waiting_size * 2);
+		group->waiting_values =
+			group->waiting_values == NULL
+				? palloc(sizeof(Datum *) * group->waiting_size)
+				: repalloc(group->waiting_values, sizeof(Datum *) * group->waiting_size);
+		group->waiting_nulls =
+			group->waiting_nulls == NULL
+				? palloc(sizeof(bool *) * group->waiting_size)
+				: repalloc(group->waiting_nulls, sizeof(bool *) * group->waiting_size);
+	}
+	group->waiting_values[group->waiting] = values;
+	group->waiting_nulls[group->waiting] = nulls;
+	group->waiting++;
+	MemoryContextSwitchTo(old);
+}
+
+/* cancel_retraction: an upsert a waiting retraction equals is retracted (both go). */
+static bool
+cancel_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
+{
+	for (int w = 0; w < group->waiting; w++)
+		if (same_row(layout, group->waiting_values[w], group->waiting_nulls[w], slot->tts_values,
+					 slot->tts_isnull, true))
+		{
+			group->waiting--;
+			group->waiting_values[w] = group->waiting_values[group->waiting];
+			group->waiting_nulls[w] = group->waiting_nulls[group->waiting];
+			return true;
+		}
+	return false;
 }
 
 /* same_key tells whether a staged version has the key of the group. */
@@ -249,13 +398,17 @@ same_key(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	return true;
 }
 
-/* A key's outcome: its row (deleted: its key), and whether it replaces. */
+/*
+ * A key's outcome: its row (deleted: its key; retracted: the row the target's
+ * must equal to be deleted), and whether it replaces.
+ */
 static void
-emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete, bool replace)
+emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete, bool replace,
+	 bool retract)
 {
 	int columns = layout->columns;
 
-	if (delete)
+	if (!retract && delete)
 	{
 		for (int c = 0; c < columns; c++)
 		{
@@ -264,14 +417,15 @@ emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete
 			group->nulls[c] = k < 0;
 			group->values[c] = k < 0 ? (Datum) 0 : group->key[k];
 		}
-	}
-	if (delete)
 		layout->deletes++;
-	else
+	}
+	else if (!retract)
 		layout->upserts++;
+	/* a retraction's key is counted once by the caller, whatever its changes */
 	group->values[columns] = BoolGetDatum(delete);
 	group->values[columns + 1] = BoolGetDatum(replace);
-	group->nulls[columns] = group->nulls[columns + 1] = false;
+	group->values[columns + 2] = BoolGetDatum(retract);
+	group->nulls[columns] = group->nulls[columns + 1] = group->nulls[columns + 2] = false;
 	tuplestore_putvalues(changes, layout->change_desc, group->values, group->nulls);
 	group->emitted = true;
 }
@@ -279,7 +433,8 @@ emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete
 /*
  * The newest version of a key opens its group.  A delete, or an upsert
  * without partial_update, decides at once; a partial row waits for older
- * versions to fill its NULL columns.
+ * versions to fill its NULL columns, and a retraction for an older version
+ * equal to it.
  */
 static void
 open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestorestate *changes)
@@ -291,6 +446,9 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 	group->open = true;
 	group->emitted = false;
 	group->deleted_before = false;
+	group->waiting = group->waiting_size = 0;
+	group->waiting_values = NULL;
+	group->waiting_nulls = NULL;
 	group->upsert = !is_delete(layout, slot);
 	group->decided = !group->upsert || !layout->partial_update;
 	for (int k = 0; k < layout->key_count; k++)
@@ -300,8 +458,15 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 		group->key[k] =
 			datumCopy(slot->tts_values[layout->key_attnums[k] - 1], attr->attbyval, attr->attlen);
 	}
+	if (!layout->partial_update && is_retraction(layout, slot))
+	{
+		group->decided = false;
+		MemoryContextSwitchTo(old);
+		wait_retraction(layout, group, slot);
+		return;
+	}
 	if (!group->upsert)
-		emit(layout, group, changes, true, false);
+		emit(layout, group, changes, true, false, false);
 	else
 	{
 		group->missing = 0;
@@ -322,10 +487,67 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 		if (group->decided || group->missing == 0)
 		{
 			group->decided = true;
-			emit(layout, group, changes, false, false);
+			emit(layout, group, changes, false, false, false);
 		}
 	}
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Without partial_update, an older version is read while retractions wait:
+ * a retraction waits too, an upsert equal to one goes with it, any other
+ * upsert, or a delete, decides.
+ */
+static void
+retract_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestorestate *changes)
+{
+	if (is_retraction(layout, slot))
+		wait_retraction(layout, group, slot);
+	else if (is_delete(layout, slot))
+	{
+		group->decided = true;
+		emit(layout, group, changes, true, false, false);
+	}
+	else if (!cancel_retraction(layout, group, slot))
+	{
+		for (int c = 0; c < layout->columns; c++)
+		{
+			AttrNumber attnum = layout->change_attnums[c];
+
+			group->nulls[c] = slot->tts_isnull[attnum - 1];
+			group->values[c] = slot->tts_values[attnum - 1];
+		}
+		group->decided = true;
+		group->upsert = true;
+		emit(layout, group, changes, false, false, false);
+	}
+}
+
+/*
+ * The retractions still waiting at a key's oldest version retract the
+ * target's row, if it equals one of them: one change each (equal ones
+ * once, so that the target's row meets at most one), the key counted once
+ * as a delete.
+ */
+static void
+retract_target(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes)
+{
+	for (int w = 0; w < group->waiting; w++)
+	{
+		bool repeated = false;
+
+		for (int earlier = 0; earlier < w && !repeated; earlier++)
+			repeated =
+				same_row(layout, group->waiting_values[earlier], group->waiting_nulls[earlier],
+						 group->waiting_values[w], group->waiting_nulls[w], false);
+		if (repeated)
+			continue;
+		memcpy(group->values, group->waiting_values[w], sizeof(Datum) * layout->columns);
+		memcpy(group->nulls, group->waiting_nulls[w], sizeof(bool) * layout->columns);
+		emit(layout, group, changes, true, false, true);
+	}
+	if (group->waiting > 0)
+		layout->deletes++;
 }
 
 /* partial_update: an older version fills what the newer ones left NULL. */
@@ -368,14 +590,17 @@ static void
 close_group(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes)
 {
 	if (group->open && group->upsert && !group->emitted)
-		emit(layout, group, changes, false, group->deleted_before);
+		emit(layout, group, changes, false, group->deleted_before, false);
+	else if (group->open && !group->decided && !layout->partial_update)
+		retract_target(layout, group, changes);
 	group->open = false;
 }
 
 /*
  * The MERGE applying the changes.  The changes' columns are renamed by
- * position (c1, c2, ..., then the delete and replace flags), so no target
- * column name can clash with the flags.
+ * position (c1, c2, ..., then the delete, replace and retract flags), so no
+ * target column name can clash with the flags.  A retraction deletes the
+ * target's row only when its non-key columns are the retracted row's.
  */
 static char *
 merge_statement(ApplyLayout *layout)
@@ -385,9 +610,11 @@ merge_statement(ApplyLayout *layout)
 	StringInfoData replace;
 	StringInfoData insert;
 	StringInfoData values;
+	StringInfoData same;
 	const char *separator = "";
 	bool overriding = false;
 
+	initStringInfo(&same);
 	initStringInfo(&query);
 	initStringInfo(&update);
 	initStringInfo(&replace);
@@ -415,6 +642,14 @@ merge_statement(ApplyLayout *layout)
 		appendStringInfo(&values, "%sc.c%d", c > 0 ? ", " : "", c + 1);
 		/* the staged value of an identity column goes in as COPY puts it; it is never updated */
 		overriding |= identity_always;
+		if (layout->change_key_index[c] < 0 && layout->change_equal_operator[c] != NULL)
+			appendStringInfo(&same, " AND (t.%s IS NULL AND c.c%d IS NULL OR t.%s %s c.c%d)", name,
+							 c + 1, name, layout->change_equal_operator[c], c + 1);
+		else if (layout->change_key_index[c] < 0)
+			appendStringInfo(&same,
+							 " AND t.%s::pg_catalog.text IS NOT DISTINCT FROM "
+							 "c.c%d::pg_catalog.text",
+							 name, c + 1);
 		if (layout->change_key_index[c] >= 0 || identity_always)
 			continue;
 		appendStringInfo(&replace, "%s%s = c.c%d", replace.len > 0 ? ", " : "", name, c + 1);
@@ -424,7 +659,7 @@ merge_statement(ApplyLayout *layout)
 		else
 			appendStringInfo(&update, "%s%s = c.c%d", update.len > 0 ? ", " : "", name, c + 1);
 	}
-	appendStringInfoString(&query, "change_delete, change_replace) ON ");
+	appendStringInfoString(&query, "change_delete, change_replace, change_retract) ON ");
 	for (int c = 0; c < layout->columns; c++)
 	{
 		if (layout->change_key_index[c] < 0)
@@ -434,7 +669,11 @@ merge_statement(ApplyLayout *layout)
 						 layout->key_equal_operator[layout->change_key_index[c]], c + 1);
 		separator = " AND ";
 	}
-	appendStringInfoString(&query, " WHEN MATCHED AND c.change_delete THEN DELETE");
+	appendStringInfo(&query,
+					 " WHEN MATCHED AND c.change_delete AND (NOT c.change_retract OR "
+					 "coalesce(true%s, false)) THEN DELETE WHEN MATCHED AND c.change_delete THEN "
+					 "DO NOTHING",
+					 same.data);
 	if (update.len == 0)
 		appendStringInfoString(&query, " WHEN MATCHED THEN DO NOTHING");
 	else
@@ -689,7 +928,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 								errdetail("Nothing of the checkpoint was applied.")));
 		if (!sort_slot->tts_isnull[layout.row_kind_attnum - 1] &&
 			strcmp(TextDatumGetCString(sort_slot->tts_values[layout.row_kind_attnum - 1]), "-D") !=
-				0)
+				0 &&
+			!is_retraction(&layout, sort_slot))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("a staged row of sink \"%s\" has an unknown row kind", sink->name),
@@ -710,15 +950,19 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	group.context =
 		AllocSetContextCreate(apply_context, "paimon_sink upsert key", ALLOCSET_SMALL_SIZES);
 	group.key = palloc(sizeof(Datum) * layout.key_count);
-	group.values = palloc(sizeof(Datum) * (layout.columns + 2));
-	group.nulls = palloc(sizeof(bool) * (layout.columns + 2));
+	group.values = palloc(sizeof(Datum) * (layout.columns + 3));
+	group.nulls = palloc(sizeof(bool) * (layout.columns + 3));
 	while (tuplesort_gettupleslot(sort, true, false, read_slot, NULL))
 	{
 		slot_getallattrs(read_slot);
 		if (group.open && same_key(&layout, &group, read_slot))
 		{
-			if (!group.decided)
+			if (group.decided)
+				continue;
+			if (layout.partial_update)
 				merge_older(&layout, &group, read_slot);
+			else
+				retract_older(&layout, &group, read_slot, changes);
 			continue;
 		}
 		close_group(&layout, &group, changes);
@@ -730,8 +974,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	tuplesort_end(sort);
 	counts->upserts = layout.upserts;
 	counts->deletes = layout.deletes;
-	counts->keys = tuplestore_tuple_count(changes);
-	if (counts->keys > 0)
+	counts->keys = layout.upserts + layout.deletes;
+	if (tuplestore_tuple_count(changes) > 0)
 		counts->changed = run_merge(&layout, changes, &counts->retries);
 	tuplestore_end(changes);
 

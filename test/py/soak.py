@@ -390,7 +390,9 @@ class UpsertLoader(Loader):
     def changes(self, n):
         """n draws of changes on random own keys, as tuples (id, v, trial,
         client, version, row kind, version drawn): upserts (+I, +U, NULL),
-        deletes (-D; key only half the time), -U followed by +U, lone -U."""
+        key-only deletes (-D), an upsert and the -D of its whole row (which
+        retracts just that version), -U of a version never written followed
+        by +U, lone -U of a version never written (both retract nothing)."""
         rng, t, c = self.rng, self.trial, self.client
         out = []
         for _ in range(n):
@@ -404,15 +406,17 @@ class UpsertLoader(Loader):
             elif r < 0.7:
                 out.append((i, None, None, None, None, "-D", ver))
             elif r < 0.8:
-                out.append((i, f"deleted {i}.{ver}", t, c, ver, "-D", ver))
+                # an upsert and its retraction: the key keeps what it had
+                out.append((i, f"undone {i}.{ver}", t, c, ver, "+U", ver))
+                out.append((i, f"undone {i}.{ver}", t, c, ver, "-D", ver))
             elif r < 0.9:
-                # a retraction before its update: must be ignored
+                # a retraction of a version never written, before an update: retracts nothing
                 out.append((i, f"retracted {i}.{ver}", t, c, ver, "-U", ver))
                 self.ver[k] += 1
                 ver = self.ver[k]
                 out.append((i, f"v{i}.{ver}", t, c, ver, "+U", ver))
             else:
-                # a lone retraction, sometimes a key's last change: ignored
+                # a lone retraction of a version never written, sometimes a key's last change
                 out.append((i, f"retracted {i}.{ver}", t, c, ver, "-U", ver))
         return out
 
@@ -443,10 +447,18 @@ class UpsertLoader(Loader):
             data = "".join("\t".join("\\N" if v is None else str(v) for v in r) + "\n" for r in rows)
             cur.copy_expert(f"COPY {SINK} ({self.COLS}) FROM STDIN", io.StringIO(data))
         state = {}
+        before = {}  # per key: its state before the latest upsert (None: untouched)
         for i, v, _t, _c, _version, kind, ver in changes:
-            if kind == "-D":
+            if kind == "-D" and v is not None:
+                # retracts the upsert just before it: the key is as it was
+                if before.get(i) is None:
+                    state.pop(i, None)
+                else:
+                    state[i] = before[i]
+            elif kind == "-D":
                 state[i] = (None, ver, True)
             elif kind != "-U":
+                before[i] = state.get(i)
                 state[i] = (v, ver, False)
         if state:
             ids = list(state)
