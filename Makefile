@@ -33,6 +33,7 @@ OBJS = \
 	src/catalog.o \
 	src/metadata.o \
 	src/metadata_maintenance.o \
+	src/metadata_overwrite.o \
 	src/metadata_properties.o \
 	src/statement.o \
 	src/sink_ddl.o \
@@ -45,6 +46,7 @@ OBJS = \
 	src/write_check.o \
 	src/fault.o \
 	src/names.o \
+	src/overwrite.o \
 	src/security.o \
 	src/recovery.o \
 	src/missing_files.o

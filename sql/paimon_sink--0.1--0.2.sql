@@ -428,3 +428,54 @@ CREATE FUNCTION paimon_sink.restart_job(
 COMMENT ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) IS
 $$A job's restart in one call (Kafka's initTransactions for a producer): waits up to timeout_ms milliseconds for this database's committer and writers to serve (a crash-restart brings them back), restores commit_user as recover(sink_name, commit_user, M, 'restore') does, M being restored_checkpoint_id or, when NULL, the commit user's last committed checkpoint as the committer finds it (for a job that keeps its source offsets in the checkpoint's properties: what was prepared after it is discarded and replayed); then sets this session's paimon_sink.commit_user and paimon_sink.writer_id (writer_id, the subtask index) as SET does, so that the session joins the commit user's new fence epoch (a rollback of a transaction around the call reverts the settings, as it reverts a SET, but not the restore); returns one row (checkpoint_id bigint, properties jsonb, snapshot_id bigint, committed_at timestamptz, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer, fence_epoch bigint): the last committed checkpoint with its properties, as last_commit() returns it, what the restore did, and the new fence epoch. The job's other subtasks' sessions set their writer ids themselves (SET paimon_sink.commit_user joins the epoch). Refused in a transaction block; not undone by a later rollback. Errors: 42704 unknown sink; 42501 not the sink's owner or a member; 22023 invalid commit user, the sink's own commit user, a negative writer id, timeout or restored checkpoint id, a stale restore (restored_checkpoint_id below the last committed checkpoint); 25001 inside a transaction block; 53400 the worker budget has no room for this database's workers (at once); 55000 max_prepared_transactions = 0; 57014 the workers did not serve within timeout_ms (nothing restored; call it again), or a writer did not answer the restore's barrier; 08006 a writer stopped during it. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) TO PUBLIC;
+
+-- Overwrite sinks (Paimon's INSERT OVERWRITE): mode 'overwrite' replaces
+-- the target once per job (commit user), in the prepared transaction of the
+-- job's first commit, even when that commit is empty; with
+-- dynamic_partition_overwrite only the leaf partitions that receive rows,
+-- each the first time the job brings it rows.  The commit user's state
+-- says what its job replaced already, so that a retry, a restore or a
+-- crash after the PREPARE never replaces twice (SeaTunnel's streaming
+-- overwrite truncated before every checkpoint, PR #10279).
+ALTER TABLE paimon_sink.sink_definition
+	DROP CONSTRAINT sink_definition_mode_check,
+	ADD CONSTRAINT sink_definition_mode_check CHECK (mode IN ('append', 'upsert', 'overwrite')),
+	ADD COLUMN dynamic_partition_overwrite boolean NOT NULL DEFAULT false
+		CHECK (mode OPERATOR(pg_catalog.=) 'overwrite' OR NOT dynamic_partition_overwrite);
+COMMENT ON COLUMN paimon_sink.sink_definition.dynamic_partition_overwrite IS
+	'An overwrite sink of a partitioned target that replaces only the leaf partitions receiving rows (Paimon''s dynamic-partition-overwrite), not the whole target.';
+ALTER TABLE paimon_sink.commit_user_state
+	ADD COLUMN overwrite_checkpoint bigint,
+	ADD COLUMN overwritten_partitions pg_catalog.regclass[];
+COMMENT ON COLUMN paimon_sink.commit_user_state.overwrite_checkpoint IS
+	'Overwrite sinks: the checkpoint whose commit replaced the target for this commit user (its job), set in that commit''s prepared transaction; NULL until then. A commit user replaces the target once.';
+COMMENT ON COLUMN paimon_sink.commit_user_state.overwritten_partitions IS
+	'Overwrite sinks with dynamic_partition_overwrite: the leaf partitions this commit user''s commits replaced so far, each in the commit that first brought it rows; later commits append to them.';
+
+CREATE OR REPLACE VIEW paimon_sink.sinks AS
+	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table, s.owner_role, s.mode,
+		s.buckets, s.bucket_key, s.row_kind_column, s.partial_update, s.checkpoint_interval,
+		s.default_commit_user,
+		u.last_prepared_checkpoint, u.last_committed_checkpoint, u.last_snapshot_id,
+		u.last_committed_at, s.created_at, s.on_error, s.dynamic_partition_overwrite
+	FROM paimon_sink.sink_definition s
+	LEFT JOIN paimon_sink.commit_user_state u
+		ON u.sink_id = s.sink_id AND u.commit_user = s.default_commit_user;
+
+DROP FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text);
+CREATE FUNCTION paimon_sink.create_sink(
+	sink_name text,
+	target regclass,
+	mode text DEFAULT 'append',
+	buckets integer DEFAULT 1,
+	bucket_key text[] DEFAULT NULL,
+	checkpoint_interval interval DEFAULT NULL,
+	row_kind_column text DEFAULT '_row_kind',
+	partial_update boolean DEFAULT false,
+	on_error text DEFAULT 'stop',
+	dynamic_partition_overwrite boolean DEFAULT false,
+	OUT sink_name text, OUT foreign_table regclass, OUT commit_user text)
+	AS 'MODULE_PATHNAME', 'paimon_sink_create_sink' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean) IS
+$$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target (recorded: a commit refuses another) and the SELECT, UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (ignored) or -D (delete: only the key columns count), and each checkpoint applies per key only the latest version; partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine). mode 'overwrite' (Paimon's INSERT OVERWRITE) loads rows as 'append' does, but each commit user (one job: restart_job() and recover() keep it, a new commit user is a new job) replaces the target once, in its first commit (empty or not: an empty job that ends its input empties the target, its snapshot recorded with commit_kind OVERWRITE), with a DELETE of the target's rows in the prepared transaction that loads the job's first rows, so that readers see the old rows until it commits; the commit user's state records it (commit_user_state.overwrite_checkpoint), so retries, restores and a crash after the PREPARE never replace twice. It needs the DELETE right too. dynamic_partition_overwrite (overwrite only, partitioned target only; Paimon's dynamic-partition-overwrite) replaces instead only the leaf partitions that receive rows, each the first time a commit of the commit user brings it rows (commit_user_state.overwritten_partitions); a commit without rows changes nothing. buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval (positive; NULL takes paimon_sink.checkpoint_interval, whose 0 means none) makes the committer checkpoint the sink's own commit user that often, skipping empty intervals. on_error says what a commit does with a row the target refuses (a constraint, an index, a trigger): 'stop' (the default: the commit fails, nothing applied, its error naming the row's key, the constraint or index and the checkpoint; reject_failing_rows() goes on) or 'reject' (the row goes into paimon_sink.rejected_row, view rejects, committed in the same prepared transaction as the checkpoint's other rows; Kafka Connect's dead-letter queue). Privileges: EXECUTE is revoked from PUBLIC (a superuser grants it: GRANT EXECUTE ON FUNCTION paimon_sink.create_sink TO role); the caller is the sink's owner, whose rights its commits use. Errors: 22023 bad name, mode, buckets, row_kind_column, on_error, a bucket key outside the primary key, or dynamic_partition_overwrite without mode 'overwrite' or on a target that is not partitioned; 42P16 upsert target without a primary key; 0A000 upsert target with a deferrable primary key or rules, or a bucket key type without a hash function when buckets > 1; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE; overwrite: also DELETE) right on target, no CREATE right on its schema or no USAGE on the server paimon_sink, each with the GRANT to run in its hint; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded; 53400 the worker budget (max_worker_processes) has no room for this database's committer and writers, the detail giving its arithmetic (a WARNING with 53400 when the room comes once databases that dropped the extension let their workers go). Also 55000 while the extension's version is not the library's (see library_version()).$$;

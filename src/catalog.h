@@ -33,9 +33,12 @@ typedef struct SinkInfo
 	bool partial_update;   /* upsert: NULL columns keep the target's value */
 	List *key_columns;	   /* upsert: the target's primary key, char * */
 	bool reject_on_error;  /* on_error 'reject': refused rows go to rejected_row */
+	/* overwrite: only the partitions receiving rows are replaced */
+	bool dynamic_partition_overwrite;
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
+#define SINK_IS_OVERWRITE(sink) (strcmp((sink)->mode, "overwrite") == 0)
 
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
