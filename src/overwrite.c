@@ -114,9 +114,12 @@ overwrite_empty_commit_due(int32 sink_id, const char *commit_user)
 static uint64
 delete_rows(const SinkInfo *sink, Oid relid, bool only, Snapshot snapshot)
 {
-	char *sql = psprintf("DELETE FROM %s%s", only ? "ONLY " : "",
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-													get_rel_name(relid)));
+	/* ONLY, when given, goes with the name: the statement's one relation */
+	char *sql =
+		psprintf("DELETE FROM %s",
+				 psprintf("%s%s", only ? "ONLY " : "",
+						  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+													 get_rel_name(relid))));
 	RoleSwitch saved;
 	List *queries;
 	PlannedStmt *statement;
