@@ -75,6 +75,38 @@ sub kinds
 		AND commit_user = '$job'");
 }
 
+# restore(sink, job, [n]): restart_job from checkpoint n (the last committed when undef);
+# returns how many checkpoints it re-committed
+sub restore
+{
+	my ($sink, $job, $n) = @_;
+	return sql("SELECT recommitted_checkpoints FROM paimon_sink.restart_job('$sink', '$job', 0, 30000"
+		  . (defined $n ? ", $n" : '') . ')');
+}
+
+sub end_input
+{
+	my ($sink, $job) = @_;
+	return sql("SELECT count(*) FROM paimon_sink.end_input('$sink', '$job')");
+}
+
+sub user_state
+{
+	my ($job, $column) = @_;
+	return sql("SELECT $column FROM paimon_sink.commit_user_state WHERE commit_user = '$job'");
+}
+
+# crash_after_prepare(SQL, WHAT): SQL's commit crashes the server right after
+# its PREPARE TRANSACTION; the server comes back and recovery commits it
+sub crash_after_prepare
+{
+	my ($statement, $what) = @_;
+	sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
+	$node->psql('postgres', $statement);
+	ok(writers_ready($node, 'postgres'), 'back after a crash between PREPARE and COMMIT PREPARED');
+	ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'), $what);
+}
+
 # --- 1: once per job, not per checkpoint; across a restore
 write_rows('job-a', 1, 100);
 prepare('t_sink', 'job-a', 1);
@@ -84,15 +116,15 @@ is(contents(), 'job-a:100', "the job's first commit replaces the target: 100 row
 write_rows('job-a', 101, 150);
 prepare('t_sink', 'job-a', 2);
 # commit(2) is lost: the job fails and is restored from checkpoint 2
-is(sql("SELECT recommitted_checkpoints FROM paimon_sink.restart_job('t_sink', 'job-a', 0, 30000, 2)"),
+is(restore('t_sink', 'job-a', 2),
 	'1', 'the restore re-commits checkpoint 2');
 is(contents(), 'job-a:150', 'the second checkpoint appends: 150 rows, not 50');
 commit('t_sink', 'job-a', 2);
-sql("SELECT * FROM paimon_sink.restart_job('t_sink', 'job-a', 0, 30000, 2)");
+restore('t_sink', 'job-a', 2);
 is(contents(), 'job-a:150', 'a retried commit and another restore change nothing');
 is(kinds('t_sink', 'job-a'), '1:OVERWRITE:100,2:APPEND:50',
 	'one OVERWRITE snapshot, then APPEND');
-is(sql("SELECT overwrite_checkpoint FROM paimon_sink.commit_user_state WHERE commit_user = 'job-a'"),
+is(user_state('job-a', 'overwrite_checkpoint'),
 	'1', "the commit user's state records the checkpoint that replaced the target");
 
 # a new job overwrites again; its commit(2) commits a lost commit(1) first
@@ -108,36 +140,30 @@ is(kinds('t_sink', 'job-b'), '1:OVERWRITE:10,2:APPEND:20',
 # --- 2: an empty job empties the target; a replay changes nothing
 sql("INSERT INTO t SELECT g, 'old' FROM generate_series(1001, 1500) g");
 is(contents(), 'job-b:30,old:500', 'the target holds 500 more rows');
-is(sql("SELECT count(*) FROM paimon_sink.end_input('t_sink', 'job-e')"), '1',
+is(end_input('t_sink', 'job-e'), '1',
 	'an empty job ends its input');
 is(contents(), '', 'an empty job empties the target');
 is(kinds('t_sink', 'job-e'), "$end:OVERWRITE:0", 'its empty checkpoint is a snapshot');
 sql("INSERT INTO t VALUES (7, 'later')");
-sql("SELECT * FROM paimon_sink.restart_job('t_sink', 'job-e', 0, 30000)");
-sql("SELECT count(*) FROM paimon_sink.end_input('t_sink', 'job-e')");
+restore('t_sink', 'job-e');
+end_input('t_sink', 'job-e');
 is(contents(), 'later:1', 'a restore and a replay of end_input change nothing');
 
 # the same, with a crash right after the empty commit's PREPARE
 sql("INSERT INTO t SELECT g, 'old' FROM generate_series(1001, 1500) g");
-sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
-$node->psql('postgres', "SELECT * FROM paimon_sink.end_input('t_sink', 'job-f')");
-ok(writers_ready($node, 'postgres'), 'back after a crash between PREPARE and COMMIT PREPARED');
-ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_prepared_xacts"),
+crash_after_prepare("SELECT * FROM paimon_sink.end_input('t_sink', 'job-f')",
 	"the empty commit's prepared transaction is ours: recovery commits it");
 is(contents(), '', 'the target is empty');
 is(kinds('t_sink', 'job-f'), "$end:OVERWRITE:0", 'one snapshot');
 sql("INSERT INTO t VALUES (8, 'later')");
-sql("SELECT count(*) FROM paimon_sink.end_input('t_sink', 'job-f')");
+end_input('t_sink', 'job-f');
 is(contents(), 'later:1', 'the retried end_input finds it committed: nothing emptied again');
 
 # --- a crash after the PREPARE of a first commit with rows
 write_rows('job-c', 1, 40);
 prepare('t_sink', 'job-c', 1);
-sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
-$node->psql('postgres', "SELECT * FROM paimon_sink.commit('t_sink', 'job-c', 1)");
-ok(writers_ready($node, 'postgres'), 'back after a crash after the first commit\'s PREPARE');
-ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_prepared_xacts"),
-	'recovery committed it');
+crash_after_prepare("SELECT * FROM paimon_sink.commit('t_sink', 'job-c', 1)",
+	"the first commit's prepared transaction is committed by recovery");
 is(contents(), 'job-c:40', 'committed once: the target replaced, 40 rows');
 commit('t_sink', 'job-c', 1);
 write_rows('job-c', 41, 45);
@@ -180,15 +206,15 @@ is(parts(), "p1:new:15,p2:new:3,p3:old:100",
 	'a partition replaced once per job; one whose only row was rejected is left alone');
 is(sql("SELECT count(*) FROM paimon_sink.rejects WHERE sink_name = 'p_sink'"), '1',
 	'the refused row was moved aside');
-sql("SELECT * FROM paimon_sink.restart_job('p_sink', 'dyn', 0, 30000, 2)");
-sql("SELECT count(*) FROM paimon_sink.end_input('p_sink', 'dyn')");
+restore('p_sink', 'dyn', 2);
+end_input('p_sink', 'dyn');
 is(parts(), "p1:new:15,p2:new:3,p3:old:100", 'a restore and an empty end_input change nothing');
 is(kinds('p_sink', 'dyn'), '1:OVERWRITE:10,2:OVERWRITE:8',
 	'commits that replaced partitions are OVERWRITE snapshots; the empty one makes none');
-is(sql("SELECT overwritten_partitions FROM paimon_sink.commit_user_state WHERE commit_user = 'dyn'"),
+is(user_state('dyn', 'overwritten_partitions'),
 	'{p1,p2}', "the commit user's state lists the partitions replaced");
 # a new job with no rows changes nothing either
-sql("SELECT count(*) FROM paimon_sink.end_input('p_sink', 'dyn-empty')");
+end_input('p_sink', 'dyn-empty');
 is(parts(), "p1:new:15,p2:new:3,p3:old:100", 'an empty dynamic-partition job changes nothing');
 
 $node->stop;
