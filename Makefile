@@ -33,6 +33,7 @@ OBJS = \
 	src/catalog.o \
 	src/metadata.o \
 	src/metadata_maintenance.o \
+	src/metadata_overwrite.o \
 	src/metadata_properties.o \
 	src/statement.o \
 	src/sink_ddl.o \
@@ -45,6 +46,7 @@ OBJS = \
 	src/write_check.o \
 	src/fault.o \
 	src/names.o \
+	src/overwrite.o \
 	src/security.o \
 	src/recovery.o \
 	src/missing_files.o
@@ -63,7 +65,7 @@ SHLIB_LINK = -luuid
 
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
-REGRESS = setup append errors upsert retract upgrade wal properties
+REGRESS = setup append errors upsert retract upgrade wal properties overwrite
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

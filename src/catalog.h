@@ -37,9 +37,12 @@ typedef struct SinkInfo
 	/* upsert: -U rows, or -U and -D rows, are dropped as they are written */
 	bool ignore_update_before;
 	bool ignore_delete;
+	/* overwrite: only the partitions receiving rows are replaced */
+	bool dynamic_partition_overwrite;
 } SinkInfo;
 
 #define SINK_IS_UPSERT(sink) (strcmp((sink)->mode, "upsert") == 0)
+#define SINK_IS_OVERWRITE(sink) (strcmp((sink)->mode, "overwrite") == 0)
 
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);

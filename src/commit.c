@@ -33,6 +33,7 @@
 #include "load.h"
 #include "miscadmin.h"
 #include "names.h"
+#include "overwrite.h"
 #include "recovery.h"
 #include "rejects.h"
 #include "security.h"
@@ -334,13 +335,15 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
 
 /*
  * load_checkpoint is the second step: the files loaded into the target
- * (or applied, for an upsert sink); returns the rows loaded.  An error of
+ * (or applied, for an upsert sink), what an overwrite sink's commit
+ * replaces deleted (overwrite.c); returns the rows loaded, *commit_kind
+ * the snapshot's commit kind.  An error of
  * the load keeps its own SQLSTATE and fields (a unique violation names
  * the constraint and the table) on its way to the requester.
  */
 static uint64
 load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files,
-				int64 rows, UpsertCounts *changes)
+				int64 rows, UpsertCounts *changes, const char **commit_kind)
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	uint64 loaded;
@@ -356,14 +359,18 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 	failure_hint = LOAD_FAILURE_HINT;
 	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	rejects_begin(sink, commit_user, checkpoint_id, rejects_operator_call());
+	overwrite_begin(sink, commit_user);
 	if (SINK_IS_UPSERT(sink))
 		loaded = load_apply_files(sink, files, changes);
+	else if (files == NIL)
+		loaded = 0; /* an overwrite sink's empty first commit */
 	else
 		loaded = load_files(sink, files);
 	/* the refused rows, moved aside: prepared with the rest (and not counted as applied) */
 	rejected = rejects_record();
 	if (SINK_IS_UPSERT(sink))
 		loaded -= (uint64) rejected;
+	*commit_kind = overwrite_end(sink, commit_user, checkpoint_id);
 	/* the owner's triggers ran in this session: nothing of theirs stays in it */
 	security_forget_session_state();
 	failure_hint = NULL;
@@ -377,7 +384,7 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
  */
 static int64
 record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
-				int files, int64 bytes, TimestampTz start)
+				int files, int64 bytes, TimestampTz start, const char *commit_kind)
 {
 	SnapshotEntry entry = {
 		.sink_id = sink_id,
@@ -387,6 +394,7 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
 		.file_count = files,
 		.byte_count = bytes,
 		.load_ms = (double) (GetCurrentTimestamp() - start) / 1000.0,
+		.commit_kind = commit_kind,
 	};
 
 	return metadata_record_snapshot(&entry);
@@ -554,7 +562,7 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 	{
 		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 		snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded,
-									  list_length(files), bytes, start);
+									  list_length(files), bytes, start, "APPEND");
 		PopActiveSnapshot();
 		SPI_finish();
 		error_context_stack = callback.previous;
@@ -638,11 +646,17 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	CommitContext context;
 	ErrorContextCallback callback;
 	UpsertCounts changes = {0};
+	const char *commit_kind;
 
 	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
-	/* reject_failing_rows() loads here: the loaders follow the sink's own on_error */
-	if (parallel && !rejects_operator_call() && commit_parallel_wanted(sink, rows))
+	/*
+	 * reject_failing_rows() loads here: the loaders follow the sink's own
+	 * on_error; so does an overwrite sink's commit that replaces rows, in the
+	 * transaction that loads them.
+	 */
+	if (parallel && !rejects_operator_call() && !overwrite_loads_here(sink, commit_user) &&
+		commit_parallel_wanted(sink, rows))
 	{
 		/* the loaders read and load; this block only read */
 		PopActiveSnapshot();
@@ -672,9 +686,9 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 		error_context_stack = callback.previous;
 		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	}
-	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes);
+	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes, &commit_kind);
 	snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded, list_length(files),
-								  bytes, start);
+								  bytes, start, commit_kind);
 	PopActiveSnapshot();
 	SPI_finish();
 	error_context_stack = callback.previous;
@@ -728,14 +742,24 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 		marks.last_committed = Max(marks.last_committed, identifier);
 	}
 
-	/* a transaction only when the mark moves over empty prepared checkpoints */
+	/*
+	 * A transaction only when the mark moves over empty prepared checkpoints;
+	 * an overwrite sink's first commit of the commit user empties the
+	 * target even so, a commit (and snapshot) of its own.
+	 */
 	if (Min(checkpoint_id, marks.last_prepared) > marks.last_committed)
 	{
+		int64 last = Min(checkpoint_id, marks.last_prepared);
+		bool overwrite;
+
 		work_begin();
-		metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user,
-							Min(checkpoint_id, marks.last_prepared));
+		overwrite = overwrite_empty_commit_due(sink_id, commit_user);
+		if (!overwrite)
+			metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user, last);
 		work_end();
-		marks.last_committed = Min(checkpoint_id, marks.last_prepared);
+		if (overwrite)
+			(void) commit_checkpoint(sink_id, commit_user, last, false);
+		marks.last_committed = last;
 	}
 	request->last_committed = marks.last_committed;
 	request->result_checkpoint_id = checkpoint_id;

@@ -34,8 +34,8 @@
 	"d.owner_role::pg_catalog.oid AS owner_role, d.mode, d.buckets, d.bucket_key, "                \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
 	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
-	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete "                          \
-	"FROM paimon_sink.sink_definition d "
+	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
+	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d "
 
 /* read_sink reads a SinkInfo from a row of SINK_SELECT. */
 static void *
@@ -86,6 +86,7 @@ read_sink(uint64 row, const void *arg)
 	info->key_columns = row_text_list(row, "key_columns");
 	info->ignore_update_before = row_bool(row, "ignore_update_before");
 	info->ignore_delete = row_bool(row, "ignore_delete");
+	info->dynamic_partition_overwrite = row_bool(row, "dynamic_partition_overwrite");
 	return info;
 }
 
@@ -147,8 +148,8 @@ metadata_insert_sink(const SinkDefinition *definition)
 		"INSERT INTO paimon_sink.sink_definition (sink_name, "
 		"target_table, owner_role, mode, buckets, bucket_key, checkpoint_interval, "
 		"row_kind_column, partial_update, key_columns, on_error, ignore_update_before, "
-		"ignore_delete, default_commit_user) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+		"ignore_delete, dynamic_partition_overwrite, default_commit_user) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
 		"pg_catalog.gen_random_uuid()::pg_catalog.text) RETURNING sink_id",
 		SPI_OK_INSERT_RETURNING};
 	Arg args[] = {
@@ -165,7 +166,8 @@ metadata_insert_sink(const SinkDefinition *definition)
 		ARG_DATUM(TEXTARRAYOID, definition->key_columns, definition->key_columns == (Datum) 0),
 		ARG_TEXT(definition->on_error),
 		ARG_BOOL(definition->ignore_update_before),
-		ARG_BOOL(definition->ignore_delete)};
+		ARG_BOOL(definition->ignore_delete),
+		ARG_BOOL(definition->dynamic_partition_overwrite)};
 
 	return (int32) statement_int8(&statement, args, lengthof(args), RUN_AS_OWNER, "sink_id", 0);
 }
@@ -620,7 +622,7 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 	static Statement steps[] = {
 		{"INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
 		 "commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms, properties) "
-		 "SELECT $1, $2, $3, $4, 'APPEND', $5, $6, $7, $8, " PROPERTIES_MERGED
+		 "SELECT $1, $2, $3, $4, $9, $5, $6, $7, $8, " PROPERTIES_MERGED
 		 " FROM paimon_sink.checkpoint_properties p " PROPERTIES_EACH
 		 " WHERE p.sink_id OPERATOR(pg_catalog.=) $1 AND p.commit_user OPERATOR(pg_catalog.=) $3 "
 		 "AND p.checkpoint_id OPERATOR(pg_catalog.=) $4",
@@ -642,11 +644,15 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 SPI_OK_DELETE}};
 	Arg sink[] = {ARG_INT4(entry->sink_id)};
 	int64 snapshot_id = statement_int8(&next_id, sink, 1, 0, "snapshot_id", 1);
-	Arg args[] = {
-		ARG_INT4(entry->sink_id),	  ARG_INT8(snapshot_id),
-		ARG_TEXT(entry->commit_user), ARG_INT8(entry->checkpoint_id),
-		ARG_INT8(entry->row_count),	  ARG_INT4(entry->file_count),
-		ARG_INT8(entry->byte_count),  ARG_DATUM(FLOAT8OID, Float8GetDatum(entry->load_ms), false)};
+	Arg args[] = {ARG_INT4(entry->sink_id),
+				  ARG_INT8(snapshot_id),
+				  ARG_TEXT(entry->commit_user),
+				  ARG_INT8(entry->checkpoint_id),
+				  ARG_INT8(entry->row_count),
+				  ARG_INT4(entry->file_count),
+				  ARG_INT8(entry->byte_count),
+				  ARG_DATUM(FLOAT8OID, Float8GetDatum(entry->load_ms), false),
+				  ARG_TEXT(entry->commit_kind == NULL ? "APPEND" : entry->commit_kind)};
 
 	/* the other steps take the first four arguments */
 	for (int i = 0; i < lengthof(steps); i++)
@@ -771,7 +777,11 @@ metadata_checkpoint_state(int32 sink_id, const char *commit_user, int64 checkpoi
 		"EXISTS (SELECT FROM paimon_sink.committable c WHERE c.sink_id OPERATOR(pg_catalog.=) $1 "
 		"  AND c.commit_user OPERATOR(pg_catalog.=) $2 AND c.checkpoint_id OPERATOR(pg_catalog.=) "
 		"$3 "
-		"  AND c.snapshot_id IS NULL) AS pending",
+		"  AND c.snapshot_id IS NULL) "
+		/* an empty checkpoint that an overwrite sink commits has no committable */
+		"OR $3 OPERATOR(pg_catalog.<=) (SELECT u.last_prepared_checkpoint "
+		"  FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+		"  AND u.commit_user OPERATOR(pg_catalog.=) $2) AS pending",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 

@@ -53,6 +53,7 @@ typedef struct SinkDefinition
 	const char *on_error; /* 'stop' or 'reject' */
 	bool ignore_update_before;
 	bool ignore_delete;
+	bool dynamic_partition_overwrite;
 } SinkDefinition;
 
 /* One committable to record: a sealed file of a checkpoint. */
@@ -91,7 +92,15 @@ typedef struct SnapshotEntry
 	int32 file_count;
 	int64 byte_count;
 	double load_ms;
+	const char *commit_kind; /* APPEND, or OVERWRITE for a commit that replaced rows */
 } SnapshotEntry;
+
+/* What a commit user's job has replaced of an overwrite sink's target (commit_user_state). */
+typedef struct OverwriteState
+{
+	int64 checkpoint_id; /* the commit that replaced the target; 0: none yet */
+	List *partitions;	 /* dynamic_partition_overwrite: leaf partitions replaced, Oid */
+} OverwriteState;
 
 /* What a checkpoint named by a prepared transaction's gid is now. */
 typedef struct CheckpointState
@@ -201,6 +210,11 @@ extern void metadata_count_commits(int32 sink_id, const CommitTally *tally, int6
 								   TimestampTz last_committed_at);
 extern void metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures,
 								   TimestampTz last_failed_at, const char *message);
+
+/* overwrite sinks (metadata_overwrite.c) */
+extern OverwriteState metadata_overwrite_state(int32 sink_id, const char *commit_user);
+extern void metadata_record_overwrite(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+									  List *partitions);
 
 /* checkpoint properties (metadata_properties.c) */
 extern void metadata_check_properties(const SinkInfo *sink, const char *commit_user,

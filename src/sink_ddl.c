@@ -167,13 +167,15 @@ name_in_list(List *names, const char *name)
  * check_create_rights checks the rights create_sink needs of its caller,
  * each refused with ERRCODE_INSUFFICIENT_PRIVILEGE and the GRANT to run: on
  * the target, those its commits use as the sink's owner (INSERT; an upsert
- * sink's MERGE also SELECT, UPDATE and DELETE), CREATE on the target's
+ * sink's MERGE also SELECT, UPDATE and DELETE; an overwrite sink's
+ * replacement DELETE), CREATE on the target's
  * schema for the foreign table, and USAGE on the server paimon_sink.
  */
 static void
-check_create_rights(Oid target, bool upsert)
+check_create_rights(Oid target, bool upsert, bool overwrite)
 {
-	AclMode needed = ACL_INSERT | (upsert ? ACL_SELECT | ACL_UPDATE | ACL_DELETE : 0);
+	AclMode needed = ACL_INSERT | (upsert ? ACL_SELECT | ACL_UPDATE | ACL_DELETE : 0) |
+					 (overwrite ? ACL_DELETE : 0);
 	AclMode have = pg_class_aclmask(target, GetUserId(), needed, ACLMASK_ALL);
 	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
 	Oid schema = get_rel_namespace(target);
@@ -201,7 +203,9 @@ check_create_rights(Oid target, bool upsert)
 			 errmsg("permission denied for table %s", get_rel_name(target)),
 			 errdetail(
 				 "Commits of the sink %s the target as the sink's owner, the role creating it.",
-				 upsert ? "read, insert into, update and delete from" : "insert into"),
+				 upsert		 ? "read, insert into, update and delete from"
+				 : overwrite ? "insert into and delete from"
+							 : "insert into"),
 			 errhint("GRANT %s ON TABLE %s TO %s;", missing.data,
 					 quote_qualified_identifier(get_namespace_name(schema), get_rel_name(target)),
 					 role)));
@@ -236,7 +240,9 @@ typedef struct SinkOptions
 	Datum checkpoint_interval; /* interval, or 0 */
 	char *row_kind_column;	   /* upsert only */
 	bool partial_update;
-	char *on_error;	   /* 'stop' or 'reject' */
+	char *on_error; /* 'stop' or 'reject' */
+	bool overwrite; /* mode 'overwrite' */
+	bool dynamic_partition_overwrite;
 	List *primary_key; /* upsert: column names, char * */
 	Datum key_names;   /* upsert: the primary key as text[], or 0 */
 
@@ -263,6 +269,8 @@ sink_options_from_arguments(FunctionCallInfo fcinfo, SinkOptions *options)
 	options->ignore_update_before =
 		PG_NARGS() > 9 && !PG_ARGISNULL(9) ? PG_GETARG_BOOL(9) : options->partial_update;
 	options->ignore_delete = PG_NARGS() > 10 && !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
+	options->dynamic_partition_overwrite =
+		PG_NARGS() > 11 && !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
 }
 
 /*
@@ -294,10 +302,11 @@ check_sink_basics(SinkOptions *options)
 						errhint("Valid values are: stop (a refused row fails the commit), reject "
 								"(it goes into paimon_sink.rejected_row).")));
 	options->upsert = strcmp(options->mode, "upsert") == 0;
-	if (!options->upsert && strcmp(options->mode, "append") != 0)
+	options->overwrite = strcmp(options->mode, "overwrite") == 0;
+	if (!options->upsert && !options->overwrite && strcmp(options->mode, "append") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("invalid sink mode \"%s\"", options->mode),
-						errhint("Valid modes are: append, upsert.")));
+						errhint("Valid modes are: append, upsert, overwrite.")));
 	if (options->buckets < 1 || options->buckets > 1024)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("buckets must be between 1 and 1024, not %d", options->buckets)));
@@ -309,7 +318,19 @@ check_sink_basics(SinkOptions *options)
 		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
 						errmsg("\"%s\" is not a table", get_rel_name(options->target)),
 						errdetail("The target of a sink is an ordinary or partitioned table.")));
-	check_create_rights(options->target, options->upsert);
+	if (options->dynamic_partition_overwrite && !options->overwrite)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("dynamic_partition_overwrite needs an overwrite sink"),
+						errhint("Create the sink with mode => 'overwrite'.")));
+	if (options->dynamic_partition_overwrite && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dynamic_partition_overwrite needs a partitioned target, and \"%s\" is not "
+						"partitioned",
+						get_rel_name(options->target)),
+				 errhint("Leave dynamic_partition_overwrite out: the sink replaces the whole "
+						 "target.")));
+	check_create_rights(options->target, options->upsert, options->overwrite);
 }
 
 /*
@@ -459,6 +480,7 @@ insert_sink_definition(const SinkOptions *options)
 		.on_error = options->on_error,
 		.ignore_update_before = options->ignore_update_before,
 		.ignore_delete = options->ignore_delete,
+		.dynamic_partition_overwrite = options->dynamic_partition_overwrite,
 	};
 
 	return metadata_insert_sink(&definition);
@@ -563,7 +585,8 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
  * create_sink(sink_name text, target regclass, mode text, buckets integer,
  * bucket_key text[], checkpoint_interval interval, row_kind_column text,
  * partial_update boolean, on_error text, ignore_update_before boolean,
- * ignore_delete boolean) registers a sink, creates its foreign table (named
+ * ignore_delete boolean, dynamic_partition_overwrite boolean) registers a
+ * sink, creates its foreign table (named
  * after the sink, in the target's schema, owned by the caller) and its own
  * commit user, and returns (sink_name text, foreign_table regclass,
  * commit_user text).  An upsert sink (Paimon's primary-key table) needs a
@@ -573,7 +596,10 @@ create_foreign_table(const SinkOptions *options, int32 sink_id, const char *colu
  * dead-letter queue) says what a commit does with a row the target refuses
  * (rejects.c).  ignore_update_before and ignore_delete (Paimon's options
  * of the same names) make an upsert sink drop -U rows, or -U and -D rows,
- * as they are written.  SQLSTATEs: see the COMMENT ON in the extension script.
+ * as they are written.  An overwrite sink (mode 'overwrite') replaces the
+ * target, or with dynamic_partition_overwrite the partitions receiving
+ * rows, once per commit user (overwrite.c).  SQLSTATEs: see the COMMENT ON
+ * in the extension script.
  */
 Datum
 paimon_sink_create_sink(PG_FUNCTION_ARGS)

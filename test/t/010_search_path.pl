@@ -81,7 +81,7 @@ clean(q{
 	CREATE EXTENSION paimon_sink;
 	-- as in a cluster upgraded from before PostgreSQL 15
 	GRANT CREATE ON SCHEMA public TO PUBLIC;
-	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean) TO mallory;
+	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean) TO mallory;
 	-- the superuser's sinks: a trigger on the target that calls lower() on varchar
 	CREATE TABLE public.su_t (id int PRIMARY KEY, v varchar(20), v_lower text);
 	CREATE FUNCTION public.su_lower() RETURNS trigger LANGUAGE plpgsql AS $$

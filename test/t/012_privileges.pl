@@ -49,7 +49,7 @@ sql(q{
 	CREATE ROLE owner_member LOGIN IN ROLE sink_owner;
 	CREATE ROLE sink_writer LOGIN;
 	CREATE ROLE other_role LOGIN;
-	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean)
+	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean)
 		TO sink_owner;
 	GRANT CREATE ON SCHEMA public TO sink_owner;
 	CREATE TABLE ct (id int, v text);
