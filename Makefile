@@ -15,6 +15,7 @@ OBJS = \
 	src/prepare.o \
 	src/commit.o \
 	src/commit_parallel.o \
+	src/commit_group.o \
 	src/loader.o \
 	src/load.o \
 	src/barrier.o \
@@ -34,8 +35,10 @@ OBJS = \
 	src/metadata.o \
 	src/metadata_maintenance.o \
 	src/metadata_properties.o \
+	src/metadata_group.o \
 	src/statement.o \
 	src/sink_ddl.o \
+	src/sink_group.o \
 	src/api.o \
 	src/restart.o \
 	src/status.o \

@@ -428,3 +428,74 @@ CREATE FUNCTION paimon_sink.restart_job(
 COMMENT ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) IS
 $$A job's restart in one call (Kafka's initTransactions for a producer): waits up to timeout_ms milliseconds for this database's committer and writers to serve (a crash-restart brings them back), restores commit_user as recover(sink_name, commit_user, M, 'restore') does, M being restored_checkpoint_id or, when NULL, the commit user's last committed checkpoint as the committer finds it (for a job that keeps its source offsets in the checkpoint's properties: what was prepared after it is discarded and replayed); then sets this session's paimon_sink.commit_user and paimon_sink.writer_id (writer_id, the subtask index) as SET does, so that the session joins the commit user's new fence epoch (a rollback of a transaction around the call reverts the settings, as it reverts a SET, but not the restore); returns one row (checkpoint_id bigint, properties jsonb, snapshot_id bigint, committed_at timestamptz, recommitted_checkpoints integer, discarded_checkpoints integer, discarded_files integer, fence_epoch bigint): the last committed checkpoint with its properties, as last_commit() returns it, what the restore did, and the new fence epoch. The job's other subtasks' sessions set their writer ids themselves (SET paimon_sink.commit_user joins the epoch). Refused in a transaction block; not undone by a later rollback. Errors: 42704 unknown sink; 42501 not the sink's owner or a member; 22023 invalid commit user, the sink's own commit user, a negative writer id, timeout or restored checkpoint id, a stale restore (restored_checkpoint_id below the last committed checkpoint); 25001 inside a transaction block; 53400 the worker budget has no room for this database's workers (at once); 55000 max_prepared_transactions = 0; 57014 the workers did not serve within timeout_ms (nothing restored; call it again), or a writer did not answer the restore's barrier; 08006 a writer stopped during it. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint) TO PUBLIC;
+
+-- Sink groups (issue 18): one commit user's checkpoint N across several
+-- sinks, committed in one prepared transaction, so that a job replicating
+-- a whole database keeps foreign keys and cross-table totals consistent at
+-- every checkpoint.  Paimon, Iceberg and the XA sinks commit table by
+-- table; a group is what Kafka's transactions give a producer writing
+-- several topics.  Group and sink names share one namespace.
+CREATE TABLE paimon_sink.sink_group (
+	group_id serial PRIMARY KEY,
+	group_name text NOT NULL UNIQUE,
+	owner_role regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE paimon_sink.sink_group IS
+	'One row per sink group: its name (never a sink''s), the role that created it, and when.';
+CREATE TABLE paimon_sink.sink_group_member (
+	group_id integer NOT NULL REFERENCES paimon_sink.sink_group ON DELETE CASCADE,
+	member_position integer NOT NULL CHECK (member_position OPERATOR(pg_catalog.>=) 1),
+	-- a sink belongs to at most one group; drop_sink refuses a member
+	sink_id integer NOT NULL UNIQUE REFERENCES paimon_sink.sink_definition,
+	PRIMARY KEY (group_id, member_position)
+);
+COMMENT ON TABLE paimon_sink.sink_group_member IS
+	'The member sinks of each group, in the order create_sink_group() was given them (member_position 1 is the first member: the group''s properties and gids are recorded under it).';
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_group_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_member', '');
+
+CREATE FUNCTION paimon_sink.create_sink_group(group_name text, sinks text[])
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_create_sink_group' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.create_sink_group(text, text[]) IS
+$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22023 bad name, NULL, empty sinks or a sink named twice; 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.create_sink_group(text, text[]) TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.drop_sink_group(group_name text)
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink_group' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.drop_sink_group(text) IS
+$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 42704 unknown group; 42501 not the group's creator or a member of that role. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink_group(text) TO PUBLIC;
+
+CREATE VIEW paimon_sink.sink_groups AS
+	SELECT g.group_name, g.owner_role AS owner,
+		pg_catalog.array_agg(s.sink_name ORDER BY m.member_position) AS sinks, g.created_at
+	FROM paimon_sink.sink_group g
+	JOIN paimon_sink.sink_group_member m USING (group_id)
+	JOIN paimon_sink.sink_definition s USING (sink_id)
+	GROUP BY g.group_id, g.group_name, g.owner_role, g.created_at;
+COMMENT ON VIEW paimon_sink.sink_groups IS
+	'Sink groups: name, creator, member sinks in their order (the first records the group''s properties), created_at.';
+GRANT SELECT ON paimon_sink.sink_groups TO PUBLIC;
+
+-- The functions that take a group's name for sink_name say so.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+BEGIN
+	FOR f IN SELECT pg_catalog.unnest(ARRAY[
+		'paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)',
+		'paimon_sink.commit(text, text, bigint)',
+		'paimon_sink.recover(text, text, bigint, text)',
+		'paimon_sink.restart_job(text, text, integer, integer, bigint)',
+		'paimon_sink.last_commit(text, text)',
+		'paimon_sink.last_committed_checkpoint(text, text)',
+		'paimon_sink.end_input(text, text)']::pg_catalog.regprocedure[])
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
+			' Sink groups: sink_name may name a group (create_sink_group()); the call then serves every member sink for the commit user, the caller owning each: prepare_commit prepares each member in the group''s order (the properties recorded once, with the first member) and returns their rows one member after another; commit commits every member''s prepared checkpoints up to the id in ONE prepared transaction and returns the snapshots member by member in the group''s order (a snapshot_id is its sink''s: the snapshots view names the sink); recover and restart_job restore every member together (the commit user fenced on each); last_commit and last_committed_checkpoint answer for the group (its first member); end_input ends every member''s input in one commit. checkpoint() takes no group (42809).');
+	END LOOP;
+END
+$$;
