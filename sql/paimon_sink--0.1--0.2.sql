@@ -455,6 +455,7 @@ COMMENT ON TABLE paimon_sink.sink_group_member IS
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_group_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_member', '');
+GRANT SELECT ON paimon_sink.sink_group, paimon_sink.sink_group_member TO PUBLIC;
 
 CREATE FUNCTION paimon_sink.create_sink_group(group_name text, sinks text[])
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_create_sink_group' LANGUAGE C VOLATILE;
