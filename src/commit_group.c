@@ -33,6 +33,7 @@
 #include "commit_steps.h"
 #include "executor/spi.h"
 #include "fault.h"
+#include "maintenance.h"
 #include "metadata.h"
 #include "prepare.h"
 #include "utils/memutils.h"
@@ -251,7 +252,15 @@ commit_group_up_to(int32 group_id, const char *commit_user, int64 checkpoint_id,
 	foreach (lc, members)
 		any = any || ((Member *) lfirst(lc))->identifiers != NIL;
 	if (any)
+	{
 		commit_members(members, commit_user, checkpoint_id);
+		/* the first member's commit is counted as the request's (serve.c) */
+		foreach (lc, members)
+		{
+			if (foreach_current_index(lc) > 0)
+				maintenance_after_commit(((Member *) lfirst(lc))->sink_id);
+		}
+	}
 	else
 	{
 		work_begin();

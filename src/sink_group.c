@@ -46,6 +46,20 @@ sink_group_named(const char *name)
 }
 
 /*
+ * member_sink reads a member sink of a group (the catalog's foreign key
+ * keeps it from being dropped while it is one).
+ */
+static SinkInfo *
+member_sink(const SinkGroup *group, int32 sink_id)
+{
+	SinkInfo *sink = palloc0(sizeof(SinkInfo));
+
+	if (!metadata_sink_by_id(sink_id, sink))
+		elog(ERROR, "sink %d of sink group \"%s\" does not exist", sink_id, group->name);
+	return sink;
+}
+
+/*
  * sink_group_member_sinks returns the SinkInfo of each member of a group,
  * in the group's order, after checking that the caller owns each (what
  * catalog_check_owner raises: ERRCODE_INSUFFICIENT_PRIVILEGE).
@@ -58,10 +72,8 @@ sink_group_member_sinks(const SinkGroup *group, const char *action)
 
 	foreach (lc, group->members)
 	{
-		SinkInfo *sink = palloc0(sizeof(SinkInfo));
+		SinkInfo *sink = member_sink(group, lfirst_int(lc));
 
-		if (!metadata_sink_by_id(lfirst_int(lc), sink))
-			elog(ERROR, "sink %d of sink group \"%s\" does not exist", lfirst_int(lc), group->name);
 		catalog_check_owner(sink, action);
 		sinks = lappend(sinks, sink);
 	}
@@ -99,17 +111,12 @@ sink_group_first_sink(FunctionCallInfo fcinfo)
 {
 	char *name = sql_text_argument(fcinfo, 0);
 	SinkGroup *group;
-	SinkInfo *sink;
 
 	paimon_sink_require_ready();
 	group = sink_group_named(name);
 	if (group == NULL)
 		return catalog_require_sink(name);
-	sink = palloc0(sizeof(SinkInfo));
-	if (!metadata_sink_by_id(linitial_int(group->members), sink))
-		elog(ERROR, "sink %d of sink group \"%s\" does not exist", linitial_int(group->members),
-			 group->name);
-	return sink;
+	return member_sink(group, linitial_int(group->members));
 }
 
 /*
