@@ -460,13 +460,13 @@ GRANT SELECT ON paimon_sink.sink_group, paimon_sink.sink_group_member TO PUBLIC;
 CREATE FUNCTION paimon_sink.create_sink_group(group_name text, sinks text[])
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_create_sink_group' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.create_sink_group(text, text[]) IS
-$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22023 bad name, NULL, empty sinks or a sink named twice; 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22004 a NULL name, sinks or element; 22023 bad name, empty sinks or a sink named twice; 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.create_sink_group(text, text[]) TO PUBLIC;
 
 CREATE FUNCTION paimon_sink.drop_sink_group(group_name text)
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink_group' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.drop_sink_group(text) IS
-$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 42704 unknown group; 42501 not the group's creator or a member of that role. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 22004 NULL name; 42704 unknown group; 42501 not the group's creator or a member of that role. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink_group(text) TO PUBLIC;
 
 CREATE VIEW paimon_sink.sink_groups AS
@@ -497,6 +497,24 @@ BEGIN
 		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
 			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
 			' Sink groups: sink_name may name a group (create_sink_group()); the call then serves every member sink for the commit user, the caller owning each: prepare_commit prepares each member in the group''s order (the properties recorded once, with the first member) and returns their rows one member after another; commit commits every member''s prepared checkpoints up to the id in ONE prepared transaction and returns the snapshots member by member in the group''s order (a snapshot_id is its sink''s: the snapshots view names the sink); recover and restart_job restore every member together (the commit user fenced on each); last_commit and last_committed_checkpoint answer for the group (its first member); end_input ends every member''s input in one commit. checkpoint() takes no group (42809).');
+	END LOOP;
+END
+$$;
+
+-- create_sink and drop_sink meet groups too.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+	note text;
+BEGIN
+	FOR f, note IN SELECT * FROM (VALUES
+		('paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text)'::pg_catalog.regprocedure,
+		 ' Sink groups: sink and group names share one namespace, so a group''s name is refused too (42710).'),
+		('paimon_sink.drop_sink(text, boolean)'::pg_catalog.regprocedure,
+		 ' Sink groups: a member of a group is refused (2BP01) until drop_sink_group() has forgotten the group.')) v
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) note);
 	END LOOP;
 END
 $$;
