@@ -12,7 +12,8 @@
 # after PREPARE is committed by recovery, both members once.  The group's
 # properties (the job's source position) come back from last_commit() and
 # restart_job(); recover() and restart_job() restore both members together;
-# end_input() ends both.
+# end_input() ends both.  Two upsert sinks in a group keep a transfer's
+# cross-table total through a kill between their applies.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -179,6 +180,72 @@ is(state(), '21 42 true', 'the last rows are visible on both');
 ($ret, $out, $err) = try_sql($node,
 	"SELECT * FROM paimon_sink.prepare_commit('shop', '$job', 8)");
 like($err, qr/55000/, 'a prepare after the group\'s end of input is refused');
+
+# --- upsert members: a transfer between two tables keeps the cross-table total at every checkpoint
+sql(q{
+	CREATE TABLE checking (id int PRIMARY KEY, balance int NOT NULL);
+	CREATE TABLE savings (id int PRIMARY KEY, balance int NOT NULL);
+	INSERT INTO checking SELECT g, 100 FROM generate_series(1, 4) g;
+	INSERT INTO savings SELECT g, 0 FROM generate_series(1, 4) g;
+	SELECT sink_name FROM paimon_sink.create_sink('checking_sink', 'checking', mode => 'upsert');
+	SELECT sink_name FROM paimon_sink.create_sink('savings_sink', 'savings', mode => 'upsert',
+		buckets => 2);
+	SELECT paimon_sink.create_sink_group('bank', ARRAY['checking_sink', 'savings_sink']);
+});
+my $bank = 'bank-39';
+
+# transfer(n): each account moves 10 more from checking to savings, as
+# updates (+U) of both tables in one transaction; account 4 is closed
+# (deleted from both) at checkpoint 3
+sub transfer
+{
+	my ($n) = @_;
+	my $old = 100 - 10 * ($n - 1);
+	my @rows = map { "($_, " . ($old - 10) . ", '+U')" } 1 .. ($n >= 3 ? 3 : 4);
+	my @saved = map { "($_, " . (10 * $n) . ", '+U')" } 1 .. ($n >= 3 ? 3 : 4);
+	my $close = $n == 3 ? "INSERT INTO checking_sink (id, _row_kind) VALUES (4, '-D');
+		INSERT INTO savings_sink (id, _row_kind) VALUES (4, '-D');" : '';
+	my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = '$bank';
+		BEGIN;
+		INSERT INTO checking_sink VALUES " . join(',', @rows) . ";
+		INSERT INTO savings_sink VALUES " . join(',', @saved) . ";
+		$close
+		COMMIT;
+		SELECT count(*) FROM paimon_sink.prepare_commit('bank', '$bank', $n, 0,
+		  '{\"offset\": $n}');");
+	is($ret, 0, "the bank job writes and prepares transfer $n") or diag($err);
+}
+
+# totals(): accounts in each table, and whether every account's two balances add up to 100
+sub totals
+{
+	return sql(q{SELECT (SELECT count(*) FROM checking) || ' ' || (SELECT count(*) FROM savings)
+		|| ' ' || bool_and(c.balance + s.balance = 100)
+		FROM checking c JOIN savings s USING (id)});
+}
+
+is(totals(), '4 4 true', 'before any transfer');
+transfer(1);
+is(sql("SELECT count(*) FROM paimon_sink.commit('bank', '$bank', 1)"), '2',
+	'the first transfer commits on both upsert members');
+is(totals(), '4 4 true', 'every balance adds up');
+is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+	'90 10', 'the update of each table is applied');
+transfer(2);
+sql("SELECT paimon_sink.inject_fault('committer_between_group_members', 'kill')");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('bank', '$bank', 2)");
+isnt($ret, 0, 'the committer is killed between the upsert members\' applies');
+ok(writers_ready($node, 'postgres'), 'back after the crash-restart');
+is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+	'90 10', 'neither table has transfer 2');
+transfer(3);
+is(sql("SELECT count(*) FROM paimon_sink.commit('bank', '$bank', 3)"), '4',
+	'commit(3) commits transfers 2 and 3 on both members, a snapshot each');
+is(totals(), '3 3 true', 'every balance adds up, the closed account gone from both');
+is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+	'70 30', 'each transfer applied once');
+is(sql("SELECT checkpoint_id || ' ' || properties::text FROM paimon_sink.last_commit('bank', '$bank')"),
+	'3 {"offset": 3}', 'the group\'s properties are transfer 3\'s');
 
 $node->stop;
 done_testing();
