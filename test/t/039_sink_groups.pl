@@ -74,6 +74,18 @@ sub state
 		= (SELECT coalesce(sum(amount), 0) FROM order_lines))});
 }
 
+# crash_commit(point, action, group, commit user, n, what): commit(n) of
+# the group with the fault point armed to crash the committer or the
+# cluster; the server is back (crash-restarted) when it returns
+sub crash_commit
+{
+	my ($point, $action, $group, $user, $n, $what) = @_;
+	sql("SELECT paimon_sink.inject_fault('$point', '$action')");
+	my ($ret) = try_sql($node, "SELECT * FROM paimon_sink.commit('$group', '$user', $n)");
+	isnt($ret, 0, $what);
+	ok(writers_ready($node, 'postgres'), "back after the crash-restart ($what)");
+}
+
 # --- checkpoint 1: both members commit in one call, one snapshot each
 write_checkpoint(1);
 prepare(1);
@@ -107,10 +119,8 @@ is(sql("SELECT paimon_sink.last_committed_checkpoint('orders_sink', '$job') || '
 	paimon_sink.last_committed_checkpoint('lines_sink', '$job')"), '1 1', 'neither mark moved');
 
 # --- killed between the members' loads: the cluster restarts, nothing of either member is there
-sql("SELECT paimon_sink.inject_fault('committer_between_group_members', 'kill')");
-($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('shop', '$job', 2)");
-isnt($ret, 0, 'the committer is killed between the members\' loads');
-ok(writers_ready($node, 'postgres'), 'back after the crash-restart');
+crash_commit('committer_between_group_members', 'kill', 'shop', $job, 2,
+	'the committer is killed between the members\' loads');
 is(state(), '3 6 true', 'after the restart nothing of checkpoint 2 is visible');
 is(sql("SELECT count(*) FROM paimon_sink.in_doubt"), '0', 'and nothing is in doubt');
 is(sql("SELECT string_agg(row_count || ' ' || newly_committed, ',')
@@ -138,10 +148,8 @@ is(state(), '9 18 true', 'once released, both are visible');
 # --- a crash after PREPARE: recovery commits the group's transaction, both members once
 write_checkpoint(4);
 prepare(4);
-sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
-($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('shop', '$job', 4)");
-isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(writers_ready($node, 'postgres'), 'back after the crash');
+crash_commit('committer_after_prepare', 'panic', 'shop', $job, 4,
+	'the cluster crashes between PREPARE and COMMIT PREPARED');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 	'recovery committed the group\'s prepared transaction');
@@ -224,25 +232,30 @@ sub totals
 		FROM checking c JOIN savings s USING (id)});
 }
 
+# account_1(): account 1's balances in checking and savings
+sub account_1
+{
+	return sql('SELECT (SELECT balance FROM checking WHERE id = 1) || \' \' ||
+		(SELECT balance FROM savings WHERE id = 1)');
+}
+
 is(totals(), '4 4 true', 'before any transfer');
 transfer(1);
 is(sql("SELECT count(*) FROM paimon_sink.commit('bank', '$bank', 1)"), '2',
 	'the first transfer commits on both upsert members');
 is(totals(), '4 4 true', 'every balance adds up');
-is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+is(account_1(),
 	'90 10', 'the update of each table is applied');
 transfer(2);
-sql("SELECT paimon_sink.inject_fault('committer_between_group_members', 'kill')");
-($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('bank', '$bank', 2)");
-isnt($ret, 0, 'the committer is killed between the upsert members\' applies');
-ok(writers_ready($node, 'postgres'), 'back after the crash-restart');
-is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+crash_commit('committer_between_group_members', 'kill', 'bank', $bank, 2,
+	'the committer is killed between the upsert members\' applies');
+is(account_1(),
 	'90 10', 'neither table has transfer 2');
 transfer(3);
 is(sql("SELECT count(*) FROM paimon_sink.commit('bank', '$bank', 3)"), '4',
 	'commit(3) commits transfers 2 and 3 on both members, a snapshot each');
 is(totals(), '3 3 true', 'every balance adds up, the closed account gone from both');
-is(sql('SELECT balance FROM checking WHERE id = 1') . ' ' . sql('SELECT balance FROM savings WHERE id = 1'),
+is(account_1(),
 	'70 30', 'each transfer applied once');
 is(sql("SELECT checkpoint_id || ' ' || properties::text FROM paimon_sink.last_commit('bank', '$bank')"),
 	'3 {"offset": 3}', 'the group\'s properties are transfer 3\'s');
