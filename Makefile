@@ -15,6 +15,7 @@ OBJS = \
 	src/prepare.o \
 	src/commit.o \
 	src/commit_parallel.o \
+	src/commit_group.o \
 	src/loader.o \
 	src/load.o \
 	src/barrier.o \
@@ -35,8 +36,10 @@ OBJS = \
 	src/metadata_maintenance.o \
 	src/metadata_overwrite.o \
 	src/metadata_properties.o \
+	src/metadata_group.o \
 	src/statement.o \
 	src/sink_ddl.o \
+	src/sink_group.o \
 	src/api.o \
 	src/restart.o \
 	src/status.o \
@@ -65,7 +68,7 @@ SHLIB_LINK = -luuid
 
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
-REGRESS = setup append errors upsert retract upgrade wal properties overwrite
+REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

@@ -501,3 +501,93 @@ CREATE FUNCTION paimon_sink.create_sink(
 REVOKE ALL ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean) IS
 $$Registers a sink writing into target (a table the caller may INSERT into), creates its foreign table (named sink_name, in the target's schema, owned by the caller) and its own commit user (a UUID); returns (sink_name text, foreign_table regclass, commit_user text). mode 'append' loads rows as they are; mode 'upsert' (Paimon's primary-key table with the deduplicate merge engine) needs a primary key on target (recorded: a commit refuses another) and the SELECT, UPDATE and DELETE rights too: its foreign table has one more text column, row_kind_column, taking +I or +U (upsert; also NULL), -U (update before) or -D (delete); -U and -D are retractions: one whose statement names every non-key column and that has a non-key value (or a target of key columns only) retracts that row version (the newest earlier version of the checkpoint equal to it, NULLs matching NULLs, else the target's row if equal; nothing when none is: Flink's SinkUpsertMaterializer), any other deletes its key; each checkpoint applies per key the latest version that is not retracted (Paimon's deduplicate merge engine); partial_update (upsert only) makes a NULL column keep the target's value (Paimon's partial-update merge engine); its -U rows are ignored and its -D rows delete the key. ignore_update_before (upsert only; NULL: true with partial_update, else false) drops -U rows as they are written; ignore_delete (upsert only, default false) drops -D and -U rows (Paimon's ignore-update-before and ignore-delete). mode 'overwrite' (Paimon's INSERT OVERWRITE) loads rows as 'append' does, but each commit user (one job: restart_job() and recover() keep it, a new commit user is a new job) replaces the target once, in its first commit (empty or not: an empty job that ends its input empties the target, its snapshot recorded with commit_kind OVERWRITE), with a DELETE of the target's rows in the prepared transaction that loads the job's first rows, so that readers see the old rows until it commits; the commit user's state records it (commit_user_state.overwrite_checkpoint), so retries, restores and a crash after the PREPARE never replace twice. It needs the DELETE right too. dynamic_partition_overwrite (overwrite only, partitioned target only; Paimon's dynamic-partition-overwrite) replaces instead only the leaf partitions that receive rows, each the first time a commit of the commit user brings it rows (commit_user_state.overwritten_partitions); a commit without rows changes nothing. buckets (1-1024) and bucket_key (column names; for upsert, primary key columns, by default all of them) route rows to writers by a hash of their values; checkpoint_interval (positive; NULL takes paimon_sink.checkpoint_interval, whose 0 means none) makes the committer checkpoint the sink's own commit user that often, skipping empty intervals. on_error says what a commit does with a row the target refuses (a constraint, an index, a trigger): 'stop' (the default: the commit fails, nothing applied, its error naming the row's key, the constraint or index and the checkpoint; reject_failing_rows() goes on) or 'reject' (the row goes into paimon_sink.rejected_row, view rejects, committed in the same prepared transaction as the checkpoint's other rows; Kafka Connect's dead-letter queue). Privileges: EXECUTE is revoked from PUBLIC (a superuser grants it: GRANT EXECUTE ON FUNCTION paimon_sink.create_sink TO role); the caller is the sink's owner, whose rights its commits use. Errors: 22023 bad name, mode, buckets, row_kind_column, on_error, ignore_update_before false with partial_update, an upsert option on an append sink, a bucket key outside the primary key, or dynamic_partition_overwrite without mode 'overwrite' or on a target that is not partitioned; 42P16 upsert target without a primary key; 0A000 upsert target with a deferrable primary key or rules, or a bucket key type without a hash function when buckets > 1; 42809 target not a table; 42501 no INSERT (upsert: also SELECT, UPDATE, DELETE; overwrite: also DELETE) right on target, no CREATE right on its schema or no USAGE on the server paimon_sink, each with the GRANT to run in its hint; 42703 unknown bucket key column; 42701 row_kind_column names a target column; 42710 sink exists; 55000 max_prepared_transactions = 0 or library not preloaded; 53400 the worker budget (max_worker_processes) has no room for this database's committer and writers, the detail giving its arithmetic (a WARNING with 53400 when the room comes once databases that dropped the extension let their workers go). Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+-- Sink groups (issue 18): one commit user's checkpoint N across several
+-- sinks, committed in one prepared transaction, so that a job replicating
+-- a whole database keeps foreign keys and cross-table totals consistent at
+-- every checkpoint.  Paimon, Iceberg and the XA sinks commit table by
+-- table; a group is what Kafka's transactions give a producer writing
+-- several topics.  Group and sink names share one namespace.
+CREATE TABLE paimon_sink.sink_group (
+	group_id serial PRIMARY KEY,
+	group_name text NOT NULL UNIQUE,
+	owner_role regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE paimon_sink.sink_group IS
+	'One row per sink group: its name (never a sink''s), the role that created it, and when.';
+CREATE TABLE paimon_sink.sink_group_member (
+	group_id integer NOT NULL REFERENCES paimon_sink.sink_group ON DELETE CASCADE,
+	member_position integer NOT NULL CHECK (member_position OPERATOR(pg_catalog.>=) 1),
+	-- a sink belongs to at most one group; drop_sink refuses a member
+	sink_id integer NOT NULL UNIQUE REFERENCES paimon_sink.sink_definition,
+	PRIMARY KEY (group_id, member_position)
+);
+COMMENT ON TABLE paimon_sink.sink_group_member IS
+	'The member sinks of each group, in the order create_sink_group() was given them (member_position 1 is the first member: the group''s properties and gids are recorded under it).';
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_group_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_group_member', '');
+GRANT SELECT ON paimon_sink.sink_group, paimon_sink.sink_group_member TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.create_sink_group(group_name text, sinks text[])
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_create_sink_group' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.create_sink_group(text, text[]) IS
+$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22004 a NULL name, sinks or element; 22023 bad name, empty sinks or a sink named twice; 0A000 an overwrite sink (a group's commit skips a member's empty checkpoints, which an overwrite job's first may be); 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.create_sink_group(text, text[]) TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.drop_sink_group(group_name text)
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink_group' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.drop_sink_group(text) IS
+$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 22004 NULL name; 42704 unknown group; 42501 not the group's creator or a member of that role. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink_group(text) TO PUBLIC;
+
+CREATE VIEW paimon_sink.sink_groups AS
+	SELECT g.group_name, g.owner_role AS owner,
+		pg_catalog.array_agg(s.sink_name ORDER BY m.member_position) AS sinks, g.created_at
+	FROM paimon_sink.sink_group g
+	JOIN paimon_sink.sink_group_member m USING (group_id)
+	JOIN paimon_sink.sink_definition s USING (sink_id)
+	GROUP BY g.group_id, g.group_name, g.owner_role, g.created_at;
+COMMENT ON VIEW paimon_sink.sink_groups IS
+	'Sink groups: name, creator, member sinks in their order (the first records the group''s properties), created_at.';
+GRANT SELECT ON paimon_sink.sink_groups TO PUBLIC;
+
+-- The functions that take a group's name for sink_name say so.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+BEGIN
+	FOR f IN SELECT pg_catalog.unnest(ARRAY[
+		'paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)',
+		'paimon_sink.commit(text, text, bigint)',
+		'paimon_sink.recover(text, text, bigint, text)',
+		'paimon_sink.restart_job(text, text, integer, integer, bigint)',
+		'paimon_sink.last_commit(text, text)',
+		'paimon_sink.last_committed_checkpoint(text, text)',
+		'paimon_sink.end_input(text, text)']::pg_catalog.regprocedure[])
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
+			' Sink groups: sink_name may name a group (create_sink_group()); the call then serves every member sink for the commit user, the caller owning each: prepare_commit prepares each member in the group''s order (the properties recorded once, with the first member) and returns their rows one member after another; commit commits every member''s prepared checkpoints up to the id in ONE prepared transaction and returns the snapshots member by member in the group''s order (a snapshot_id is its sink''s: the snapshots view names the sink); recover and restart_job restore every member together (the commit user fenced on each); last_commit and last_committed_checkpoint answer for the group (its first member); end_input ends every member''s input in one commit. checkpoint() takes no group (42809).');
+	END LOOP;
+END
+$$;
+
+-- create_sink and drop_sink meet groups too.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+	note text;
+BEGIN
+	FOR f, note IN SELECT * FROM (VALUES
+		('paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean)'::pg_catalog.regprocedure,
+		 ' Sink groups: sink and group names share one namespace, so a group''s name is refused too (42710).'),
+		('paimon_sink.drop_sink(text, boolean)'::pg_catalog.regprocedure,
+		 ' Sink groups: a member of a group is refused (2BP01) until drop_sink_group() has forgotten the group.')) v
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) note);
+	END LOOP;
+END
+$$;

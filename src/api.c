@@ -31,9 +31,9 @@
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
+#include "sink_group.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
@@ -49,34 +49,59 @@ PG_FUNCTION_INFO_V1(paimon_sink_discard_missing_files);
 
 /*
  * start_request starts a request to the committer for a sink the caller
- * owns, after the checks every state-changing call shares.
+ * owns, after the checks every state-changing call shares.  When members
+ * is not NULL, the name may be a sink group's (sink_group.c): the request
+ * is then the group's (its first member's sink id and the group's id),
+ * *members gets the member sinks (SinkInfo *, in the group's order; a list
+ * of the one sink otherwise), and the commit user must be given (a group
+ * has none of its own).  Other calls refuse a group's name with
+ * ERRCODE_WRONG_OBJECT_TYPE.
  */
 static SinkInfo *
 start_request(FunctionCallInfo fcinfo, CommitterRequest *request, int kind, const char *action,
-			  const char *function)
+			  const char *function, List **members)
 {
-	SinkInfo *sink = sql_owned_sink(fcinfo, action);
+	int32 group_id;
+	List *sinks = sink_group_owned_sinks(fcinfo, action, &group_id);
+	SinkInfo *sink = linitial(sinks);
 
+	if (group_id != 0 && members == NULL)
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						errmsg("%s does not take a sink group", function),
+						errdetail("\"%s\" names a sink group.", sql_text_argument(fcinfo, 0)),
+						errhint("Call it for each member sink.")));
+	if (group_id != 0 && PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the commit user of a sink group must not be NULL"),
+						errdetail("A sink group has no commit user of its own."),
+						errhint("Pass the job's commit user.")));
 	sql_refuse_transaction_block(function);
 	sql_require_prepared_transactions();
 	memset(request, 0, sizeof(*request));
 	request->kind = kind;
 	request->sink_id = sink->sink_id;
+	request->group_id = group_id;
 	request->writer_id = -1;
+	if (members != NULL)
+		*members = sinks;
 	return sink;
 }
 
 /*
- * checkpoint_argument returns a checkpoint id argument, which must not be
- * NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED).
+ * return_snapshots returns the snapshots of a commit request's sinks (one,
+ * or a group's members, one after another in the group's order: the
+ * members commit together, so the first member's marks before and after
+ * bound each member's), in commit()'s shape; also: as
+ * metadata_return_snapshots.
  */
-static int64
-checkpoint_argument(FunctionCallInfo fcinfo, int index)
+static void
+return_snapshots(FunctionCallInfo fcinfo, List *sinks, const CommitterRequest *request, int64 also)
 {
-	if (PG_ARGISNULL(index))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("checkpoint id must not be NULL")));
-	return PG_GETARG_INT64(index);
+	ListCell *lc;
+
+	foreach (lc, sinks)
+		metadata_return_snapshots(fcinfo, ((SinkInfo *) lfirst(lc))->sink_id, request->commit_user,
+								  request->previous_last_committed, request->last_committed, also);
 }
 
 /* submit submits a request to this database's committer and waits for it. */
@@ -86,32 +111,6 @@ submit(CommitterRequest *request)
 	int database_index = handoff_database_index(true);
 
 	committer_submit(database_index, request);
-}
-
-/*
- * properties_argument checks a prepare's properties (a jsonb object) and
- * writes their text, with its NUL, into buffer
- * (PAIMON_SINK_PROPERTIES_SIZE bytes).  Raises
- * ERRCODE_INVALID_PARAMETER_VALUE for another jsonb than an object and
- * ERRCODE_PROGRAM_LIMIT_EXCEEDED for one too long.
- */
-static void
-properties_argument(Jsonb *properties, char *buffer)
-{
-	char *text;
-
-	if (!JB_ROOT_IS_OBJECT(properties) || JB_ROOT_IS_SCALAR(properties))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("checkpoint properties must be a jsonb object"),
-						errhint("Pass an object such as '{\"offset-0\": 42}', or NULL for none.")));
-	text = JsonbToCString(NULL, &properties->root, VARSIZE(properties));
-	if (strlen(text) >= PAIMON_SINK_PROPERTIES_SIZE)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("checkpoint properties of %zu bytes are too long", strlen(text)),
-						errdetail("A prepare's properties take at most %d bytes as text.",
-								  PAIMON_SINK_PROPERTIES_SIZE - 1),
-						errhint("Keep source positions in the properties, not data.")));
-	strlcpy(buffer, text, PAIMON_SINK_PROPERTIES_SIZE);
 }
 
 /*
@@ -136,12 +135,14 @@ Datum
 paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
-	SinkInfo *sink =
-		start_request(fcinfo, &request, REQUEST_PREPARE, "prepare", "paimon_sink.prepare_commit()");
+	List *members;
+	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_PREPARE, "prepare",
+								   "paimon_sink.prepare_commit()", &members);
+	ListCell *lc;
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
-	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
 	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
 	if (!PG_ARGISNULL(3) && request.writer_id < 0)
 		ereport(ERROR,
@@ -150,14 +151,23 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 	/* 0.1's four-argument declaration calls the same symbol */
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
 	{
-		properties_argument(PG_GETARG_JSONB_P(4), request.properties);
+		sql_properties_argument(PG_GETARG_JSONB_P(4), request.properties);
 		/* fenced as the session's rows are: a zombie's positions never replace the job's */
 		request.fence_epoch = fdw_session_fence_epoch(sink, request.commit_user);
 	}
-	submit(&request);
+	/* a group's members one after another, its properties recorded with the first */
+	foreach (lc, members)
+	{
+		request.sink_id = ((SinkInfo *) lfirst(lc))->sink_id;
+		request.group_id = 0;
+		submit(&request);
+		request.properties[0] = '\0';
+		request.fence_epoch = 0;
+	}
 
-	metadata_return_committables(fcinfo, sink->sink_id, request.commit_user, request.checkpoint_id,
-								 request.writer_id);
+	foreach (lc, members)
+		metadata_return_committables(fcinfo, ((SinkInfo *) lfirst(lc))->sink_id,
+									 request.commit_user, request.checkpoint_id, request.writer_id);
 	return (Datum) 0;
 }
 
@@ -177,16 +187,15 @@ Datum
 paimon_sink_commit(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
+	List *members;
 	SinkInfo *sink =
-		start_request(fcinfo, &request, REQUEST_COMMIT, "commit", "paimon_sink.commit()");
+		start_request(fcinfo, &request, REQUEST_COMMIT, "commit", "paimon_sink.commit()", &members);
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
-	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
 	submit(&request);
-	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
-							  request.previous_last_committed, request.last_committed,
-							  request.checkpoint_id);
+	return_snapshots(fcinfo, members, &request, request.checkpoint_id);
 	return (Datum) 0;
 }
 
@@ -207,9 +216,9 @@ paimon_sink_reject_failing_rows(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "move the refused rows of",
-								   "paimon_sink.reject_failing_rows()");
+								   "paimon_sink.reject_failing_rows()", NULL);
 
-	request.checkpoint_id = checkpoint_argument(fcinfo, 1);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 1);
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 2, sink),
 			sizeof(request.commit_user));
 	request.reject_rows = true;
@@ -230,7 +239,7 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_CHECKPOINT, "checkpoint",
-								   "paimon_sink.checkpoint()");
+								   "paimon_sink.checkpoint()", NULL);
 
 	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
 	submit(&request);
@@ -282,8 +291,9 @@ Datum
 paimon_sink_recover(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
-	SinkInfo *sink =
-		start_request(fcinfo, &request, REQUEST_RECOVER, "recover", "paimon_sink.recover()");
+	List *members;
+	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_RECOVER, "recover",
+								   "paimon_sink.recover()", &members);
 	char *mode = PG_ARGISNULL(3) ? "restore" : sql_text_argument(fcinfo, 3);
 	TupleDesc desc;
 	Datum values[4];
@@ -303,7 +313,7 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 					   "transactions."),
 			 errhint(
 				 "recover() is for jobs with their own commit user (paimon_sink.commit_user).")));
-	request.checkpoint_id = checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
 	if (strcmp(mode, "restore") == 0)
 		request.mode = RECOVER_RESTORE;
 	else if (strcmp(mode, "restore_and_fail") == 0)
@@ -336,15 +346,14 @@ Datum
 paimon_sink_end_input(PG_FUNCTION_ARGS)
 {
 	CommitterRequest request;
+	List *members;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_END_INPUT, "end the input of",
-								   "paimon_sink.end_input()");
+								   "paimon_sink.end_input()", &members);
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	submit(&request);
-	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
-							  request.previous_last_committed, request.last_committed,
-							  PAIMON_SINK_END_INPUT_CHECKPOINT);
+	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT);
 	return (Datum) 0;
 }
 
@@ -401,7 +410,7 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 	Interval *older_than = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 
 	(void) start_request(fcinfo, &request, REQUEST_REMOVE_ORPHANS, "remove orphan files of",
-						 "paimon_sink.remove_orphan_files()");
+						 "paimon_sink.remove_orphan_files()", NULL);
 	if (older_than == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("older_than must not be NULL")));
@@ -436,7 +445,7 @@ paimon_sink_discard_missing_files(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink =
 		start_request(fcinfo, &request, REQUEST_DISCARD_MISSING, "discard missing files of",
-					  "paimon_sink.discard_missing_files()");
+					  "paimon_sink.discard_missing_files()", NULL);
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));

@@ -28,6 +28,7 @@
 #include "commands/trigger.h"
 #include "commit.h"
 #include "commit_parallel.h"
+#include "commit_steps.h"
 #include "executor/spi.h"
 #include "fault.h"
 #include "load.h"
@@ -105,23 +106,10 @@ static MemoryContext resuming_context = NULL;
 static bool suspend_allowed = false;
 
 /*
- * What a commit's errors say about where they come from.  The target's
- * name is looked up before the commit starts: a context callback runs
- * while an error is being raised, where no catalog may be read.
- */
-typedef struct CommitContext
-{
-	const char *sink;
-	const char *commit_user;
-	int64 checkpoint_id;
-	const char *target; /* schema-qualified, quoted where needed */
-} CommitContext;
-
-/*
  * commit_error_context names the checkpoint being committed (sink,
  * checkpoint, commit user, target table) in an error's context.
  */
-static void
+void
 commit_error_context(void *arg)
 {
 	CommitContext *context = arg;
@@ -297,7 +285,7 @@ missing_files_hint(const SinkInfo *sink, const char *commit_user)
  * bytes added up (*file_bytes: the files' sizes, which the loaders split);
  * an error when a file is missing (nothing is applied).
  */
-static List *
+List *
 read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					  int64 *rows, int64 *bytes, int64 *file_bytes)
 {
@@ -341,7 +329,7 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
  * the load keeps its own SQLSTATE and fields (a unique violation names
  * the constraint and the table) on its way to the requester.
  */
-static uint64
+uint64
 load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files,
 				int64 rows, UpsertCounts *changes, const char **commit_kind)
 {
@@ -382,7 +370,7 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
  * the committables marked with it and the commit user's mark raised, in
  * the transaction about to be prepared; returns the snapshot id.
  */
-static int64
+int64
 record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
 				int files, int64 bytes, TimestampTz start, const char *commit_kind)
 {
@@ -412,7 +400,7 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * of the checkpoint's files (files, LoadFile *), without a flush of their
  * own (see removal_pending).
  */
-static void
+void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					   List *files, ErrorContextCallback *callback, bool parallel)
 {
@@ -468,7 +456,7 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
  * log_commit is the last step: the commit in the server log, in the
  * request's tally, and its files kept for commit_remove_files.
  */
-static void
+void
 log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
 		   uint64 loaded, List *files, int64 bytes, const UpsertCounts *changes, TimestampTz start,
 		   int loaders)
@@ -504,16 +492,12 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 }
 
 /*
- * begin_commit starts the transaction block a checkpoint commits in, with
- * SPI connected, a snapshot, and callback (naming the checkpoint, in
- * *context) on the error context stack; returns the sink.
+ * begin_block starts the transaction block checkpoints commit in, with SPI
+ * connected and a snapshot.
  */
-static SinkInfo *
-begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitContext *context,
-			 ErrorContextCallback *callback)
+void
+begin_block(void)
 {
-	SinkInfo *sink;
-
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	BeginTransactionBlock();
@@ -521,6 +505,18 @@ begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
+ * enter_checkpoint puts callback (naming the checkpoint, in *context) on
+ * the error context stack of the open block and checks that the
+ * checkpoint is not committed yet; returns the sink.
+ */
+SinkInfo *
+enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+				 CommitContext *context, ErrorContextCallback *callback)
+{
+	SinkInfo *sink;
 
 	/* SPI calls return to SPI's context; what outlives SPI_finish goes to CommitterContext */
 	sink = work_require_sink(sink_id);
@@ -535,6 +531,19 @@ begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
 	return sink;
+}
+
+/*
+ * begin_commit starts the transaction block a checkpoint commits in, with
+ * SPI connected, a snapshot, and callback (naming the checkpoint, in
+ * *context) on the error context stack; returns the sink.
+ */
+static SinkInfo *
+begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitContext *context,
+			 ErrorContextCallback *callback)
+{
+	begin_block();
+	return enter_checkpoint(sink_id, commit_user, checkpoint_id, context, callback);
 }
 
 /*

@@ -27,4 +27,12 @@ extern const char *commit_failure_hint(int sqlerrcode);
 extern void commit_remove_files(void);
 extern void commit_finish_removals(void);
 
+/* in commit_group.c: a sink group's checkpoints, committed as one */
+extern List *commit_group_members(int32 group_id);
+extern void commit_group_up_to(int32 group_id, const char *commit_user, int64 checkpoint_id,
+							   CommitterRequest *request);
+extern void commit_group_end_input(int32 group_id, const char *commit_user,
+								   CommitterRequest *request);
+extern bool commit_group_defers(const CommitterRequest *request);
+
 #endif /* PAIMON_SINK_COMMIT_H */

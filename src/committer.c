@@ -810,7 +810,7 @@ paimon_sink_committer_main(Datum main_arg)
 		if (ready && request_next(CommitterDatabase, request, &slot, &riders))
 		{
 			/* one that could wait for the shares in flight waits for them */
-			if (commit_parallel_defers(request->sink_id))
+			if (commit_group_defers(request))
 				request_defer(CommitterDatabase, slot, riders, request->sink_id);
 			else
 				serve_request(request, slot, riders);

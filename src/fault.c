@@ -42,6 +42,8 @@ const char *const fault_point_names[] = {
 									 * collected */
 	"committer_before_prepare",		   /* checkpoint loaded, before PREPARE
 								 * TRANSACTION */
+	"committer_between_group_members", /* a sink group: a member loaded, the next
+										 * not yet */
 	"committer_after_prepare",		   /* after PREPARE TRANSACTION, before COMMIT
 								 * PREPARED */
 	"committer_after_removal_records", /* after COMMIT PREPARED, the files'

@@ -102,6 +102,15 @@ typedef struct OverwriteState
 	List *partitions;	 /* dynamic_partition_overwrite: leaf partitions replaced, Oid */
 } OverwriteState;
 
+/* A sink group (metadata_group.c): sinks whose checkpoints commit as one. */
+typedef struct SinkGroup
+{
+	int32 group_id;
+	char *name;
+	Oid owner;	   /* the role that created it */
+	List *members; /* sink ids (an integer List), in the group's order */
+} SinkGroup;
+
 /* What a checkpoint named by a prepared transaction's gid is now. */
 typedef struct CheckpointState
 {
@@ -224,6 +233,13 @@ extern void metadata_record_properties(int32 sink_id, const char *commit_user, i
 extern void metadata_discard_properties_after(int32 sink_id, const char *commit_user,
 											  int64 restored);
 extern bool metadata_last_commit(int32 sink_id, const char *commit_user, LastCommit *last);
+
+/* in metadata_group.c: sink groups */
+extern SinkGroup *metadata_group_by_name(const char *name);
+extern List *metadata_group_members(int32 group_id);
+extern char *metadata_group_of_sink(int32 sink_id);
+extern int32 metadata_insert_group(const char *name, Oid owner, List *members);
+extern void metadata_drop_group(int32 group_id);
 
 /* result sets of SQL functions, read under the latest snapshot */
 extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,

@@ -474,33 +474,21 @@ recovery_remove_dropped_sinks(void)
 }
 
 /*
- * recovery_restore serves recover(): a job restores from checkpoint "restored".  Its in-doubt
- * transactions are already finished (every request starts so); its prepared
- * checkpoints up to "restored" are committed (Paimon's filter-and-commit);
- * what it staged or prepared after "restored" is discarded, since its source
- * replays it (and the properties it gave them).  A restore below the last
- * committed checkpoint is refused: the replay would commit rows a second
- * time.  A negative "restored" (restart_job() without one) restores to the
- * last committed checkpoint as the committer finds it, so that a commit of
- * the failed attempt still queued before it cannot make the restore stale.
+ * restore_fence begins the restore of a commit user of a sink to
+ * checkpoint "restored" (negative: its last committed one, which it
+ * returns): a stale restore is refused, then the failed attempt is fenced.
  */
-void
-recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
-				 CommitterRequest *request)
+static int64
+restore_fence(int32 sink_id, const char *commit_user, int64 restored)
 {
 	int64 last_committed;
-	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
-	List *records;
-	List *paths = NIL;
-	ListCell *lc;
-	SinkInfo *sink;
 
 	work_begin();
-	sink = work_require_sink(sink_id);
+	(void) work_require_sink(sink_id);
 	last_committed = metadata_commit_user_marks(sink_id, commit_user, true).last_committed;
 	/* restart_job() without a checkpoint of its own: where the commit user stands now */
 	if (restored < 0)
-		restored = request->checkpoint_id = last_committed;
+		restored = last_committed;
 	if (restored < last_committed)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("stale restore: checkpoint %lld is below the last committed "
@@ -521,12 +509,30 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	 */
 	metadata_move_marks(MARK_NEW_FENCE_EPOCH, sink_id, commit_user, 0);
 	work_end();
+	return restored;
+}
 
-	commit_up_to(sink_id, commit_user, restored, request);
+/*
+ * restore_discard ends the restore of a commit user of a sink, once its
+ * checkpoints up to "restored" are committed: what it staged or prepared
+ * after "restored" is discarded, counted into the request's
+ * discarded_checkpoints and discarded_files.
+ */
+static void
+restore_discard(int32 sink_id, const char *commit_user, int64 restored, CommitterRequest *request)
+{
+	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
+	List *records;
+	List *paths = NIL;
+	ListCell *lc;
+	SinkInfo *sink;
+
+	work_begin();
+	sink = work_require_sink(sink_id);
+	work_end();
 
 	/* the writers drop what the job staged since */
 	records = barrier_run(sink, commit_user, -1, BARRIER_DISCARD, 0, seqs);
-	request->discarded_files = 0;
 	foreach (lc, records)
 	{
 		CommittableRecord *record = lfirst(lc);
@@ -543,7 +549,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 	}
 
 	work_begin();
-	request->discarded_checkpoints = metadata_count_pending_after(sink_id, commit_user, restored);
+	request->discarded_checkpoints += metadata_count_pending_after(sink_id, commit_user, restored);
 	{
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);
 
@@ -582,7 +588,15 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 					"committed up to %lld, discarded %d checkpoints and %d files",
 					commit_user, sink_id, (long long) restored, (long long) request->last_committed,
 					request->discarded_checkpoints, request->discarded_files)));
+}
 
+/*
+ * restore_end fails a restore in mode restore_and_fail once it committed
+ * checkpoints, so that the job restarts (Paimon's behaviour).
+ */
+static void
+restore_end(const char *commit_user, int mode, const CommitterRequest *request)
+{
 	if (mode == RECOVER_RESTORE_AND_FAIL &&
 		request->last_committed > request->previous_last_committed)
 		ereport(
@@ -596,4 +610,51 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 				 "This error is intended (mode restore_and_fail): the commits are done, and the "
 				 "job restarts from them, as Paimon's committer does after a filter-and-commit."),
 			 errhint("Restart the job; the next recover() finds nothing to commit.")));
+}
+
+/*
+ * recovery_restore serves recover(): a job restores from checkpoint "restored".  Its in-doubt
+ * transactions are already finished (every request starts so); its prepared
+ * checkpoints up to "restored" are committed (Paimon's filter-and-commit);
+ * what it staged or prepared after "restored" is discarded, since its source
+ * replays it (and the properties it gave them).  A restore below the last
+ * committed checkpoint is refused: the replay would commit rows a second
+ * time.  A negative "restored" (restart_job() without one) restores to the
+ * last committed checkpoint as the committer finds it, so that a commit of
+ * the failed attempt still queued before it cannot make the restore stale.
+ */
+void
+recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
+				 CommitterRequest *request)
+{
+	restored = request->checkpoint_id = restore_fence(sink_id, commit_user, restored);
+	commit_up_to(sink_id, commit_user, restored, request);
+	request->discarded_checkpoints = request->discarded_files = 0;
+	restore_discard(sink_id, commit_user, restored, request);
+	restore_end(commit_user, mode, request);
+}
+
+/*
+ * recovery_restore_group serves recover() of a sink group: every member's
+ * commit user is fenced and checked as recovery_restore does (a negative
+ * "restored" is the first member's last committed checkpoint), their
+ * prepared checkpoints up to "restored" are committed together, in one
+ * prepared transaction (commit_group_up_to), and then what each staged or
+ * prepared after it is discarded.
+ */
+void
+recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, int mode,
+					   CommitterRequest *request)
+{
+	List *members = commit_group_members(group_id);
+	ListCell *lc;
+
+	foreach (lc, members)
+		restored = restore_fence(lfirst_int(lc), commit_user, restored);
+	request->checkpoint_id = restored;
+	commit_group_up_to(group_id, commit_user, restored, request);
+	request->discarded_checkpoints = request->discarded_files = 0;
+	foreach (lc, members)
+		restore_discard(lfirst_int(lc), commit_user, restored, request);
+	restore_end(commit_user, mode, request);
 }

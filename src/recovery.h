@@ -36,6 +36,8 @@ extern bool RecoveryInDoubtPossible;
 extern int recovery_finish_in_doubt(bool catalog_ready);
 extern void recovery_remove_committed_files(void);
 extern void recovery_remove_dropped_sinks(void);
+extern void recovery_restore_group(int32 group_id, const char *commit_user, int64 restored,
+								   int mode, CommitterRequest *request);
 extern void recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
 							 CommitterRequest *request);
 

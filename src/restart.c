@@ -37,6 +37,7 @@
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "request.h"
+#include "sink_group.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -85,7 +86,8 @@ paimon_sink_last_commit(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						errmsg("the sink name must not be NULL")));
-	sink = catalog_require_sink(sql_text_argument(fcinfo, 0));
+	/* a sink group's last commit is its first member's: the members commit together */
+	sink = sink_group_first_sink(fcinfo);
 	InitMaterializedSRF(fcinfo, 0);
 	if (!metadata_last_commit(sink->sink_id, sql_commit_user_argument(fcinfo, 1, sink), &last))
 		return (Datum) 0;
@@ -134,7 +136,9 @@ join_commit_user(const char *commit_user, int32 writer_id)
 Datum
 paimon_sink_restart_job(PG_FUNCTION_ARGS)
 {
-	SinkInfo *sink = sql_owned_sink(fcinfo, "restart a job of");
+	int32 group_id;
+	/* a sink group restores every member together; it answers with its first member's commit */
+	SinkInfo *sink = linitial(sink_group_owned_sinks(fcinfo, "restart a job of", &group_id));
 	CommitterRequest *request = palloc0(sizeof(CommitterRequest));
 	int32 writer_id = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
 	int32 timeout_ms = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
@@ -180,6 +184,7 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 
 	request->kind = REQUEST_RECOVER;
 	request->sink_id = sink->sink_id;
+	request->group_id = group_id;
 	request->writer_id = -1;
 	request->mode = RECOVER_RESTORE;
 	request->checkpoint_id = PG_ARGISNULL(4) ? -1 : PG_GETARG_INT64(4);

@@ -83,18 +83,29 @@ run(CommitterRequest *outcome, bool resume)
 					outcome->fence_epoch, true, outcome);
 				break;
 			case REQUEST_COMMIT:
-				commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
-							 outcome);
+				if (outcome->group_id != 0)
+					commit_group_up_to(outcome->group_id, outcome->commit_user,
+									   outcome->checkpoint_id, outcome);
+				else
+					commit_up_to(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
+								 outcome);
 				break;
 			case REQUEST_CHECKPOINT:
 				prepare_and_commit(outcome->sink_id, outcome);
 				break;
 			case REQUEST_RECOVER:
-				recovery_restore(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
-								 outcome->mode, outcome);
+				if (outcome->group_id != 0)
+					recovery_restore_group(outcome->group_id, outcome->commit_user,
+										   outcome->checkpoint_id, outcome->mode, outcome);
+				else
+					recovery_restore(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
+									 outcome->mode, outcome);
 				break;
 			case REQUEST_END_INPUT:
-				prepare_end_input(outcome->sink_id, outcome->commit_user, outcome);
+				if (outcome->group_id != 0)
+					commit_group_end_input(outcome->group_id, outcome->commit_user, outcome);
+				else
+					prepare_end_input(outcome->sink_id, outcome->commit_user, outcome);
 				break;
 			case REQUEST_REMOVE_ORPHANS:
 				maintenance_remove_orphans(outcome->sink_id, outcome);

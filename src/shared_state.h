@@ -212,7 +212,8 @@ typedef struct CommitterRequest
 	uint64 seq; /* made from next_request_seq, never reused */
 	PGPROC *requester;
 	bool abandoned; /* the requester left: served all the same, then freed */
-	int32 sink_id;
+	int32 sink_id;	/* a group's request: its first member */
+	int32 group_id; /* commit, recover, end_input of a sink group (0: of one sink) */
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;
 	int32 writer_id;	 /* -1: every writer id */

@@ -626,6 +626,12 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("sink \"%s\" already exists", options.name),
 				 errhint("Choose another name, or drop the sink with paimon_sink.drop_sink().")));
+	if (metadata_group_by_name(options.name) != NULL)
+		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+						errmsg("a sink group named \"%s\" exists", options.name),
+						errdetail("Sinks and sink groups share one namespace: the functions that "
+								  "take a sink name also take a group's."),
+						errhint("Choose another name for the sink.")));
 
 	sink_id = insert_sink_definition(&options);
 	foreign_table = create_foreign_table(&options, sink_id, foreign_table_columns(&options));
@@ -676,6 +682,25 @@ staged_files_held(int32 sink_id)
 }
 
 /*
+ * refuse_group_member refuses to drop a member of a sink group
+ * (ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST): the group's checkpoints commit
+ * it with the others.
+ */
+static void
+refuse_group_member(const SinkInfo *sink)
+{
+	char *group = metadata_group_of_sink(sink->sink_id);
+
+	if (group != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("sink \"%s\" belongs to sink group \"%s\"", sink->name, group),
+				 errdetail("The group's checkpoints commit it with the group's other sinks."),
+				 errhint("Drop the group first with paimon_sink.drop_sink_group(%s).",
+						 quote_literal_cstr(group))));
+}
+
+/*
  * drop_sink(sink_name text, force boolean) removes a sink, its foreign
  * table and catalog rows; its staged files are removed by the committer
  * after this transaction commits.  Refuses (ERRCODE_OBJECT_IN_USE) while a
@@ -706,6 +731,7 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("sink \"%s\" does not exist", sink->name),
 						errdetail("It was dropped while this call waited.")));
+	refuse_group_member(sink);
 	/* only ours: a transaction another role named like ours must not block the drop */
 	foreach (lc, recovery_prepared_gids(CurrentMemoryContext))
 	{

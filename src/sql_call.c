@@ -14,8 +14,10 @@
 #include "catalog.h"
 #include "names.h"
 #include "paimon_sink.h"
+#include "shared_state.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 
 /* sql_text_argument returns a text argument as a C string, or NULL. */
 char *
@@ -105,4 +107,43 @@ sql_require_prepared_transactions(void)
 								  "with PREPARE TRANSACTION and COMMIT PREPARED."),
 						errhint("Set max_prepared_transactions to at least 1 per database with "
 								"sinks and restart the server.")));
+}
+
+/*
+ * sql_checkpoint_argument returns a checkpoint id argument, which must not be
+ * NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED).
+ */
+int64
+sql_checkpoint_argument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("checkpoint id must not be NULL")));
+	return PG_GETARG_INT64(index);
+}
+
+/*
+ * sql_properties_argument checks a prepare's properties (a jsonb object) and
+ * writes their text, with its NUL, into buffer
+ * (PAIMON_SINK_PROPERTIES_SIZE bytes).  Raises
+ * ERRCODE_INVALID_PARAMETER_VALUE for another jsonb than an object and
+ * ERRCODE_PROGRAM_LIMIT_EXCEEDED for one too long.
+ */
+void
+sql_properties_argument(Jsonb *properties, char *buffer)
+{
+	char *text;
+
+	if (!JB_ROOT_IS_OBJECT(properties) || JB_ROOT_IS_SCALAR(properties))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("checkpoint properties must be a jsonb object"),
+						errhint("Pass an object such as '{\"offset-0\": 42}', or NULL for none.")));
+	text = JsonbToCString(NULL, &properties->root, VARSIZE(properties));
+	if (strlen(text) >= PAIMON_SINK_PROPERTIES_SIZE)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("checkpoint properties of %zu bytes are too long", strlen(text)),
+						errdetail("A prepare's properties take at most %d bytes as text.",
+								  PAIMON_SINK_PROPERTIES_SIZE - 1),
+						errhint("Keep source positions in the properties, not data.")));
+	strlcpy(buffer, text, PAIMON_SINK_PROPERTIES_SIZE);
 }

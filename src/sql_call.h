@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "fmgr.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 extern char *sql_text_argument(FunctionCallInfo fcinfo, int index);
@@ -19,5 +20,7 @@ extern int sql_interval_sign(const Interval *interval);
 extern SinkInfo *sql_owned_sink(FunctionCallInfo fcinfo, const char *action);
 extern void sql_refuse_transaction_block(const char *function);
 extern void sql_require_prepared_transactions(void);
+extern int64 sql_checkpoint_argument(FunctionCallInfo fcinfo, int index);
+extern void sql_properties_argument(Jsonb *properties, char *buffer);
 
 #endif /* PAIMON_SINK_SQL_CALL_H */

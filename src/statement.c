@@ -204,7 +204,9 @@ statement_return_rows(FunctionCallInfo fcinfo, Statement *statement, const Arg *
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	uint64 rows;
 
-	InitMaterializedSRF(fcinfo, 0);
+	/* a second statement (a sink group's next member) adds to the same result set */
+	if (rsinfo->setResult == NULL)
+		InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	rows = statement_run(statement, args, nargs, RUN_LATEST | flags);
 	for (uint64 i = 0; i < rows; i++)

@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
+#include "sink_group.h"
 #include "sql_call.h"
 #include "status.h"
 #include "utils/acl.h"
@@ -44,7 +45,8 @@ paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
 	CommitUserMarks marks;
 
 	paimon_sink_require_ready();
-	sink = catalog_require_sink(sql_text_argument(fcinfo, 0));
+	/* a sink group's mark is its first member's: the members commit together */
+	sink = sink_group_first_sink(fcinfo);
 	/* the latest snapshot: the committer may have committed after this statement began */
 	if (!metadata_read_commit_user(sink->sink_id, sql_commit_user_argument(fcinfo, 1, sink), true,
 								   &marks))

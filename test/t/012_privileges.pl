@@ -86,11 +86,14 @@ my %script = (
 	'`expire_snapshots`' => ["SELECT paimon_sink.expire_snapshots('%S')"],
 	'`discard_missing_files`' => ["SELECT count(*) FROM paimon_sink.discard_missing_files('%S', 'job')"],
 	'`reject_failing_rows`' => ["SELECT count(*) FROM paimon_sink.reject_failing_rows('%S', 1, 'job')"],
+	'`create_sink_group`, `drop_sink_group`' => [
+		"SELECT paimon_sink.create_sink_group('g_%T', ARRAY['%S']);
+		 SELECT paimon_sink.drop_sink_group('g_%T')" ],
 	'the table `rejected_row`' => ['SELECT count(*) FROM paimon_sink.rejected_row'],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
-	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`)'
+	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`, `sink_groups`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
-		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults rejects) ],
+		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults rejects sink_groups) ],
 	'`start_workers`' => ['SELECT paimon_sink.start_workers()'],
 	'`inject_fault`, `release_fault`, `clear_faults`' => [
 		"SELECT paimon_sink.inject_fault('writer_after_ack', 'error', 1)",
