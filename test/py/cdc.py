@@ -36,12 +36,11 @@ is killed.
   checkpoint's lsn: the slot may send again transactions committed before
   the kill but not yet acknowledged, which the job skips (commit at or below
   the committed lsn).
-* --group (the switch for sink groups, issue 18 item 4, which are not on
-  main yet: this path is NOT tested today): the sinks form the group
-  cdc_group (create_sink_group), and checkpoint N is prepare_commit and
-  commit on the group, one prepared transaction for both tables; the restart
-  is one restart_job() on the group.  The protocol lives in Job.checkpoint
-  and Job.restore.
+* --group (the default; --no-group for one sink at a time): the sinks form
+  the group cdc_group (create_sink_group), and checkpoint N is
+  prepare_commit and commit on the group, one prepared transaction for both
+  tables; the restart is one restart_job() on the group.  The protocol lives
+  in Job.checkpoint and Job.restore.
 
 The driver (this program without --job) makes a throwaway cluster, runs a
 source workload (transactions of 1-4 operations on distinct orders: new
@@ -76,14 +75,14 @@ Exit 0 only when mismatched = 0, at least --kills kills happened and
 nothing is left behind (prepared transactions, pending checkpoints, sinks
 that disagree).
 
-Usage: test/cdc [--seconds N] [--kills N] [--seed N] [--skip-build] [--group]
-                [--mass-key-shift]
+Usage: test/cdc [--seconds N] [--kills N] [--seed N] [--skip-build] [--no-group]
+                [--no-mass-key-shift]
 Environment (same meaning): CDC_SECONDS (30), CDC_KILLS (12), CDC_SEED
-(random; printed), CDC_SKIP_BUILD=1, CDC_INTERVAL_MS (250), CDC_GROUP=1
-(--group), CDC_MASS_KEY_SHIFT=1, CDC_TAMPER=1 (delete a replica row before comparing: must report
+(random; printed), CDC_SKIP_BUILD=1, CDC_INTERVAL_MS (250), CDC_GROUP=0
+(--no-group), CDC_MASS_KEY_SHIFT=0 (--no-mass-key-shift), CDC_TAMPER=1 (delete a replica row before comparing: must report
 mismatched=1 and fail), CDC_BREAK=ack-early (the job acknowledges the slot
 when it writes, before its checkpoint commits: changes are lost) or
-own-restore (each sink restored to its own last commit, the job resuming
+own-restore (with --no-group: each sink restored to its own last commit, the job resuming
 from the highest: changes are lost), both to show that the comparison
 fails; KEEP_TMP=1.
 
@@ -228,9 +227,8 @@ class Job:
     def checkpoint(self, n, props):
         """checkpoint makes checkpoint n with properties props (a dict):
         prepare_commit on every sink, each with the properties, then commit
-        on every sink.  With --group (sink groups, not on main yet: untested)
-        one prepare_commit and one commit on the group, one prepared
-        transaction for every table."""
+        on every sink.  With --group (the default) one prepare_commit and one
+        commit on the group, one prepared transaction for every table."""
         targets = [GROUP] if self.group else SINKS
         text = json.dumps(props)
         for i, s in enumerate(targets):
@@ -250,7 +248,7 @@ class Job:
         restored_checkpoint_id = the highest checkpoint any sink committed,
         so that a checkpoint committed on some sinks is committed on all (a
         restore that meets a commit served meanwhile is tried again).  With
-        --group one restart_job() on the group (untested today)."""
+        --group one restart_job() on the group."""
         if self.group:
             r = self.sql("SELECT checkpoint_id, properties FROM paimon_sink.restart_job(%s, %s, 0, 60000)",
                          (GROUP, COMMIT_USER))[0]
@@ -592,10 +590,12 @@ def parse_args():
     p.add_argument("--seed", type=int, default=int(env["CDC_SEED"]) if env.get("CDC_SEED") else None)
     p.add_argument("--skip-build", action="store_true", default=env.get("CDC_SKIP_BUILD") == "1")
     p.add_argument("--interval-ms", type=int, default=int(env.get("CDC_INTERVAL_MS", "250")))
-    p.add_argument("--group", action="store_true", default=env.get("CDC_GROUP") == "1",
-                   help="checkpoint a sink group (needs sink groups; untested until they land)")
-    p.add_argument("--mass-key-shift", action="store_true", default=env.get("CDC_MASS_KEY_SHIFT") == "1",
-                   help="also shift all lines of an order by one in one UPDATE (needs full-row retractions)")
+    p.add_argument("--group", action=argparse.BooleanOptionalAction, default=env.get("CDC_GROUP", "1") == "1",
+                   help="checkpoint one sink group (the default), or each sink in turn (--no-group)")
+    p.add_argument("--mass-key-shift", action=argparse.BooleanOptionalAction,
+                   default=env.get("CDC_MASS_KEY_SHIFT", "1") == "1",
+                   help="also shift all lines of an order by one in one UPDATE (the default; full-row "
+                        "retractions keep every line)")
     p.add_argument("--tamper", action="store_true", default=env.get("CDC_TAMPER") == "1")
     p.add_argument("--break", dest="broken", choices=["ack-early", "own-restore"], default=env.get("CDC_BREAK"))
     # the job process's own options
@@ -698,8 +698,7 @@ class Driver:
                "--port", str(self.h.port), "--interval-ms", str(self.cfg.interval_ms), "--die-n", str(die_n)]
         if die_at:
             cmd += ["--die-at", die_at]
-        if self.cfg.group:
-            cmd.append("--group")
+        cmd.append("--group" if self.cfg.group else "--no-group")
         if self.cfg.broken:
             cmd += ["--break", self.cfg.broken]
         self.starts += 1
