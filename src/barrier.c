@@ -568,9 +568,12 @@ barrier_writer_answer(void)
 	kind = MyWriter->barrier_kind;
 	SpinLockRelease(&MyWriter->mutex);
 
-	/* everything received so far is acknowledged and fsynced first */
+	/*
+	 * Everything received so far is acknowledged first.  Nothing is fsynced
+	 * here: the files sealed go to the sync window (writer_window_add_sealed
+	 * says why that is enough), which closes on its own schedule.
+	 */
 	writer_acknowledge_handoffs();
-	writer_close_window();
 	forget_confirmed();
 
 	memset(&snapshot, 0, sizeof(snapshot));
