@@ -55,7 +55,7 @@ CommitTally CommitTallies;
  * removals pending (removal_pending, up to removal_pending_lsn), which are
  * unlinked once a later WAL flush made their records durable: the next
  * checkpoint's PREPARE, any commit, or the committer's own flush when it
- * has nothing else to do (commit_finish_removals).  A file is never
+ * has had nothing else to do for a moment (commit_finish_removals).  A file is never
  * removed before its checkpoint committed: a prepared transaction that
  * recovery or an operator rolls back leaves its checkpoint committable
  * from the files.  A crash before the unlink leaves the files to redo
@@ -204,6 +204,17 @@ commit_remove_files(void)
 		removal_pending_lsn = Max(removal_pending_lsn, committed_removals);
 	committed_removals = InvalidXLogRecPtr;
 	unlink_pending(false);
+}
+
+/*
+ * commit_removals_pending tells whether staged files wait for a WAL flush
+ * to be unlinked (their REMOVE records not yet known durable).
+ */
+bool
+commit_removals_pending(void)
+{
+	unlink_pending(false);
+	return removal_pending != NIL;
 }
 
 /*

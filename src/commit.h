@@ -26,5 +26,6 @@ extern void commit_forget_rest(void);
 extern const char *commit_failure_hint(int sqlerrcode);
 extern void commit_remove_files(void);
 extern void commit_finish_removals(void);
+extern bool commit_removals_pending(void);
 
 #endif /* PAIMON_SINK_COMMIT_H */
