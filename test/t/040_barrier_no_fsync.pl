@@ -6,15 +6,17 @@
 # committables and PREPARE, between PREPARE and COMMIT PREPARED, each time
 # with the sealed file never fsynced and the page cache lost) keep every
 # committed row exactly once, a PostgreSQL checkpoint taken while a sealed
-# file is unsynced waits for its fsync, and a streaming standby that
-# replays the WAL holds what the primary holds.
+# file is unsynced waits for its fsync, an idle committer still unlinks
+# the committed files (it flushes their REMOVE records after a short nap
+# when no other flush did), and a streaming standby that replays the WAL
+# holds what the primary holds.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load staged_listing
-  same_staged_files);
+use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load staged_files staged_listing
+  same_staged_files exactly_once lose_page_cache sink_setup book_insert fault_paused);
 use Time::HiRes qw(usleep);
 
 # fsync on, a window of 1 s: a checkpoint() ends well inside the window
@@ -24,16 +26,10 @@ $node->append_conf('postgresql.conf',
 	"restart_after_crash = on\nfsync = on\npaimon_sink.group_fsync_delay = '1000ms'\n"
 	  . "paimon_sink.handoff_timeout = '60s'\nmax_connections = 30");
 $node->start;
-my $staged_dir = $node->data_dir . '/pg_paimon_sink';
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sql(q{
-	CREATE EXTENSION paimon_sink;
-	CREATE TABLE target (id int, note text);
-	SELECT sink_name FROM paimon_sink.create_sink('s', 'target');
-});
-ok(writers_ready($node, 'postgres'), 'writers serve');
+ok(sink_setup($node), 'writers serve');
 
 # a standby that replays everything below, crashes of the primary included
 $node->backup('bk');
@@ -43,62 +39,12 @@ $standby->start;
 
 my %committed;
 
-sub committed_insert
-{
-	my ($first, $last, $note) = @_;
-	sql("INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
-	$committed{$_} = 1 for $first .. $last;
-	return;
-}
+sub committed_insert { book_insert($node, \%committed, @_); return; }
+sub check_exact { exactly_once($node, \%committed, $_[0]); return; }
 
-# the target against the committed ids, after a checkpoint() that commits what is staged
-sub check_exact
-{
-	my ($label) = @_;
-	my ($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.checkpoint('s')");
-	is($ret, 0, "$label: checkpoint() works") or diag($err);
-	my @ids = keys %committed;
-	my $sum = 0;
-	$sum += $_ for @ids;
-	is( sql("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || coalesce(sum(id), 0) FROM target"),
-		scalar(@ids) . ' ' . scalar(@ids) . " $sum",
-		"$label: every committed row exactly once");
-	return;
-}
-
-sub paused
-{
-	my ($point) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = '$point'");
-}
+sub paused { return fault_paused($node, $_[0]); }
 
 sub fsyncs { return sql('SELECT sum(fsyncs) FROM paimon_sink.writers'); }
-
-# What the page cache held since the last PostgreSQL checkpoint is lost, as
-# after a power cut: files made since are removed, longer ones cut back.
-# The node is stopped; returns how many files were cut.
-sub lose_page_cache
-{
-	my ($at_checkpoint) = @_;
-	my $cut = 0;
-	for my $entry (staged_listing($node))
-	{
-		my ($relative, $size) = split / /, $entry;
-		my $path = "$staged_dir/$relative";
-		if (!defined $at_checkpoint->{$relative})
-		{
-			unlink $path;
-			$cut++;
-		}
-		elsif ($at_checkpoint->{$relative} < $size)
-		{
-			truncate($path, $at_checkpoint->{$relative}) or die "truncate $path: $!";
-			$cut++;
-		}
-	}
-	return $cut;
-}
 
 committed_insert(1, 10, 'warm up');
 check_exact('warm up');
@@ -119,7 +65,7 @@ like($out, qr/^10$/m, 'the checkpoint commits the 10 rows');
 is(fsyncs(), $before, 'no staged file was fsynced for that checkpoint');
 ok(paused('writer_before_window_sync'), 'the window closes after it, held before its fsyncs');
 $node->stop('immediate');
-lose_page_cache(\%sizes);
+lose_page_cache($node, \%sizes);
 $node->start;
 ok(writers_ready($node, 'postgres'), 'the cluster is back');
 check_exact('crash after a checkpoint committed an unsynced file');
@@ -142,7 +88,7 @@ for my $point ('committer_before_prepare', 'committer_after_prepare')
 	usleep(500_000);
 	$node->stop('immediate');
 	stop_load($checkpoint);
-	ok(lose_page_cache(\%sizes) > 0, "$point: the sealed file is lost with the page cache");
+	ok(lose_page_cache($node, \%sizes) > 0, "$point: the sealed file is lost with the page cache");
 	$node->start;
 	ok(writers_ready($node, 'postgres'), "$point: the cluster is back");
 	check_exact("crash at $point, the sealed file unsynced");
@@ -192,6 +138,17 @@ kill 'CONT', $idle_pid;
 is($ret, 0, 'checkpoint() does not wait for a writer that holds nothing of the sink') or diag($err);
 like($out, qr/^10$/m, 'the checkpoint commits the 10 rows of the busy writer');
 check_exact('a barrier that skipped a writer');
+
+# an idle committer flushes the REMOVE records itself after a short nap:
+# the committed files go though no other flush comes
+my $left = -1;
+for (1 .. 50)
+{
+	$left = staged_files($node);
+	last if $left == 0;
+	usleep(100_000);
+}
+is($left, 0, 'the committed files are unlinked while nothing else flushes the WAL');
 
 # many 1-row rounds from two sessions at once
 my @loads;
