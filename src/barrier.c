@@ -340,8 +340,8 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 		/* no round trip to a writer that holds nothing of the sink (seqs[w] stays 0) */
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 			if (!holds_nothing_of(w, sink))
-				request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot,
-								seqs, incarnations);
+				request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot, seqs,
+								incarnations);
 		receive_replies(queues, incarnations, &records);
 	}
 	PG_CATCH();

@@ -186,16 +186,20 @@ unlink_pending(bool flush)
 }
 
 /*
- * commit_remove_files hands the staged files of the checkpoints the
- * request just served committed to the removals pending, and unlinks those
- * whose REMOVE records a WAL flush already made durable (no flush of its
- * own: see removal_pending).
+ * commit_remove_files unlinks the removals pending whose REMOVE records a
+ * WAL flush made durable (the request just served flushed its PREPARE),
+ * then hands the staged files of the checkpoints that request committed
+ * to the removals pending (no flush of its own: see removal_pending).
+ * In that order: the new records are not flushed yet, and one pending
+ * LSN for both would keep the older files until the committer is idle.
  */
 void
 commit_remove_files(void)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContext old;
 
+	unlink_pending(false);
+	old = MemoryContextSwitchTo(TopMemoryContext);
 	removal_pending = list_concat(removal_pending, committed_paths);
 	MemoryContextSwitchTo(old);
 	list_free(committed_paths);

@@ -679,8 +679,8 @@ nap(bool ready)
 	/* nothing waits for the committer: the flush of pending removals costs no one */
 	if (!request_any_queued(CommitterDatabase))
 		commit_finish_removals();
-	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-					   PG_WAIT_EXTENSION);
+	events =
+		WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
 	if ((events & WL_LATCH_SET) && !request_any_queued(CommitterDatabase))
 		CATALOG_MAINTENANCE->requested = true;
 }

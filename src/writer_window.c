@@ -133,8 +133,9 @@ sync_sealed_file(const char *path, int elevel)
 		ereport(ERROR,
 				(errcode_for_file_access(), errmsg("could not open staged file \"%s\": %m", path)));
 	if (pg_fsync(fd) != 0)
-		ereport(elevel >= PANIC ? PANIC : data_sync_elevel(elevel),
-				(errcode_for_file_access(), errmsg("could not fsync staged file \"%s\": %m", path)));
+		ereport(
+			elevel >= PANIC ? PANIC : data_sync_elevel(elevel),
+			(errcode_for_file_access(), errmsg("could not fsync staged file \"%s\": %m", path)));
 	CloseTransientFile(fd);
 	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
 	liveness_beat(MyWriter);
