@@ -165,8 +165,12 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 {
 	TimestampTz start = GetCurrentTimestamp();
 	bool *gone = palloc0(sizeof(bool) * PaimonSinkWritersPerDatabase);
-	int remaining = PaimonSinkWritersPerDatabase;
+	int remaining = 0;
 	bool first = true;
+
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+		if (queues[w] != NULL)
+			remaining++;
 
 	while (remaining > 0)
 	{
@@ -227,6 +231,28 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 }
 
 /*
+ * holds_nothing_of tells whether writer index may be left out of a barrier
+ * of the sink: it serves (its files adopted) and holds no file of the
+ * sink, open or sealed (WriterEntry.sinks_held).  Asked after the
+ * barrier's snapshot was taken: a transaction visible in it committed
+ * after its batches were acknowledged, so after the writer set the sink's
+ * bit; the writer it skips holds nothing the barrier would seal, report,
+ * discard or count.
+ */
+static bool
+holds_nothing_of(int index, const SinkInfo *sink)
+{
+	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	bool skip;
+
+	SpinLockAcquire(&writer->mutex);
+	skip = writer->ready && writer->barrier_state == BARRIER_IDLE &&
+		   (pg_atomic_read_u64(&writer->sinks_held) & SINK_HELD_BIT(sink->sink_id)) == 0;
+	SpinLockRelease(&writer->mutex);
+	return skip;
+}
+
+/*
  * request_barrier asks writer index for the barrier, once it serves and no
  * other barrier is under way (idle_writer): the barrier area filled, the
  * reply queue created with the committer as its receiver and attached with
@@ -267,9 +293,10 @@ request_barrier(int index, SinkInfo *sink, const char *commit_user, int32 writer
 /*
  * barrier_run runs a barrier: every writer seals the stream's files
  * against one snapshot and reports its committables (or discards them, or
- * lists the files it holds, as kind says).  Returns a list of palloc'd
- * records (with their excluded offsets following each); seqs gets each
- * writer's barrier seq, for barrier_confirm.
+ * lists the files it holds, as kind says); a writer that holds nothing of
+ * the sink is not asked (holds_nothing_of).  Returns a list of palloc'd
+ * records (with their excluded offsets following each); seqs (zeroed by
+ * the caller) gets each asked writer's barrier seq, for barrier_confirm.
  */
 List *
 barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, uint64 fence_epoch,
@@ -310,9 +337,11 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 
 	PG_TRY();
 	{
+		/* no round trip to a writer that holds nothing of the sink (seqs[w] stays 0) */
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-			request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot, seqs,
-							incarnations);
+			if (!holds_nothing_of(w, sink))
+				request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot, seqs,
+								incarnations);
 		receive_replies(queues, incarnations, &records);
 	}
 	PG_CATCH();
@@ -329,8 +358,10 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
  * barrier_confirm lets the writers forget the sealed files that this
  * barrier reported and a durable transaction recorded.  Exactly this
  * barrier: the files of an earlier one whose transaction failed are still
- * to be recorded.  Every barrier reaches every writer and is confirmed (or
- * not) before the next one starts, so one seq per writer says it.
+ * to be recorded.  Every barrier reaches every writer that holds files of
+ * its sink and is confirmed (or not) before the next one starts, so one seq
+ * per writer says it; a writer the barrier skipped (seq 0) keeps the
+ * confirmation it had, which it may not have acted on yet.
  */
 void
 barrier_confirm(const uint64 *seqs)
@@ -338,6 +369,9 @@ barrier_confirm(const uint64 *seqs)
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+
+		if (seqs[w] == 0)
+			continue;
 
 		SpinLockAcquire(&writer->mutex);
 		writer->confirmed_barrier_seq = seqs[w];
@@ -499,6 +533,25 @@ drop_sealed(Stream *stream, int first, shm_mq_handle *queue, bool *failed)
 	}
 }
 
+/*
+ * publish_sinks_held recomputes WriterEntry.sinks_held from the streams
+ * that hold files, open or sealed: at the end of a barrier answer, when no
+ * barrier of the committer can look at it (it waits for this answer).
+ */
+static void
+publish_sinks_held(void)
+{
+	HASH_SEQ_STATUS status;
+	Stream *stream;
+	uint64 held = 0;
+
+	hash_seq_init(&status, WriterStreams);
+	while ((stream = hash_seq_search(&status)) != NULL)
+		if (stream->open_files != NIL || stream->sealed != NIL)
+			held |= SINK_HELD_BIT(stream->id.sink_id);
+	pg_atomic_write_u64(&MyWriter->sinks_held, held);
+}
+
 /* forget_confirmed forgets the sealed files the committer has recorded. */
 static void
 forget_confirmed(void)
@@ -568,9 +621,12 @@ barrier_writer_answer(void)
 	kind = MyWriter->barrier_kind;
 	SpinLockRelease(&MyWriter->mutex);
 
-	/* everything received so far is acknowledged and fsynced first */
+	/*
+	 * Everything received so far is acknowledged first.  Nothing is fsynced
+	 * here: the files sealed go to the sync window (writer_window_add_sealed
+	 * says why that is enough), which closes on its own schedule.
+	 */
 	writer_acknowledge_handoffs();
-	writer_close_window();
 	forget_confirmed();
 
 	memset(&snapshot, 0, sizeof(snapshot));
@@ -653,6 +709,7 @@ barrier_writer_answer(void)
 	send_record(queue, &end_iov, 1, &failed);
 	shm_mq_detach(queue);
 	barrier_queue = NULL;
+	publish_sinks_held();
 
 	SpinLockAcquire(&MyWriter->mutex);
 	MyWriter->barrier_state = BARRIER_IDLE;

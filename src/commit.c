@@ -57,7 +57,7 @@ CommitTally CommitTallies;
  * removals pending (removal_pending, up to removal_pending_lsn), which are
  * unlinked once a later WAL flush made their records durable: the next
  * checkpoint's PREPARE, any commit, or the committer's own flush when it
- * has nothing else to do (commit_finish_removals).  A file is never
+ * has had nothing else to do for a moment (commit_finish_removals).  A file is never
  * removed before its checkpoint committed: a prepared transaction that
  * recovery or an operator rolls back leaves its checkpoint committable
  * from the files.  A crash before the unlink leaves the files to redo
@@ -175,16 +175,20 @@ unlink_pending(bool flush)
 }
 
 /*
- * commit_remove_files hands the staged files of the checkpoints the
- * request just served committed to the removals pending, and unlinks those
- * whose REMOVE records a WAL flush already made durable (no flush of its
- * own: see removal_pending).
+ * commit_remove_files unlinks the removals pending whose REMOVE records a
+ * WAL flush made durable (the request just served flushed its PREPARE),
+ * then hands the staged files of the checkpoints that request committed
+ * to the removals pending (no flush of its own: see removal_pending).
+ * In that order: the new records are not flushed yet, and one pending
+ * LSN for both would keep the older files until the committer is idle.
  */
 void
 commit_remove_files(void)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContext old;
 
+	unlink_pending(false);
+	old = MemoryContextSwitchTo(TopMemoryContext);
 	removal_pending = list_concat(removal_pending, committed_paths);
 	MemoryContextSwitchTo(old);
 	list_free(committed_paths);
@@ -193,6 +197,17 @@ commit_remove_files(void)
 		removal_pending_lsn = Max(removal_pending_lsn, committed_removals);
 	committed_removals = InvalidXLogRecPtr;
 	unlink_pending(false);
+}
+
+/*
+ * commit_removals_pending tells whether staged files wait for a WAL flush
+ * to be unlinked (their REMOVE records not yet known durable).
+ */
+bool
+commit_removals_pending(void)
+{
+	unlink_pending(false);
+	return removal_pending != NIL;
 }
 
 /*

@@ -57,6 +57,13 @@
 #define COMMITTER_WRITERS_NAP_MS 100
 #define COMMITTER_LOADERS_NAP_MS 1000
 
+/*
+ * How long an idle committer waits for another flush (the next request's
+ * PREPARE, a session's commit) to make pending REMOVE records durable
+ * before it flushes them itself.
+ */
+#define COMMITTER_REMOVAL_GRACE_MS 20
+
 /* Catalog maintenance runs after this long idle, or when woken without a request. */
 #define CATALOG_MAINTENANCE_INTERVAL_MS 10000
 
@@ -642,19 +649,38 @@ nap_ms(bool ready)
 /*
  * nap sleeps until woken or the nap ends.  Woken without a request
  * (drop_sink's commit wakes the committer to remove files), the catalog
- * maintenance is requested.
+ * maintenance is requested.  With removals pending it first naps
+ * COMMITTER_REMOVAL_GRACE_MS at most: a flush of its own right after an
+ * answer would queue the requester's next commit behind it (a 1-row round
+ * is an INSERT's commit, then checkpoint()), while the next request's
+ * PREPARE or any commit flushes the REMOVE records anyway; only a
+ * committer still idle after that flushes them itself.
  */
 static void
 nap(bool ready)
 {
+	long ms = nap_ms(ready);
 	int events;
 
 	pgstat_report_activity(STATE_IDLE, NULL);
+	if (!request_any_queued(CommitterDatabase) && commit_removals_pending() &&
+		ms > COMMITTER_REMOVAL_GRACE_MS)
+	{
+		events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   COMMITTER_REMOVAL_GRACE_MS, PG_WAIT_EXTENSION);
+		if (events & WL_LATCH_SET)
+		{
+			if (!request_any_queued(CommitterDatabase))
+				CATALOG_MAINTENANCE->requested = true;
+			return;
+		}
+		ms -= COMMITTER_REMOVAL_GRACE_MS;
+	}
 	/* nothing waits for the committer: the flush of pending removals costs no one */
 	if (!request_any_queued(CommitterDatabase))
 		commit_finish_removals();
-	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap_ms(ready),
-					   PG_WAIT_EXTENSION);
+	events =
+		WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
 	if ((events & WL_LATCH_SET) && !request_any_queued(CommitterDatabase))
 		CATALOG_MAINTENANCE->requested = true;
 }

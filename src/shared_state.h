@@ -149,9 +149,22 @@ typedef struct WriterEntry
 	pg_atomic_uint64 fsyncs;   /* of staged files and their folders */
 	pg_atomic_uint64 handoffs; /* transactions whose rows it acknowledged */
 
+	/*
+	 * The sinks whose files (open, or sealed and not yet forgotten) the
+	 * writer may hold, bit SINK_HELD_BIT(sink_id): set before a file of
+	 * the sink is opened or adopted (so before any batch of it is
+	 * acknowledged), recomputed by the writer at the end of each barrier
+	 * answer.  A barrier skips a ready writer whose bit is clear
+	 * (barrier_run).
+	 */
+	pg_atomic_uint64 sinks_held;
+
 	int slot_count;
 	HandoffSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } WriterEntry;
+
+/* A sink's bit in WriterEntry.sinks_held. */
+#define SINK_HELD_BIT(sink_id) (UINT64CONST(1) << ((uint32) (sink_id) % 64))
 
 /* Committer request kinds and states. */
 typedef enum RequestKind

@@ -206,6 +206,8 @@ current_file(Stream *stream, uint64 owner_xid)
 		if (file->appendable && file->owner_xid == owner_xid)
 			return file;
 	}
+	/* before any batch of the file is acknowledged: a barrier must not skip us */
+	pg_atomic_fetch_or_u64(&MyWriter->sinks_held, SINK_HELD_BIT(stream->id.sink_id));
 	old = MemoryContextSwitchTo(WriterContext);
 	file = palloc0(sizeof(OpenFile));
 	file->owner_xid = owner_xid;
@@ -712,6 +714,7 @@ paimon_sink_writer_main(Datum main_arg)
 	pg_atomic_write_u64(&MyWriter->rows_staged, 0);
 	pg_atomic_write_u64(&MyWriter->bytes_staged, 0);
 	pg_atomic_write_u32(&MyWriter->files_open, 0);
+	pg_atomic_write_u64(&MyWriter->sinks_held, 0); /* adoption sets the bits of what it adopts */
 	pg_atomic_write_u32(&MyWriter->queues_in_use, 0);
 	pg_atomic_write_u32(&MyWriter->streams, 0);
 	before_shmem_exit(writer_exit, 0);

@@ -181,6 +181,7 @@ adopt_file(const char *path, const char *name)
 	file->size = offset;
 	file->appendable = false;
 	stream = writer_get_stream(&id);
+	pg_atomic_fetch_or_u64(&MyWriter->sinks_held, SINK_HELD_BIT(id.sink_id));
 	old = MemoryContextSwitchTo(WriterContext);
 	stream->open_files = lappend(stream->open_files, file);
 	MemoryContextSwitchTo(old);

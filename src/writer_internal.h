@@ -92,6 +92,7 @@ extern void writer_acknowledge_handoffs(void);
 /* in writer_window.c: the sync window */
 extern void writer_open_window(void);
 extern void writer_window_add_directory(const char *directory);
+extern void writer_window_add_sealed(const char *path);
 extern void writer_sync_window(void);
 extern void writer_close_window(void);
 extern bool writer_window_is_open(void);

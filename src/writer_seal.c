@@ -185,8 +185,9 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 		/* a failed write whose tail could not be cut then (writer_append_batch) */
 		if (FileSize(file->file) > file->size)
 			staged_file_truncate(file->file, file->path, file->size, FileSize(file->file));
+		/* fsynced as the window closes, not before the barrier's reply */
 		if (file->dirty)
-			writer_sync(file->file, file->path, ERROR);
+			writer_window_add_sealed(file->path);
 		FileClose(file->file);
 		pg_atomic_fetch_sub_u32(&MyWriter->files_open, 1);
 		if (file->batches)

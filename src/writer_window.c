@@ -24,9 +24,10 @@
  * left as it was.  The window closes, every file written in it and every
  * folder with a new entry fsynced and then the flag cleared,
  * paimon_sink.group_fsync_delay after it opened (a checkpoint waits at most
- * that long, plus the fsyncs), at once when that is 0, before any barrier
- * reply (a committable refers only to synced files), and when the writer
- * exits.  Crash and standby redo do not need this: they fsync each record as
+ * that long, plus the fsyncs), at once when that is 0, and when the writer
+ * exits.  A barrier does not close it: the files it seals unsynced are
+ * fsynced as the window closes (writer_window_add_sealed), so a
+ * checkpoint() pays no writer fsync.  Crash and standby redo do not need this: they fsync each record as
  * they apply it (staged_wal.c), since a restartpoint does not wait for the
  * startup process.
  *
@@ -63,6 +64,7 @@
 static bool window_open = false;
 static TimestampTz window_deadline;
 static List *window_directories = NIL; /* folders with a new entry, char *, in WriterContext */
+static List *window_sealed = NIL;	   /* files sealed unsynced in the window, char *, likewise */
 
 /* sync_dirty_files fsyncs every open file written since its last fsync (failures at elevel). */
 static void
@@ -115,8 +117,33 @@ writer_open_window(void)
 }
 
 /*
- * sync_window_files fsyncs what the open window wrote: dirty files, then
- * new folder entries.  A failure is reported at elevel as
+ * sync_sealed_file fsyncs a file the open window sealed unsynced
+ * (writer_window_add_sealed); one that is gone was committed and removed,
+ * or dropped, meanwhile: its REMOVE record stands for it, so it is
+ * skipped.  Failures at elevel, as staged_file_sync says.
+ */
+static void
+sync_sealed_file(const char *path, int elevel)
+{
+	int fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+
+	if (fd < 0 && errno == ENOENT)
+		return;
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(), errmsg("could not open staged file \"%s\": %m", path)));
+	if (pg_fsync(fd) != 0)
+		ereport(
+			elevel >= PANIC ? PANIC : data_sync_elevel(elevel),
+			(errcode_for_file_access(), errmsg("could not fsync staged file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	pg_atomic_fetch_add_u64(&MyWriter->fsyncs, 1);
+	liveness_beat(MyWriter);
+}
+
+/*
+ * sync_window_files fsyncs what the open window wrote: dirty files, the
+ * files it sealed unsynced, then new folder entries.  A failure is reported at elevel as
  * staged_file_sync says: PANIC unless data_sync_retry is on.
  */
 static void
@@ -125,6 +152,10 @@ sync_window_files(int elevel)
 	ListCell *lc;
 
 	sync_dirty_files(elevel);
+	foreach (lc, window_sealed)
+		sync_sealed_file(lfirst(lc), elevel);
+	list_free_deep(window_sealed);
+	window_sealed = NIL;
 	foreach (lc, window_directories)
 	{
 		const char *directory = lfirst(lc);
@@ -217,6 +248,33 @@ writer_window_add_directory(const char *directory)
 			return;
 	old = MemoryContextSwitchTo(WriterContext);
 	window_directories = lappend(window_directories, pstrdup(directory));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * writer_window_add_sealed hands the open window a file that a barrier
+ * seals while it is dirty (its path; the file itself is closed): the
+ * window fsyncs it as it closes, so the barrier's reply waits for no
+ * fsync.  The committable may be recorded, and the file loaded and
+ * removed, before that: its batches' records precede the commit record
+ * of the committables (the PREPARE that follows flushes them), crash
+ * recovery and standbys rewrite the file from them, and a PostgreSQL
+ * checkpoint whose redo point passes them waits for this window.  With
+ * no window open (never, as a dirty file was written in one) it is
+ * fsynced at once.
+ */
+void
+writer_window_add_sealed(const char *path)
+{
+	MemoryContext old;
+
+	if (!window_open)
+	{
+		sync_sealed_file(path, ERROR);
+		return;
+	}
+	old = MemoryContextSwitchTo(WriterContext);
+	window_sealed = lappend(window_sealed, pstrdup(path));
 	MemoryContextSwitchTo(old);
 }
 

@@ -21,7 +21,8 @@ use Time::HiRes qw(time usleep);
 our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
-  background_verbose finish_within holds_ledger_exactly);
+  background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
+  book_insert fault_paused);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -332,6 +333,86 @@ sub same_staged_files
 	ok($p ne '', "$label: the primary has staged files");
 	is($s, $p, "$label: the standby's staged folder holds the primary's files, names and sizes");
 	return;
+}
+
+# sink_setup(NODE): the extension, a table target (id int, note text) and
+# the sink s into it, in NODE's postgres database; true once the writers
+# serve.
+sub sink_setup
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION paimon_sink;
+		CREATE TABLE target (id int, note text);
+		SELECT sink_name FROM paimon_sink.create_sink('s', 'target');
+	});
+	return writers_ready($node, 'postgres');
+}
+
+# book_insert(NODE, BOOK, FIRST, LAST, NOTE): one committed INSERT of the
+# ids FIRST..LAST (with NOTE) into the sink s, booked in the hash BOOK.
+sub book_insert
+{
+	my ($node, $book, $first, $last, $note) = @_;
+	$node->safe_psql('postgres',
+		"INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
+	$book->{$_} = 1 for $first .. $last;
+	return;
+}
+
+# fault_paused(NODE, POINT): waits (poll_query_until's bound) until a
+# process holds at the fault point POINT; true when one does.
+sub fault_paused
+{
+	my ($node, $point) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = '$point'");
+}
+
+# exactly_once(NODE, COMMITTED, LABEL): checkpoint() of the sink s on NODE
+# commits what is staged, then the target holds every id of the hash
+# COMMITTED (id => 1) exactly once and no other (count, distinct count and
+# sum compared); two tests.
+sub exactly_once
+{
+	my ($node, $committed, $label) = @_;
+	my ($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.checkpoint('s')");
+	ok($ret == 0, "$label: checkpoint() works") or diag($err);
+	my @ids = keys %$committed;
+	my $sum = 0;
+	$sum += $_ for @ids;
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || coalesce(sum(id), 0) FROM target"),
+		scalar(@ids) . ' ' . scalar(@ids) . " $sum",
+		"$label: every committed row exactly once");
+	return;
+}
+
+# lose_page_cache(NODE, SIZES): on the stopped NODE, what the page cache
+# held since the PostgreSQL checkpoint at which staged_listing gave SIZES
+# (relative path => size) is lost, as after a power cut: staged files made
+# since are removed, longer ones cut back.  Returns how many it cut.
+sub lose_page_cache
+{
+	my ($node, $sizes) = @_;
+	my $root = $node->data_dir . '/pg_paimon_sink';
+	my $cut = 0;
+	for my $entry (staged_listing($node))
+	{
+		my ($relative, $size) = split / /, $entry;
+		my $path = "$root/$relative";
+		if (!defined $sizes->{$relative})
+		{
+			unlink $path;
+			$cut++;
+		}
+		elsif ($sizes->{$relative} < $size)
+		{
+			truncate($path, $sizes->{$relative}) or die "truncate $path: $!";
+			$cut++;
+		}
+	}
+	return $cut;
 }
 
 # The repository's src/ folder, found from this file's place (test/perl).

@@ -127,6 +127,15 @@ SELECT commit_user = 'job-1' AS job, count(*), count(DISTINCT commit_identifier)
 SELECT count(*) FROM paimon_sink.in_doubt;
 SELECT writer, pid IS NOT NULL AS running, ready FROM paimon_sink.writers ORDER BY writer;
 -- what the writers did: rows, bytes, acknowledged hand-offs, fsyncs, streams
+-- (a writer fsyncs as its sync window closes, not at a barrier: wait for one)
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN (SELECT sum(fsyncs) FROM paimon_sink.writers) > 0;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+$$;
 SELECT sum(rows_staged) >= 1000 AS rows, sum(bytes_staged) > 0 AS bytes,
 	sum(handoffs) > 0 AS handoffs, sum(fsyncs) > 0 AS synced,
 	sum(streams) > 0 AS streams, sum(queues_in_use) AS queues

@@ -10,45 +10,27 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(start_node writers_ready try_sql background_sql stop_load staged_listing);
+use PaimonSinkTest qw(start_node writers_ready try_sql background_sql stop_load staged_listing
+  exactly_once lose_page_cache sink_setup book_insert);
 use Time::HiRes qw(usleep);
 
 # fsync on: the WAL syncs are what this test counts
 my $node = start_node('onesync',
 	"restart_after_crash = on\nfsync = on\npaimon_sink.group_fsync_delay = '100ms'");
-my $staged_dir = $node->data_dir . '/pg_paimon_sink';
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sql(q{
-	CREATE EXTENSION paimon_sink;
-	CREATE TABLE target (id int, note text);
-	SELECT sink_name FROM paimon_sink.create_sink('s', 'target');
-});
-ok(writers_ready($node, 'postgres'), 'writers serve');
+ok(sink_setup($node), 'writers serve');
 
 # the ids of every committed row; check_exact compares the target with them
 my %committed;
 
-sub committed_insert
-{
-	my ($first, $last, $note) = @_;
-	sql("INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
-	$committed{$_} = 1 for $first .. $last;
-	return;
-}
+sub committed_insert { book_insert($node, \%committed, @_); return; }
 
 sub check_exact
 {
 	my ($label) = @_;
-	my ($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.checkpoint('s')");
-	is($ret, 0, "$label: checkpoint() works") or diag($err);
-	my @ids = keys %committed;
-	my $sum = 0;
-	$sum += $_ for @ids;
-	is( sql("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || coalesce(sum(id), 0) FROM target"),
-		scalar(@ids) . ' ' . scalar(@ids) . " $sum",
-		"$label: every committed row exactly once");
+	exactly_once($node, \%committed, $label);
 	is(sql("SELECT count(*) FROM target WHERE note LIKE 'dead%'"), '0',
 		"$label: no row of a transaction that did not commit");
 	return;
@@ -106,22 +88,7 @@ ok($node->poll_query_until('postgres',
 	'the writer holds its sync window open');
 $node->stop('immediate');
 # what the page cache held since the checkpoint is gone, as after a power cut
-my $cut = 0;
-for my $entry (staged_listing($node))
-{
-	my ($relative, $size) = split / /, $entry;
-	my $path = "$staged_dir/$relative";
-	if (!defined $size_at_checkpoint{$relative})
-	{
-		unlink $path;
-		$cut++;
-	}
-	elsif ($size_at_checkpoint{$relative} < $size)
-	{
-		truncate($path, $size_at_checkpoint{$relative}) or die "truncate $path: $!";
-		$cut++;
-	}
-}
+my $cut = lose_page_cache($node, \%size_at_checkpoint);
 ok($cut > 0, 'the bytes written since the checkpoint are cut off the staged files');
 $node->start;
 ok(writers_ready($node, 'postgres'), 'the cluster is back');

@@ -9,7 +9,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load);
+use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load sink_setup book_insert fault_paused
+  exactly_once);
 use Time::HiRes qw(usleep);
 
 my %committed;    # node name -> { id => 1 }
@@ -22,46 +23,17 @@ sub new_node
 	$node->append_conf('postgresql.conf',
 		"restart_after_crash = on\npaimon_sink.group_fsync_delay = '100ms'");
 	$node->start;
-	$node->safe_psql('postgres', q{
-		CREATE EXTENSION paimon_sink;
-		CREATE TABLE target (id int, note text);
-		SELECT sink_name FROM paimon_sink.create_sink('s', 'target');
-	});
-	ok(writers_ready($node, 'postgres'), "$name: writers serve");
+	ok(sink_setup($node), "$name: writers serve");
 	return $node;
-}
-
-sub committed_insert
-{
-	my ($node, $book, $first, $last, $note) = @_;
-	$node->safe_psql('postgres',
-		"INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
-	$book->{$_} = 1 for $first .. $last;
-	return;
 }
 
 sub check_exact
 {
 	my ($node, $book, $label) = @_;
-	my ($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.checkpoint('s')");
-	is($ret, 0, "$label: checkpoint() works") or diag($err);
-	my @ids = keys %$book;
-	my $sum = 0;
-	$sum += $_ for @ids;
-	is( $node->safe_psql('postgres',
-			"SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || coalesce(sum(id), 0) FROM target"),
-		scalar(@ids) . ' ' . scalar(@ids) . " $sum",
-		"$label: every committed row exactly once");
+	exactly_once($node, $book, $label);
 	is($node->safe_psql('postgres', "SELECT count(*) FROM target WHERE note LIKE 'dead%'"),
 		'0', "$label: no row of a transaction that did not commit");
 	return;
-}
-
-sub paused
-{
-	my ($node, $point) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = '$point'");
 }
 
 # a CHECKPOINT in the background that must complete within $secs
@@ -80,11 +52,11 @@ sub checkpoint_completes
 {
 	my $node = new_node('alone');
 	my %book;
-	committed_insert($node, \%book, 1, 10, 'first');
+	book_insert($node, \%book, 1, 10, 'first');
 	$node->safe_psql('postgres', "SELECT paimon_sink.inject_fault('writer_after_receive', 'pause')");
 	my $dead = background_sql($node,
 		"INSERT INTO s SELECT g, 'dead: its writer ended' FROM generate_series(101, 110) g");
-	ok(paused($node, 'writer_after_receive'), 'alone: a writer holds logged, unacknowledged hand-offs');
+	ok(fault_paused($node, 'writer_after_receive'), 'alone: a writer holds logged, unacknowledged hand-offs');
 	my $pid = $node->safe_psql('postgres',
 		"SELECT paused_pid FROM paimon_sink.faults WHERE point = 'writer_after_receive'");
 	$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
@@ -92,23 +64,23 @@ sub checkpoint_completes
 	like($dead->{err}, qr/the sink writer stopped/, 'alone: the transaction whose writer ended fails');
 	ok(writers_ready($node, 'postgres'), 'alone: the writer is back');
 	checkpoint_completes($node, 20, 'alone: a CHECKPOINT after the writer ended completes');
-	committed_insert($node, \%book, 11, 20, 'after the writer ended');
+	book_insert($node, \%book, 11, 20, 'after the writer ended');
 
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'fatal')");
-	committed_insert($node, \%book, 21, 30, 'acknowledged, then the writer ends');
+	book_insert($node, \%book, 21, 30, 'acknowledged, then the writer ends');
 	ok($node->poll_query_until('postgres',
 			"SELECT hits > 0 FROM paimon_sink.faults WHERE point = 'writer_before_window_sync'"),
 		'alone: the writer ended before its window fsync');
 	ok(writers_ready($node, 'postgres'), 'alone: the writer is back again');
 	checkpoint_completes($node, 20, 'alone: a CHECKPOINT after that completes');
-	committed_insert($node, \%book, 31, 40, 'after the second end');
+	book_insert($node, \%book, 31, 40, 'after the second end');
 	unlike(slurp_file($node->logfile), qr/terminated; reinitializing|all server processes terminated/,
 		'alone: the writers ended without a crash restart');
 	$node->stop('immediate');
 	$node->start;
 	ok(writers_ready($node, 'postgres'), 'alone: the cluster is back after a crash');
-	committed_insert($node, \%book, 41, 50, 'after the crash');
+	book_insert($node, \%book, 41, 50, 'after the crash');
 	check_exact($node, \%book, 'writer ended alone');
 	$node->stop;
 }
@@ -118,11 +90,11 @@ sub checkpoint_completes
 {
 	my $node = new_node('stopped');
 	my %book;
-	committed_insert($node, \%book, 1, 10, 'first');
+	book_insert($node, \%book, 1, 10, 'first');
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
-	committed_insert($node, \%book, 11, 20, 'committed, window open');
-	ok(paused($node, 'writer_before_window_sync'), 'stopped: a writer holds its window open');
+	book_insert($node, \%book, 11, 20, 'committed, window open');
+	ok(fault_paused($node, 'writer_before_window_sync'), 'stopped: a writer holds its window open');
 	my $pid = $node->safe_psql('postgres',
 		"SELECT paused_pid FROM paimon_sink.faults WHERE point = 'writer_before_window_sync'");
 	kill 'STOP', $pid;
@@ -148,9 +120,9 @@ sub checkpoint_completes
 	{
 		$node->safe_psql('postgres',
 			"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
-		committed_insert($node, \%book, $mode eq 'fast' ? 21 : 31, $mode eq 'fast' ? 30 : 40,
+		book_insert($node, \%book, $mode eq 'fast' ? 21 : 31, $mode eq 'fast' ? 30 : 40,
 			"committed before a $mode shutdown");
-		ok(paused($node, 'writer_before_window_sync'), "stopped: a writer holds its window ($mode)");
+		ok(fault_paused($node, 'writer_before_window_sync'), "stopped: a writer holds its window ($mode)");
 		$node->stop($mode);
 		pass("stopped: a $mode shutdown completes");
 		$node->start;
@@ -168,7 +140,7 @@ for my $sync (1, 0)
 	my $tag = $sync ? 'sync' : 'async';
 	my $primary = new_node("primary_$tag", allows_streaming => 1);
 	my %book;
-	committed_insert($primary, \%book, 1, 10, 'first');
+	book_insert($primary, \%book, 1, 10, 'first');
 	$primary->backup("bk_$tag");
 	my $standby = PostgreSQL::Test::Cluster->new("standby_$tag");
 	$standby->init_from_backup($primary, "bk_$tag", has_streaming => 1);
@@ -181,28 +153,28 @@ for my $sync (1, 0)
 	ok($primary->poll_query_until('postgres',
 			"SELECT string_agg(sync_state, ',') FROM pg_stat_replication", $tag),
 		"$tag: the standby streams");
-	committed_insert($primary, \%book, 11, 20, 'before the window');
+	book_insert($primary, \%book, 11, 20, 'before the window');
 	$primary->safe_psql('postgres', "SELECT paimon_sink.inject_fault('backend_after_handoff', 'pause')");
 	my $dead = background_sql($primary,
 		"INSERT INTO s SELECT g, 'dead: acknowledged, no commit' FROM generate_series(101, 110) g");
-	ok(paused($primary, 'backend_after_handoff'), "$tag: a transaction is acknowledged, not committed");
+	ok(fault_paused($primary, 'backend_after_handoff'), "$tag: a transaction is acknowledged, not committed");
 	usleep(500_000);    # its windows closed: the pause below holds the next one
 	$primary->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
-	committed_insert($primary, \%book, 21, 30, 'committed, window open');
-	ok(paused($primary, 'writer_before_window_sync'), "$tag: the primary's writer holds its window");
+	book_insert($primary, \%book, 21, 30, 'committed, window open');
+	ok(fault_paused($primary, 'writer_before_window_sync'), "$tag: the primary's writer holds its window");
 	$primary->wait_for_catchup($standby, 'write', $primary->lsn('insert'))
 	  if !$sync;
 	$primary->stop('immediate');
 	stop_load($dead);
 	$standby->promote;
 	ok(writers_ready($standby, 'postgres'), "$tag: the promoted standby's writers serve");
-	committed_insert($standby, \%book, 31, 40, 'on the promoted node');
+	book_insert($standby, \%book, 31, 40, 'on the promoted node');
 	check_exact($standby, \%book, "$tag standby promoted after a crash mid-window");
 	$standby->stop('immediate');
 	$standby->start;
 	ok(writers_ready($standby, 'postgres'), "$tag: the promoted node is back after a crash");
-	committed_insert($standby, \%book, 41, 50, 'after its crash');
+	book_insert($standby, \%book, 41, 50, 'after its crash');
 	check_exact($standby, \%book, "$tag promoted node after a crash");
 	$standby->stop;
 }
@@ -212,21 +184,21 @@ for my $sync (1, 0)
 {
 	my $node = new_node('pitr', has_archiving => 1, allows_streaming => 1);
 	my %book;
-	committed_insert($node, \%book, 1, 10, 'before the backup');
+	book_insert($node, \%book, 1, 10, 'before the backup');
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
-	committed_insert($node, \%book, 11, 20, 'committed, window open at the backup');
-	ok(paused($node, 'writer_before_window_sync'), 'pitr: a writer holds its window');
+	book_insert($node, \%book, 11, 20, 'committed, window open at the backup');
+	ok(fault_paused($node, 'writer_before_window_sync'), 'pitr: a writer holds its window');
 	my $release = background_sql($node,
 		"SELECT pg_sleep(2); SELECT paimon_sink.release_fault('writer_before_window_sync')");
 	$node->backup('bk');
 	stop_load($release);
 	pass('pitr: the base backup completes once the window closed');
-	committed_insert($node, \%book, 21, 30, 'after the backup');
+	book_insert($node, \%book, 21, 30, 'after the backup');
 	$node->safe_psql('postgres', "SELECT paimon_sink.inject_fault('backend_after_handoff', 'pause')");
 	my $late = background_sql($node,
 		"INSERT INTO s SELECT g, 'dead: committed after the target' FROM generate_series(101, 110) g");
-	ok(paused($node, 'backend_after_handoff'), 'pitr: a transaction is acknowledged before the target');
+	ok(fault_paused($node, 'backend_after_handoff'), 'pitr: a transaction is acknowledged before the target');
 	$node->safe_psql('postgres', "SELECT pg_create_restore_point('target')");
 	$node->safe_psql('postgres', "SELECT paimon_sink.release_fault('backend_after_handoff')");
 	stop_load($late);
@@ -247,7 +219,7 @@ for my $sync (1, 0)
 	ok($restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 		'pitr: the restored node reached its target');
 	ok(writers_ready($restored, 'postgres'), 'pitr: its writers serve');
-	committed_insert($restored, \%book, 31, 40, 'on the restored node');
+	book_insert($restored, \%book, 31, 40, 'on the restored node');
 	check_exact($restored, \%book, 'recovery to a target');
 	$restored->stop;
 }
@@ -259,14 +231,14 @@ for my $sync (1, 0)
 {
 	my $node = new_node('epoch');
 	my %book;
-	committed_insert($node, \%book, 1, 10, 'epoch 0, checkpointed');
+	book_insert($node, \%book, 1, 10, 'epoch 0, checkpointed');
 	check_exact($node, \%book, 'epoch: before the reset');
 	$node->stop;
 	command_ok([ 'pg_resetwal', '-e', '3', $node->data_dir ], 'epoch: pg_resetwal -e 3');
 	$node->start;
 	ok(writers_ready($node, 'postgres'), 'epoch: writers serve after the reset');
 	like($node->safe_psql('postgres', 'SELECT txid_current() >> 32'), qr/^3$/, 'epoch: epoch 3');
-	committed_insert($node, \%book, 21, 30, 'epoch 3, staged');
+	book_insert($node, \%book, 21, 30, 'epoch 3, staged');
 	my $before = $node->safe_psql('postgres', 'SELECT txid_current()');
 	$node->stop('immediate');
 	$node->start;
@@ -274,7 +246,7 @@ for my $sync (1, 0)
 	my $after = $node->safe_psql('postgres', 'SELECT txid_current()');
 	ok($after >= $before && $after < $before + 1000,
 		"epoch: redo kept the next xid in the new epoch ($before, then $after)");
-	committed_insert($node, \%book, 31, 40, 'epoch 3, after the crash');
+	book_insert($node, \%book, 31, 40, 'epoch 3, after the crash');
 	check_exact($node, \%book, 'epoch moved by pg_resetwal');
 	$node->stop;
 }
