@@ -22,7 +22,7 @@ our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_name
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
-  book_insert fault_paused);
+  book_insert fault_paused staged_files_left);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -67,6 +67,24 @@ sub staged_files
 	my ($node) = @_;
 	my @files = glob($node->data_dir . '/pg_paimon_sink/*/*/*.stage');
 	return scalar(@files);
+}
+
+# staged_files_left(NODE): how many staged files the node holds once its
+# committers had the time to unlink what they committed.  A committer
+# unlinks a committed checkpoint's files only after a WAL flush made their
+# REMOVE records durable, at the latest once it has been idle for a moment,
+# so a count right after a commit may still see them; this polls (10 s at
+# most) until none is left and returns the last count.
+sub staged_files_left
+{
+	my ($node) = @_;
+	my $left = staged_files($node);
+	for (my $i = 0; $left > 0 && $i < 100; $i++)
+	{
+		usleep(100_000);
+		$left = staged_files($node);
+	}
+	return $left;
 }
 
 # staged_listing(NODE): the files of the node's staged-file folder, one

@@ -15,7 +15,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load staged_files staged_listing
+use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load staged_files staged_files_left staged_listing
   same_staged_files exactly_once lose_page_cache sink_setup book_insert fault_paused);
 use Time::HiRes qw(usleep);
 
@@ -141,14 +141,7 @@ check_exact('a barrier that skipped a writer');
 
 # an idle committer flushes the REMOVE records itself after a short nap:
 # the committed files go though no other flush comes
-my $left = -1;
-for (1 .. 50)
-{
-	$left = staged_files($node);
-	last if $left == 0;
-	usleep(100_000);
-}
-is($left, 0, 'the committed files are unlinked while nothing else flushes the WAL');
+is(staged_files_left($node), 0, 'the committed files are unlinked while nothing else flushes the WAL');
 
 # many 1-row rounds from two sessions at once
 my @loads;
