@@ -591,3 +591,31 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- The functions that wait for the committer say how the wait ends, and
+-- end_input() says what it does for an overwrite sink.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+	e pg_catalog.regprocedure := 'paimon_sink.end_input(text, text)';
+BEGIN
+	FOR f IN SELECT pg_catalog.unnest(ARRAY[
+		'paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)',
+		'paimon_sink.commit(text, text, bigint)',
+		'paimon_sink.checkpoint(text)',
+		'paimon_sink.recover(text, text, bigint, text)',
+		'paimon_sink.end_input(text, text)',
+		'paimon_sink.reject_failing_rows(text, bigint, text)',
+		'paimon_sink.remove_orphan_files(text, interval, boolean)',
+		'paimon_sink.discard_missing_files(text, text)',
+		'paimon_sink.restart_job(text, text, integer, integer, bigint)']::pg_catalog.regprocedure[])
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
+			' Waits: the call waits for the database''s committer, bounded: 57014 once the committer has shown no progress (or none ran, or it did not serve) for paimon_sink.committer_timeout; the request is not undone (it stays queued or finishes, its outcome in the sinks view), and a retry is safe.');
+	END LOOP;
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', e,
+		pg_catalog.obj_description(e::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
+		' Overwrite sinks: for a job (commit user) that has not committed before, the end-of-input commit is its first and replaces the target: an empty job empties it (under dynamic_partition_overwrite an empty one changes nothing), its snapshot recorded with commit_kind OVERWRITE.');
+END
+$$;

@@ -11,6 +11,15 @@ SELECT p.proname
  WHERE n.nspname = 'paimon_sink' AND obj_description(p.oid, 'pg_proc') IS NULL
    AND p.proname NOT LIKE 'fdw_%'
  ORDER BY 1;
+-- the functions that wait for the committer say how the wait ends
+SELECT p.oid::regprocedure
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'paimon_sink'
+   AND p.proname IN ('prepare_commit', 'commit', 'checkpoint', 'recover', 'end_input',
+                     'reject_failing_rows', 'remove_orphan_files', 'discard_missing_files',
+                     'restart_job')
+   AND obj_description(p.oid, 'pg_proc') NOT LIKE '%57014%committer_timeout%'
+ ORDER BY 1;
 -- the state-changing functions are not granted to PUBLIC
 SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
