@@ -22,7 +22,7 @@ our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_name
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
-  book_insert fault_paused staged_files_left);
+  book_insert fault_paused staged_files_left windows_closed);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -385,6 +385,21 @@ sub fault_paused
 	my ($node, $point) = @_;
 	return $node->poll_query_until('postgres',
 		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = '$point'");
+}
+
+# windows_closed(NODE): waits (poll_query_until's bound) until no writer of
+# the node holds a sync window open; true when none does.  A fault armed at
+# writer_before_window_sync catches the next writer to close a window, so a
+# test arms it only once the windows of earlier transactions have closed
+# (paimon_sink.group_fsync_delay keeps each open that long); otherwise the
+# writer that holds is the one an earlier transaction used, and the next
+# transaction routed to it waits for a hand-off that never comes.
+sub windows_closed
+{
+	my ($node) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_catalog.pg_stat_activity "
+		  . "WHERE backend_type = 'paimon_sink writer' AND query LIKE 'sync window open%'");
 }
 
 # exactly_once(NODE, COMMITTED, LABEL): checkpoint() of the sink s on NODE

@@ -11,7 +11,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PaimonSinkTest qw(start_node writers_ready try_sql background_sql stop_load staged_listing
-  exactly_once lose_page_cache sink_setup book_insert);
+  exactly_once lose_page_cache sink_setup book_insert windows_closed);
 use Time::HiRes qw(usleep);
 
 # fsync on: the WAL syncs are what this test counts
@@ -80,6 +80,7 @@ check_exact('crashes before the commit record');
 # rows back even when the file writes are lost with the page cache
 sql('CHECKPOINT');
 my %size_at_checkpoint = map { split / / } staged_listing($node);
+ok(windows_closed($node), 'the earlier sync windows closed');
 sql("SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 committed_insert(3001, 3010, 'committed, not fsynced');
 pass('the commit returns before the writer fsyncs');
@@ -95,6 +96,7 @@ ok(writers_ready($node, 'postgres'), 'the cluster is back');
 check_exact('crash after the commit, before the fsync');
 
 # --- a checkpoint waits for an open window, and completes once it closed
+ok(windows_closed($node), 'the earlier sync windows closed');
 sql("SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 committed_insert(4001, 4010, 'written during a checkpoint');
 ok($node->poll_query_until('postgres',

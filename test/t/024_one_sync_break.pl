@@ -10,8 +10,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load sink_setup book_insert fault_paused
-  exactly_once);
-use Time::HiRes qw(usleep);
+  exactly_once windows_closed);
 
 my %committed;    # node name -> { id => 1 }
 
@@ -66,6 +65,7 @@ sub checkpoint_completes
 	checkpoint_completes($node, 20, 'alone: a CHECKPOINT after the writer ended completes');
 	book_insert($node, \%book, 11, 20, 'after the writer ended');
 
+	ok(windows_closed($node), 'the earlier sync windows closed');
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'fatal')");
 	book_insert($node, \%book, 21, 30, 'acknowledged, then the writer ends');
@@ -91,6 +91,7 @@ sub checkpoint_completes
 	my $node = new_node('stopped');
 	my %book;
 	book_insert($node, \%book, 1, 10, 'first');
+	ok(windows_closed($node), 'the earlier sync windows closed');
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 	book_insert($node, \%book, 11, 20, 'committed, window open');
@@ -118,6 +119,7 @@ sub checkpoint_completes
 	# exits, and the shutdown checkpoint does not wait for it
 	for my $mode ('fast', 'smart')
 	{
+		ok(windows_closed($node), 'the earlier sync windows closed');
 		$node->safe_psql('postgres',
 			"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 		book_insert($node, \%book, $mode eq 'fast' ? 21 : 31, $mode eq 'fast' ? 30 : 40,
@@ -158,7 +160,7 @@ for my $sync (1, 0)
 	my $dead = background_sql($primary,
 		"INSERT INTO s SELECT g, 'dead: acknowledged, no commit' FROM generate_series(101, 110) g");
 	ok(fault_paused($primary, 'backend_after_handoff'), "$tag: a transaction is acknowledged, not committed");
-	usleep(500_000);    # its windows closed: the pause below holds the next one
+	ok(windows_closed($primary), 'the earlier sync windows closed');
 	$primary->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 	book_insert($primary, \%book, 21, 30, 'committed, window open');
@@ -185,6 +187,7 @@ for my $sync (1, 0)
 	my $node = new_node('pitr', has_archiving => 1, allows_streaming => 1);
 	my %book;
 	book_insert($node, \%book, 1, 10, 'before the backup');
+	ok(windows_closed($node), 'the earlier sync windows closed');
 	$node->safe_psql('postgres',
 		"SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 	book_insert($node, \%book, 11, 20, 'committed, window open at the backup');

@@ -15,7 +15,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use PaimonSinkTest qw(writers_ready background_verbose finish_within holds_ledger_exactly);
+use PaimonSinkTest qw(writers_ready background_verbose finish_within holds_ledger_exactly windows_closed);
 use Time::HiRes qw(time usleep);
 
 my $timeout = 4;    # paimon_sink.handoff_timeout, seconds
@@ -117,6 +117,7 @@ exact('b', 'before');
 
 # --- the writer of the unbucketed sink stops (SIGSTOP) inside its sync
 # window, after acknowledging a committed transaction
+ok(windows_closed($node), 'the earlier sync windows closed');
 $node->safe_psql('postgres', "SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 ($ret, $err) = write_rows('u', 11, 20, 'committed, window open');
 is($ret, 0, 'a transaction commits; its writer holds its window open') or diag($err);

@@ -16,7 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PaimonSinkTest qw(writers_ready try_sql background_sql stop_load staged_files staged_files_left staged_listing
-  same_staged_files exactly_once lose_page_cache sink_setup book_insert fault_paused);
+  same_staged_files exactly_once lose_page_cache sink_setup book_insert fault_paused windows_closed);
 use Time::HiRes qw(usleep);
 
 # fsync on, a window of 1 s: a checkpoint() ends well inside the window
@@ -55,6 +55,7 @@ check_exact('warm up');
 # once, and the committed file's removal stands
 sql('CHECKPOINT');
 my %sizes = map { split / / } staged_listing($node);
+ok(windows_closed($node), 'the earlier sync windows closed');
 sql("SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 my $before = fsyncs();
 committed_insert(101, 110, 'committed, its file never fsynced');
@@ -78,6 +79,7 @@ for my $point ('committer_before_prepare', 'committer_after_prepare')
 {
 	sql('CHECKPOINT');
 	%sizes = map { split / / } staged_listing($node);
+	ok(windows_closed($node), 'the earlier sync windows closed');
 	sql("SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 	sql("SELECT paimon_sink.inject_fault('$point', 'pause')");
 	committed_insert($n + 1, $n + 10, "committed, sealed unsynced, crash at $point");
@@ -97,6 +99,7 @@ for my $point ('committer_before_prepare', 'committer_after_prepare')
 
 # --- 4. a PostgreSQL checkpoint taken while a sealed file is unsynced
 # waits for the window, which fsyncs that file (and its folder) first
+ok(windows_closed($node), 'the earlier sync windows closed');
 sql("SELECT paimon_sink.inject_fault('writer_before_window_sync', 'pause')");
 sql("SELECT paimon_sink.inject_fault('committer_before_prepare', 'pause')");
 committed_insert(401, 410, 'sealed during a PostgreSQL checkpoint');
