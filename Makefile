@@ -86,6 +86,11 @@ include $(PGXS)
 
 # the shared TAP helpers (test/perl/PaimonSinkTest.pm); after PGXS, which empties it
 PROVE_FLAGS += -I ./test/perl
+# TAP_JOBS=N runs N test files at once (prove -j); each file's nodes take
+# their own ports (PostgreSQL::Test::Cluster locks them) and directories
+ifneq ($(TAP_JOBS),)
+PROVE_FLAGS += -j$(TAP_JOBS)
+endif
 
 # (srcdir is PGXS's)
 ifeq ($(EXTVERSION),)
