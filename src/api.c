@@ -95,13 +95,32 @@ start_request(FunctionCallInfo fcinfo, CommitterRequest *request, int kind, cons
  * metadata_return_snapshots.
  */
 static void
-return_snapshots(FunctionCallInfo fcinfo, List *sinks, const CommitterRequest *request, int64 also)
+return_snapshots(FunctionCallInfo fcinfo, List *sinks, const CommitterRequest *request, int64 also,
+				 const int64 *first_snapshot_ids)
 {
 	ListCell *lc;
 
 	foreach (lc, sinks)
 		metadata_return_snapshots(fcinfo, ((SinkInfo *) lfirst(lc))->sink_id, request->commit_user,
-								  request->previous_last_committed, request->last_committed, also);
+								  request->previous_last_committed, request->last_committed, also,
+								  first_snapshot_ids[foreach_current_index(lc)]);
+}
+
+/*
+ * next_snapshot_ids reads, before a commit request is submitted, the next
+ * snapshot id of each of its sinks: the bound of the snapshots it makes
+ * (metadata_return_snapshots).
+ */
+static int64 *
+next_snapshot_ids(List *sinks)
+{
+	int64 *ids = palloc(sizeof(int64) * list_length(sinks));
+	ListCell *lc;
+
+	foreach (lc, sinks)
+		ids[foreach_current_index(lc)] =
+			metadata_next_snapshot_id(((SinkInfo *) lfirst(lc))->sink_id);
+	return ids;
 }
 
 /* submit submits a request to this database's committer and waits for it. */
@@ -190,12 +209,14 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 	List *members;
 	SinkInfo *sink =
 		start_request(fcinfo, &request, REQUEST_COMMIT, "commit", "paimon_sink.commit()", &members);
+	int64 *first_snapshot_ids;
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
+	first_snapshot_ids = next_snapshot_ids(members);
 	submit(&request);
-	return_snapshots(fcinfo, members, &request, request.checkpoint_id);
+	return_snapshots(fcinfo, members, &request, request.checkpoint_id, first_snapshot_ids);
 	return (Datum) 0;
 }
 
@@ -217,15 +238,17 @@ paimon_sink_reject_failing_rows(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "move the refused rows of",
 								   "paimon_sink.reject_failing_rows()", NULL);
+	int64 first_snapshot_id;
 
 	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 1);
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 2, sink),
 			sizeof(request.commit_user));
 	request.reject_rows = true;
+	first_snapshot_id = metadata_next_snapshot_id(sink->sink_id);
 	submit(&request);
 	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
 							  request.previous_last_committed, request.last_committed,
-							  request.checkpoint_id);
+							  request.checkpoint_id, first_snapshot_id);
 	return (Datum) 0;
 }
 
@@ -240,11 +263,14 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_CHECKPOINT, "checkpoint",
 								   "paimon_sink.checkpoint()", NULL);
+	int64 first_snapshot_id;
 
 	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
+	first_snapshot_id = metadata_next_snapshot_id(sink->sink_id);
 	submit(&request);
 	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
-							  request.previous_last_committed, request.last_committed, -1);
+							  request.previous_last_committed, request.last_committed, -1,
+							  first_snapshot_id);
 	return (Datum) 0;
 }
 
@@ -349,11 +375,14 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 	List *members;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_END_INPUT, "end the input of",
 								   "paimon_sink.end_input()", &members);
+	int64 *first_snapshot_ids;
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
+	first_snapshot_ids = next_snapshot_ids(members);
 	submit(&request);
-	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT);
+	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT,
+					 first_snapshot_ids);
 	return (Datum) 0;
 }
 

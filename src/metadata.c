@@ -605,6 +605,24 @@ metadata_forget_files(int32 sink_id, const char *commit_user, Datum files, uint6
 }
 
 /*
+ * metadata_next_snapshot_id returns the id the sink's next snapshot takes:
+ * one above its newest (expiry never removes a sink's newest snapshot, so
+ * ids only grow), 1 for none.  Read on the primary key, one entry.
+ */
+int64
+metadata_next_snapshot_id(int32 sink_id)
+{
+	static Statement next_id = {
+		"SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) "
+		"OPERATOR(pg_catalog.+) 1 AS snapshot_id FROM paimon_sink.snapshot_log l "
+		"WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
+		SPI_OK_SELECT};
+	Arg sink[] = {ARG_INT4(sink_id)};
+
+	return statement_int8(&next_id, sink, 1, 0, "snapshot_id", 1);
+}
+
+/*
  * metadata_record_snapshot records a committed checkpoint as the sink's
  * next snapshot, with its properties (the merge of its prepares'), marks
  * its committables and moves the commit user's marks (its properties
@@ -614,11 +632,6 @@ metadata_forget_files(int32 sink_id, const char *commit_user, Datum files, uint6
 int64
 metadata_record_snapshot(const SnapshotEntry *entry)
 {
-	static Statement next_id = {
-		"SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) "
-		"OPERATOR(pg_catalog.+) 1 AS snapshot_id FROM paimon_sink.snapshot_log l "
-		"WHERE l.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_SELECT};
 	static Statement steps[] = {
 		{"INSERT INTO paimon_sink.snapshot_log (sink_id, snapshot_id, commit_user, "
 		 "commit_identifier, commit_kind, row_count, file_count, byte_count, load_ms, properties) "
@@ -642,8 +655,7 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 "WHERE p.sink_id OPERATOR(pg_catalog.=) $1 AND p.commit_user OPERATOR(pg_catalog.=) $3 "
 		 "AND p.checkpoint_id OPERATOR(pg_catalog.<=) $4",
 		 SPI_OK_DELETE}};
-	Arg sink[] = {ARG_INT4(entry->sink_id)};
-	int64 snapshot_id = statement_int8(&next_id, sink, 1, 0, "snapshot_id", 1);
+	int64 snapshot_id = metadata_next_snapshot_id(entry->sink_id);
 	Arg args[] = {ARG_INT4(entry->sink_id),
 				  ARG_INT8(snapshot_id),
 				  ARG_TEXT(entry->commit_user),

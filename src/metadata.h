@@ -203,6 +203,7 @@ extern int metadata_count_pending_after(int32 sink_id, const char *commit_user, 
 extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern int64 metadata_forget_files(int32 sink_id, const char *commit_user, Datum files,
 								   uint64 request_id);
+extern int64 metadata_next_snapshot_id(int32 sink_id);
 extern int64 metadata_record_snapshot(const SnapshotEntry *entry);
 extern FileRecord metadata_file_record(const char *file_name);
 extern List *metadata_committed_files(void);
@@ -246,8 +247,8 @@ extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,
 										 const char *commit_user, int64 checkpoint_id,
 										 int32 writer_id);
 extern void metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id,
-									  const char *commit_user, int64 after, int64 up_to,
-									  int64 also);
+									  const char *commit_user, int64 after, int64 up_to, int64 also,
+									  int64 first_snapshot_id);
 extern void metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id,
 												bool discarded);
 

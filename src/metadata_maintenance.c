@@ -213,10 +213,22 @@ metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char 
  * call, or a snapshot of the commit user below it, or none at all, is
  * kept: expiry removes a commit user's oldest snapshots first and never its
  * last), and NULL when expiry may have forgotten its snapshot.
+ * first_snapshot_id is metadata_next_snapshot_id() read before the request
+ * was submitted: every snapshot in (after, up_to] was made since, at or
+ * above it.
+ *
+ * This runs after every checkpoint() and commit(), so its cost must not
+ * grow with the snapshots kept: the range is read on either index as a
+ * bounded range (the unique key by commit identifier, the primary key by
+ * first_snapshot_id, whichever the plan takes: with a sink's statistics
+ * stale the two look alike), and the skipped identifier's branches run
+ * only when their one-time filters hold (a retried commit(N) of an N
+ * committed before).  An OR of the
+ * two ranges was a filter over every kept snapshot of the commit user.
  */
 void
 metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
-						  int64 after, int64 up_to, int64 also)
+						  int64 after, int64 up_to, int64 also, int64 first_snapshot_id)
 {
 	static Statement statement = {
 		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, "
@@ -224,9 +236,18 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 		"l.commit_identifier OPERATOR(pg_catalog.>) $3 AS newly_committed "
 		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
 		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
-		"AND ((l.commit_identifier OPERATOR(pg_catalog.>) $3 "
-		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4) "
-		"OR l.commit_identifier OPERATOR(pg_catalog.=) $5) "
+		"AND l.commit_identifier OPERATOR(pg_catalog.>) $3 "
+		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4 "
+		"AND l.snapshot_id OPERATOR(pg_catalog.>=) $6 "
+		"UNION ALL "
+		"SELECT s.snapshot_id, s.commit_user, s.commit_identifier, "
+		"s.row_count, s.file_count, s.committed_at, "
+		"s.commit_identifier OPERATOR(pg_catalog.>) $3 "
+		"FROM paimon_sink.snapshot_log s WHERE s.sink_id OPERATOR(pg_catalog.=) $1 "
+		"AND s.commit_user OPERATOR(pg_catalog.=) $2 "
+		"AND s.commit_identifier OPERATOR(pg_catalog.=) $5 "
+		"AND $5 OPERATOR(pg_catalog.>) 0 "
+		"AND NOT ($5 OPERATOR(pg_catalog.>) $3 AND $5 OPERATOR(pg_catalog.<=) $4) "
 		"UNION ALL "
 		"SELECT NULL::pg_catalog.int8, $2, $5, e.known::pg_catalog.int8, e.known, "
 		"NULL::pg_catalog.timestamptz, $5 OPERATOR(pg_catalog.>) $3 FROM (SELECT CASE WHEN "
@@ -241,8 +262,8 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 		"AND c.commit_identifier OPERATOR(pg_catalog.=) $5) "
 		"ORDER BY 3",
 		SPI_OK_SELECT};
-	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after), ARG_INT8(up_to),
-				  ARG_INT8(also)};
+	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after),
+				  ARG_INT8(up_to),	 ARG_INT8(also),		ARG_INT8(first_snapshot_id)};
 
 	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
 }
