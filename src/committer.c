@@ -660,9 +660,14 @@ static void
 nap(bool ready)
 {
 	long ms = nap_ms(ready);
+	long stats_ms;
 	int events;
 
 	pgstat_report_activity(STATE_IDLE, NULL);
+	/* counts still pending (a flush is at most once a second) are flushed when they may be */
+	stats_ms = liveness_report_statistics();
+	if (stats_ms > 0)
+		ms = Min(ms, stats_ms);
 	if (!request_any_queued(CommitterDatabase) && commit_removals_pending() &&
 		ms > COMMITTER_REMOVAL_GRACE_MS)
 	{
@@ -806,6 +811,8 @@ paimon_sink_committer_main(Datum main_arg)
 		CHECK_FOR_INTERRUPTS();
 		/* each turn, a request taken included, is progress the waiting sessions see */
 		liveness_committer_beat();
+		/* a committer that never naps flushes its counts too */
+		(void) liveness_report_statistics();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -4,7 +4,8 @@
  *	  Whether a writer answers, and what happens when one stops: the
  *	  heartbeat, the waits bounded by it, and the committer fencing and
  *	  restarting a writer that shows no progress; and the committer's own
- *	  heartbeat, which bounds the sessions' waits on it.
+ *	  heartbeat, which bounds the sessions' waits on it; and an idle
+ *	  worker's other report, its statistics.
  *
  * A writer's heartbeat moves at every turn of its loop (which sleeps at
  * most liveness_idle_nap_ms) and at every step of a long piece of work
@@ -104,6 +105,43 @@ long
 liveness_idle_nap_ms(void)
 {
 	return Min(1000, Max(10, PaimonSinkHandoffTimeoutMs / 4));
+}
+
+/*
+ * liveness_report_statistics flushes a worker's counts (its tables' rows
+ * inserted, updated and deleted, its WAL, its I/O) to the cumulative
+ * statistics, where autovacuum and the pg_stat views read them, as
+ * PostgresMain does for a backend going idle: a background worker's counts
+ * are flushed only where it asks, and without this the committer's inserts,
+ * updates and deletes in the extension's tables stayed unknown to
+ * autovacuum (the tables bloat, their planner statistics go stale) until it
+ * exited.  pgstat_report_stat flushes at most once a second and, asked too
+ * early, says when to ask again: from then the flush is forced, as
+ * PostgresMain's idle timer forces it (unforced, it would judge by the
+ * stop time of the last transaction, which an idle worker never renews).
+ * Outside a transaction only (a sync window is one): returns 0 there.
+ * Returns in how many milliseconds counts still pending should be flushed
+ * (0: none pending), for the caller's nap.
+ */
+long
+liveness_report_statistics(void)
+{
+	static TimestampTz forced_at = 0;
+	TimestampTz now;
+	long wait;
+
+	if (IsTransactionOrTransactionBlock())
+		return 0;
+	now = GetCurrentTimestamp();
+	wait = pgstat_report_stat(forced_at != 0 && now >= forced_at);
+	if (wait <= 0)
+	{
+		forced_at = 0;
+		return 0;
+	}
+	if (forced_at == 0 || now >= forced_at)
+		forced_at = TimestampTzPlusMilliseconds(now, wait);
+	return Max(1, (long) ((forced_at - now) / 1000));
 }
 
 /* since_ms returns the milliseconds from then to now (0 for a time to come). */

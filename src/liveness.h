@@ -38,6 +38,7 @@ typedef bool (*LivenessSendCheck)(void *arg, TimestampTz wait_start);
 /* the writer's side */
 extern void liveness_beat(WriterEntry *writer);
 extern long liveness_idle_nap_ms(void);
+extern long liveness_report_statistics(void);
 
 /* tests on a writer, from any process */
 extern bool liveness_writer_answers(WriterEntry *writer);

@@ -762,9 +762,15 @@ paimon_sink_writer_main(Datum main_arg)
 		if (!progress)
 		{
 			bool idle = !writer_window_is_open();
-			int events =
-				WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						  writer_window_timeout(liveness_idle_nap_ms()), PG_WAIT_EXTENSION);
+			long timeout = writer_window_timeout(liveness_idle_nap_ms());
+			/* its WAL counts reach pg_stat_wal as an idle backend's do */
+			long stats_ms = liveness_report_statistics();
+			int events;
+
+			if (stats_ms > 0)
+				timeout = Min(timeout, stats_ms);
+			events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
+							   PG_WAIT_EXTENSION);
 
 			if ((events & WL_TIMEOUT) && idle)
 				forget_dropped_sinks();

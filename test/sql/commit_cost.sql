@@ -1,10 +1,14 @@
 -- What a commit costs the catalog, whatever the history behind it: the
 -- answer of checkpoint() and commit() reads a few snapshot index entries
--- however many snapshots the sink keeps.
+-- however many snapshots the sink keeps, and the committer's writes to the
+-- extension's tables reach the cumulative statistics that autovacuum reads.
 \set SHOW_CONTEXT never
 SET ROLE regress_sink_owner;
 CREATE TABLE cost_target (id int PRIMARY KEY);
 SELECT sink_name FROM paimon_sink.create_sink('cost_sink', 'cost_target');
+-- the committer's inserts into snapshot_log so far, as the statistics show them
+CREATE TEMP TABLE inserted_before AS
+  SELECT pg_stat_get_tuples_inserted('paimon_sink.snapshot_log'::regclass) AS n;
 -- 100 checkpoints of one row each: 100 snapshots kept
 \set ECHO none
 \o /dev/null
@@ -50,6 +54,22 @@ BEGIN
     rows_returned, 4, CASE WHEN entries <= 4 THEN 'yes' ELSE 'no, ' || entries END;
 END $$;
 SELECT count(*) FROM cost_target;
+-- the committer flushes its counts as an idle backend does (at most once a
+-- second): the 102 snapshots it inserted show within 30 seconds
+DO $$
+DECLARE
+  before bigint := (SELECT b.n FROM inserted_before b);
+  inserted bigint;
+BEGIN
+  FOR i IN 1..300 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    inserted := pg_stat_get_tuples_inserted('paimon_sink.snapshot_log'::regclass) - before;
+    EXIT WHEN inserted >= 102;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RAISE NOTICE 'the statistics count the committer''s snapshots: %',
+    CASE WHEN inserted >= 102 THEN 'yes' ELSE 'no, ' || inserted || ' of 102' END;
+END $$;
 SELECT count(*) FROM paimon_sink.drop_sink('cost_sink');
 DROP TABLE cost_target;
 RESET ROLE;
