@@ -29,6 +29,7 @@ OBJS = \
 	src/liveness.o \
 	src/handoff_failure.o \
 	src/fdw.o \
+	src/value_encoding.o \
 	src/staged_file.o \
 	src/staged_wal.o \
 	src/catalog.o \

@@ -49,6 +49,7 @@
 #include "utils/rel.h"
 #include "write_check.h"
 #include "utils/typcache.h"
+#include "value_encoding.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
@@ -63,6 +64,7 @@ typedef struct SinkLayout
 	int column_count;
 	AttrNumber *columns;	  /* non-dropped foreign table attnums */
 	FmgrInfo *send_functions; /* binary output, in the database encoding */
+	ValueEncoding *encodings; /* value_encoding.c's way for each column */
 	int bucket_key_count;
 	AttrNumber *bucket_attnums; /* foreign table attnums, or NULL */
 	FmgrInfo *bucket_hash;		/* the type's hash function, or fn_oid 0 */
@@ -165,6 +167,7 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 
 	layout->columns = palloc(sizeof(AttrNumber) * desc->natts);
 	layout->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
+	layout->encodings = palloc(sizeof(ValueEncoding) * desc->natts);
 	for (int a = 0; a < desc->natts; a++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, a);
@@ -175,6 +178,7 @@ derive_layout(SinkLayout *layout, Relation rel, Relation target)
 			continue;
 		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
 		fmgr_info_cxt(send, &layout->send_functions[layout->column_count], CurrentMemoryContext);
+		layout->encodings[layout->column_count] = value_encoding_of(send);
 		layout->columns[layout->column_count++] = attr->attnum;
 	}
 	layout->bucket_key_count = list_length(layout->sink.bucket_key);
@@ -637,7 +641,6 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 	{
 		AttrNumber attnum = layout->columns[i];
 		uint32 length;
-		bytea *value;
 
 		if (attnum == layout->row_kind_attnum && layout->upsert)
 		{
@@ -654,10 +657,8 @@ encode_row_fields(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 			appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
 			continue;
 		}
-		value = SendFunctionCall(&layout->send_functions[i], slot->tts_values[attnum - 1]);
-		length = pg_hton32(VARSIZE(value) - VARHDRSZ);
-		appendBinaryStringInfo(&state->line, (char *) &length, sizeof(length));
-		appendBinaryStringInfo(&state->line, VARDATA(value), VARSIZE(value) - VARHDRSZ);
+		value_encoding_append(&state->line, layout->encodings[i], &layout->send_functions[i],
+							  slot->tts_values[attnum - 1]);
 	}
 }
 
