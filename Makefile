@@ -29,6 +29,7 @@ OBJS = \
 	src/liveness.o \
 	src/handoff_failure.o \
 	src/fdw.o \
+	src/fdw_session.o \
 	src/value_encoding.o \
 	src/staged_file.o \
 	src/staged_wal.o \
@@ -46,6 +47,7 @@ OBJS = \
 	src/status.o \
 	src/sql_call.o \
 	src/upsert.o \
+	src/upsert_merge.o \
 	src/rejects.o \
 	src/write_check.o \
 	src/fault.o \

@@ -25,7 +25,7 @@
 #include "committer.h"
 #include "datatype/timestamp.h"
 #include "funcapi.h"
-#include "fdw.h"
+#include "fdw_session.h"
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"

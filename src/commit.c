@@ -7,7 +7,7 @@
  * order, each identifier once, skipping those the commit user's
  * high-water mark already covers.  One checkpoint commits in five steps,
  * one function each: read its committables (and check their files are
- * there), load them into the target (load.c, or upsert.c's MERGE), record
+ * there), load them into the target (load.c, or upsert_merge.c's MERGE), record
  * the snapshot and raise the mark, PREPARE TRANSACTION under a gid
  * carrying (database, sink, checkpoint id, commit user) and COMMIT
  * PREPARED, then log it.  A prepared transaction is only ever created for

@@ -14,6 +14,9 @@
  * so that a bad row fails the INSERT or COPY that brought it, not a later
  * commit.
  *
+ * The sink and layouts of each foreign table, cached for the session, and
+ * the fence epochs it joined are fdw_session.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -30,11 +33,10 @@
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
 #include "fdw.h"
+#include "fdw_session.h"
 #include "foreign/fdwapi.h"
-#include "foreign/foreign.h"
 #include "handoff.h"
 #include "mb/pg_wchar.h"
-#include "metadata.h"
 #include "miscadmin.h"
 #include "names.h"
 #include "nodes/makefuncs.h"
@@ -43,40 +45,14 @@
 #include "parser/parsetree.h"
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "write_check.h"
-#include "utils/typcache.h"
 #include "value_encoding.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_validator);
-
-/*
- * A sink as its foreign table's statements use it: the definition, and
- * what the layouts of the foreign table and the target give.
- */
-typedef struct SinkLayout
-{
-	SinkInfo sink;
-	int column_count;
-	AttrNumber *columns;	  /* non-dropped foreign table attnums */
-	FmgrInfo *send_functions; /* binary output, in the database encoding */
-	ValueEncoding *encodings; /* value_encoding.c's way for each column */
-	int bucket_key_count;
-	AttrNumber *bucket_attnums; /* foreign table attnums, or NULL */
-	FmgrInfo *bucket_hash;		/* the type's hash function, or fn_oid 0 */
-	Oid *bucket_collation;
-	AttrNumber *target_map; /* target attnum to foreign table attnum, by name */
-	/* upsert sinks */
-	bool upsert;
-	AttrNumber row_kind_attnum;
-	int key_count;			 /* the target's primary key */
-	AttrNumber *key_attnums; /* foreign table attnums */
-	bool *is_key;			 /* by foreign table attnum - 1 */
-} SinkLayout;
 
 /* Row kinds of a change stream (Flink's RowKind, as Paimon takes them). */
 typedef enum RowKind
@@ -105,219 +81,11 @@ typedef struct SinkInsertState
 	bool whole_rows;		   /* the statement names every non-key column (a retraction's row) */
 } SinkInsertState;
 
-/*
- * The sinks of the foreign tables this session used, by foreign table OID,
- * with both layouts checked: a statement reads no catalog for them.  An
- * entry is dropped when the relcache entry of its foreign table or target is
- * invalidated: drop_sink drops the foreign table, and ALTER TABLE or ALTER
- * FOREIGN TABLE ... OPTIONS of either invalidates it (postgres_fdw keeps its
- * connections the same way, dropping them on catalog invalidations).
- */
-typedef struct SinkCacheEntry
-{
-	Oid foreign_table; /* hash key */
-	bool valid;
-	MemoryContext context; /* holds the layout's strings and arrays */
-	SinkLayout layout;
-} SinkCacheEntry;
-
-static HTAB *sink_cache = NULL;
-
-/* sink_cache_invalidate marks stale the cached sinks of a changed foreign table or target. */
-static void
-sink_cache_invalidate(Datum arg, Oid relid)
-{
-	HASH_SEQ_STATUS status;
-	SinkCacheEntry *entry;
-
-	hash_seq_init(&status, sink_cache);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		if (relid == InvalidOid || entry->foreign_table == relid ||
-			entry->layout.sink.target == relid)
-			entry->valid = false;
-	}
-}
-
-/* The sink id option of a foreign table, or -1. */
-static int32
-sink_id_option(Oid relid)
-{
-	ForeignTable *table = GetForeignTable(relid);
-	ListCell *lc;
-
-	foreach (lc, table->options)
-	{
-		DefElem *def = lfirst(lc);
-
-		if (strcmp(def->defname, "sink_id") == 0)
-			return pg_strtoint32(defGetString(def));
-	}
-	return -1;
-}
-
-/* What the layouts give each statement, computed once per entry. */
-static void
-derive_layout(SinkLayout *layout, Relation rel, Relation target)
-{
-	TupleDesc desc = RelationGetDescr(rel);
-	TupleDesc target_desc = RelationGetDescr(target);
-	ListCell *lc;
-	int i = 0;
-
-	layout->columns = palloc(sizeof(AttrNumber) * desc->natts);
-	layout->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
-	layout->encodings = palloc(sizeof(ValueEncoding) * desc->natts);
-	for (int a = 0; a < desc->natts; a++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(desc, a);
-		Oid send;
-		bool varlena;
-
-		if (attr->attisdropped)
-			continue;
-		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
-		fmgr_info_cxt(send, &layout->send_functions[layout->column_count], CurrentMemoryContext);
-		layout->encodings[layout->column_count] = value_encoding_of(send);
-		layout->columns[layout->column_count++] = attr->attnum;
-	}
-	layout->bucket_key_count = list_length(layout->sink.bucket_key);
-	layout->bucket_attnums = palloc(sizeof(AttrNumber) * Max(1, layout->bucket_key_count));
-	foreach (lc, layout->sink.bucket_key)
-	{
-		AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
-
-		if (attnum == InvalidAttrNumber)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
-						(char *) lfirst(lc), layout->sink.name)));
-		layout->bucket_attnums[i++] = attnum;
-	}
-	layout->bucket_hash = palloc0(sizeof(FmgrInfo) * Max(1, layout->bucket_key_count));
-	layout->bucket_collation = palloc0(sizeof(Oid) * Max(1, layout->bucket_key_count));
-	for (int k = 0; k < layout->bucket_key_count; k++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(desc, layout->bucket_attnums[k] - 1);
-		TypeCacheEntry *type = lookup_type_cache(attr->atttypid, TYPECACHE_HASH_PROC);
-
-		/* equal values (1.0 and 1.00, or under a nondeterministic collation) meet */
-		if (OidIsValid(type->hash_proc))
-			fmgr_info_cxt(type->hash_proc, &layout->bucket_hash[k], CurrentMemoryContext);
-		layout->bucket_collation[k] = attr->attcollation;
-	}
-	layout->upsert = SINK_IS_UPSERT(&layout->sink);
-	layout->is_key = palloc0(sizeof(bool) * desc->natts);
-	if (layout->upsert)
-	{
-		ListCell *key;
-		int k = 0;
-
-		/* the key is the one the sink was created with: its recorded names */
-		(void) catalog_check_primary_key(&layout->sink, target);
-		/* the layout check found the foreign table as create_sink made it */
-		layout->row_kind_attnum = get_attnum(RelationGetRelid(rel), layout->sink.row_kind_column);
-		Assert(layout->row_kind_attnum != InvalidAttrNumber);
-		layout->key_count = list_length(layout->sink.key_columns);
-		layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
-		foreach (key, layout->sink.key_columns)
-		{
-			AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(key));
-
-			if (attnum == InvalidAttrNumber)
-				elog(ERROR, "key column \"%s\" of sink \"%s\" is missing from its foreign table",
-					 (char *) lfirst(key), layout->sink.name);
-			layout->key_attnums[k++] = attnum;
-			layout->is_key[attnum - 1] = true;
-		}
-	}
-	layout->target_map = palloc0(sizeof(AttrNumber) * target_desc->natts);
-	for (int a = 0; a < target_desc->natts; a++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(target_desc, a);
-
-		if (!attr->attisdropped)
-			layout->target_map[a] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
-	}
-}
-
-/*
- * The sink of a foreign table, from the session's cache.  With rel and its
- * target open, the layouts are checked both ways and what they give each
- * statement is derived; without, only the definition is read (and the
- * entry stays to be checked).  An entry read again leaves its old memory to
- * the end of the transaction, where a running statement may still use it.
- * Raises ERRCODE_FDW_TABLE_NOT_FOUND when the table is not a sink's.
- */
-static const SinkLayout *
-sink_of_foreign_table(Oid relid, Relation rel, Relation target)
-{
-	SinkCacheEntry *entry;
-	bool found;
-	MemoryContext old;
-	int32 sink_id;
-
-	if (sink_cache == NULL)
-	{
-		HASHCTL ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(SinkCacheEntry);
-		ctl.hcxt = CacheMemoryContext;
-		sink_cache = hash_create("paimon_sink sinks of foreign tables", 16, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		CacheRegisterRelcacheCallback(sink_cache_invalidate, (Datum) 0);
-	}
-	entry = hash_search(sink_cache, &relid, HASH_ENTER, &found);
-	if (!found)
-	{
-		entry->valid = false;
-		entry->context = NULL;
-	}
-	if (entry->valid)
-		return &entry->layout;
-
-	/*
-	 * The layout is read in the catalog's shape: the library must match it.
-	 * Checked here, on a cache miss, not on every statement: a new library
-	 * needs a restart, whose backends start with an empty cache.
-	 */
-	paimon_sink_require_ready();
-
-	if (entry->context != NULL)
-		MemoryContextSetParent(entry->context, TopTransactionContext);
-	entry->context =
-		AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink", ALLOCSET_SMALL_SIZES);
-	memset(&entry->layout, 0, sizeof(entry->layout));
-	sink_id = sink_id_option(relid);
-	old = MemoryContextSwitchTo(entry->context);
-	found = sink_id >= 0 && metadata_sink_by_id(sink_id, &entry->layout.sink) &&
-			entry->layout.sink.foreign_table == relid;
-	if (found && rel != NULL)
-	{
-		/* rows are staged in the layout fixed at create_sink, checked both ways */
-		catalog_check_layout(&entry->layout.sink, relid, true);
-		catalog_check_layout(&entry->layout.sink, RelationGetRelid(target), false);
-		derive_layout(&entry->layout, rel, target);
-	}
-	MemoryContextSwitchTo(old);
-	if (!found)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-			 errmsg("foreign table \"%s\" is not the foreign table of a sink", get_rel_name(relid)),
-			 errdetail("Its sink_id option names no sink that owns this table."),
-			 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
-	entry->valid = rel != NULL;
-	return &entry->layout;
-}
-
 /* refuse_reading refuses (ERRCODE_FEATURE_NOT_SUPPORTED) any read of a sink's foreign table. */
 static void
 refuse_reading(Oid relid)
 {
-	const SinkInfo *sink = &sink_of_foreign_table(relid, NULL, NULL)->sink;
+	const SinkInfo *sink = &fdw_sink_of_foreign_table(relid, NULL, NULL)->sink;
 
 	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					errmsg("cannot read from foreign table \"%s\" of sink \"%s\"",
@@ -383,7 +151,7 @@ sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 	if (plan->onConflictAction != ONCONFLICT_NONE)
 	{
 		Oid relid = planner_rt_fetch(resultRelation, root)->relid;
-		bool upsert = SINK_IS_UPSERT(&sink_of_foreign_table(relid, NULL, NULL)->sink);
+		bool upsert = SINK_IS_UPSERT(&fdw_sink_of_foreign_table(relid, NULL, NULL)->sink);
 
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -404,114 +172,6 @@ static int
 sinkIsForeignRelUpdatable(Relation rel)
 {
 	return (1 << CMD_INSERT);
-}
-
-/*
- * read_commit_user_state returns the commit user's fence epoch now (see
- * recover()), 0 for a commit user the sink has never seen, and refuses a
- * commit user whose input has ended, since its rows could never be committed.
- */
-static uint64
-read_commit_user_state(const SinkInfo *sink, const char *commit_user)
-{
-	CommitUserMarks marks;
-	bool found = metadata_read_commit_user(sink->sink_id, commit_user, false, &marks);
-	bool ended = found && marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT;
-
-	if (ended)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
-							   sink->name),
-						errdetail("end_input() committed its last checkpoint; rows written now "
-								  "could never be committed."),
-						errhint("Write with a new commit user (paimon_sink.commit_user).")));
-	return found ? marks.fence_epoch : 0;
-}
-
-/*
- * The fence epoch this session joined, per (sink, commit user): the one it
- * first wrote under, or the current one after it set paimon_sink.commit_user
- * again.  A job restored by recover() writes from new sessions; a session of
- * the failed attempt still running (a zombie) is refused from then on, as
- * Kafka refuses a producer whose epoch is stale.  The commit user's state is
- * read by the first statement of each transaction that writes for it: the
- * writers fence the rows themselves, this only refuses early.
- */
-typedef struct SessionEpoch
-{
-	pg_uuid_t sink_uuid;
-	uint64 fence_epoch;
-	LocalTransactionId checked_in; /* the transaction that last read it */
-	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-} SessionEpoch;
-
-static List *session_epochs = NIL;
-
-/*
- * fdw_forget_fence_epochs: the session joins each commit user's current
- * fence epoch at its next write.  Called when paimon_sink.commit_user is set.
- */
-void
-fdw_forget_fence_epochs(void)
-{
-	list_free_deep(session_epochs);
-	session_epochs = NIL;
-}
-
-/*
- * fdw_session_fence_epoch returns the commit user's fence epoch this
- * session joined at its first write (or prepare with properties); refuses
- * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) once a recover() raised it
- * since.
- */
-uint64
-fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
-{
-	ListCell *lc;
-	SessionEpoch *joined = NULL;
-	uint64 current;
-
-	foreach (lc, session_epochs)
-	{
-		SessionEpoch *entry = lfirst(lc);
-
-		if (memcmp(&entry->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
-			strcmp(entry->commit_user, commit_user) == 0)
-		{
-			joined = entry;
-			break;
-		}
-	}
-	if (joined != NULL && joined->checked_in == MyProc->lxid)
-		return joined->fence_epoch;
-
-	current = read_commit_user_state(sink, commit_user);
-	if (joined == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		joined = palloc0(sizeof(SessionEpoch));
-		joined->sink_uuid = sink->sink_uuid;
-		joined->fence_epoch = current;
-		strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
-		session_epochs = lappend(session_epochs, joined);
-		MemoryContextSwitchTo(old);
-	}
-	else if (joined->fence_epoch < current)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg(
-				 "commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
-				 commit_user, sink->name),
-			 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of "
-					   "the restored-from attempt are replayed by the job, never committed from "
-					   "its old sessions.",
-					   (unsigned long long) joined->fence_epoch, (unsigned long long) current),
-			 errhint("Write from a new session, or set paimon_sink.commit_user again to join the "
-					 "restored job.")));
-	joined->checked_in = MyProc->lxid;
-	return joined->fence_epoch;
 }
 
 /*
@@ -549,9 +209,9 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	 * The target is opened for constraint checks (the commit takes the real
 	 * locks); its lock takes in invalidations, so the layout is read after.
 	 */
-	layout = sink_of_foreign_table(RelationGetRelid(rel), NULL, NULL);
+	layout = fdw_sink_of_foreign_table(RelationGetRelid(rel), NULL, NULL);
 	state->target = catalog_open_target(&layout->sink, false, AccessShareLock);
-	layout = sink_of_foreign_table(RelationGetRelid(rel), rel, state->target);
+	layout = fdw_sink_of_foreign_table(RelationGetRelid(rel), rel, state->target);
 	state->layout = layout;
 	state->estate = estate;
 

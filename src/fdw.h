@@ -12,12 +12,9 @@
 #ifndef PAIMON_SINK_FDW_H
 #define PAIMON_SINK_FDW_H
 
-#include "catalog.h"
 #include "fmgr.h"
 
 extern Datum paimon_sink_fdw_handler(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_fdw_validator(PG_FUNCTION_ARGS);
-extern void fdw_forget_fence_epochs(void);
-extern uint64 fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user);
 
 #endif /* PAIMON_SINK_FDW_H */

@@ -15,7 +15,7 @@
 
 #include <limits.h>
 
-#include "fdw.h"
+#include "fdw_session.h"
 #include "guc.h"
 #include "miscadmin.h"
 #include "names.h"

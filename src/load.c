@@ -378,7 +378,7 @@ typedef struct AppendRedo
 	char *insert; /* INSERT INTO target (...) SELECT ... FROM the rows */
 } AppendRedo;
 
-/* an ephemeral named relation, as upsert.c's (the name its checks know) */
+/* an ephemeral named relation, as upsert_merge.c's (the name its checks know) */
 #define REDO_RELATION "paimon_sink_changes"
 
 /* append_redo_next gives the redo the next staged row. */

@@ -3,7 +3,7 @@
  * rejects.c
  *	  Rows a commit's target refuses: a poison checkpoint's way out.
  *
- * A checkpoint's load runs in one subtransaction (load.c's COPY, upsert.c's
+ * A checkpoint's load runs in one subtransaction (load.c's COPY, upsert_merge.c's
  * MERGE), which costs nothing per row.  Only when it fails with an error a
  * row can cause (integrity 23xxx, data 22xxx, 54000 such as an index row
  * too large, a trigger's RAISE P0001, 44000) is the load redone here, from

@@ -1,0 +1,350 @@
+/*-------------------------------------------------------------------------
+ *
+ * fdw_session.c
+ *	  What a session knows of the sinks it writes: each foreign table's sink
+ *	  with the layouts of its foreign table and target, cached for the
+ *	  session, and the fence epoch the session joined per (sink, commit
+ *	  user).
+ *
+ * Apart from fdw.c, which keeps the FdwRoutine, the validator and the insert
+ * path: this file is the session's state those callbacks read (and
+ * api.c, for a prepare with properties, and guc.c, when the commit user is
+ * set), dropped on catalog invalidations or read again per transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "commands/defrem.h"
+#include "fdw_session.h"
+#include "foreign/foreign.h"
+#include "metadata.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+#include "version.h"
+
+/*
+ * The sinks of the foreign tables this session used, by foreign table OID,
+ * with both layouts checked: a statement reads no catalog for them.  An
+ * entry is dropped when the relcache entry of its foreign table or target is
+ * invalidated: drop_sink drops the foreign table, and ALTER TABLE or ALTER
+ * FOREIGN TABLE ... OPTIONS of either invalidates it (postgres_fdw keeps its
+ * connections the same way, dropping them on catalog invalidations).
+ */
+typedef struct SinkCacheEntry
+{
+	Oid foreign_table; /* hash key */
+	bool valid;
+	MemoryContext context; /* holds the layout's strings and arrays */
+	SinkLayout layout;
+} SinkCacheEntry;
+
+static HTAB *sink_cache = NULL;
+
+/* sink_cache_invalidate marks stale the cached sinks of a changed foreign table or target. */
+static void
+sink_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	SinkCacheEntry *entry;
+
+	hash_seq_init(&status, sink_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || entry->foreign_table == relid ||
+			entry->layout.sink.target == relid)
+			entry->valid = false;
+	}
+}
+
+/* The sink id option of a foreign table, or -1. */
+static int32
+sink_id_option(Oid relid)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	ListCell *lc;
+
+	foreach (lc, table->options)
+	{
+		DefElem *def = lfirst(lc);
+
+		if (strcmp(def->defname, "sink_id") == 0)
+			return pg_strtoint32(defGetString(def));
+	}
+	return -1;
+}
+
+/* What the layouts give each statement, computed once per entry. */
+static void
+derive_layout(SinkLayout *layout, Relation rel, Relation target)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+	TupleDesc target_desc = RelationGetDescr(target);
+	ListCell *lc;
+	int i = 0;
+
+	layout->columns = palloc(sizeof(AttrNumber) * desc->natts);
+	layout->send_functions = palloc(sizeof(FmgrInfo) * desc->natts);
+	layout->encodings = palloc(sizeof(ValueEncoding) * desc->natts);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, a);
+		Oid send;
+		bool varlena;
+
+		if (attr->attisdropped)
+			continue;
+		getTypeBinaryOutputInfo(attr->atttypid, &send, &varlena);
+		fmgr_info_cxt(send, &layout->send_functions[layout->column_count], CurrentMemoryContext);
+		layout->encodings[layout->column_count] = value_encoding_of(send);
+		layout->columns[layout->column_count++] = attr->attnum;
+	}
+	layout->bucket_key_count = list_length(layout->sink.bucket_key);
+	layout->bucket_attnums = palloc(sizeof(AttrNumber) * Max(1, layout->bucket_key_count));
+	foreach (lc, layout->sink.bucket_key)
+	{
+		AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(lc));
+
+		if (attnum == InvalidAttrNumber)
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("bucket key column \"%s\" of sink \"%s\" is missing from its foreign table",
+						(char *) lfirst(lc), layout->sink.name)));
+		layout->bucket_attnums[i++] = attnum;
+	}
+	layout->bucket_hash = palloc0(sizeof(FmgrInfo) * Max(1, layout->bucket_key_count));
+	layout->bucket_collation = palloc0(sizeof(Oid) * Max(1, layout->bucket_key_count));
+	for (int k = 0; k < layout->bucket_key_count; k++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, layout->bucket_attnums[k] - 1);
+		TypeCacheEntry *type = lookup_type_cache(attr->atttypid, TYPECACHE_HASH_PROC);
+
+		/* equal values (1.0 and 1.00, or under a nondeterministic collation) meet */
+		if (OidIsValid(type->hash_proc))
+			fmgr_info_cxt(type->hash_proc, &layout->bucket_hash[k], CurrentMemoryContext);
+		layout->bucket_collation[k] = attr->attcollation;
+	}
+	layout->upsert = SINK_IS_UPSERT(&layout->sink);
+	layout->is_key = palloc0(sizeof(bool) * desc->natts);
+	if (layout->upsert)
+	{
+		ListCell *key;
+		int k = 0;
+
+		/* the key is the one the sink was created with: its recorded names */
+		(void) catalog_check_primary_key(&layout->sink, target);
+		/* the layout check found the foreign table as create_sink made it */
+		layout->row_kind_attnum = get_attnum(RelationGetRelid(rel), layout->sink.row_kind_column);
+		Assert(layout->row_kind_attnum != InvalidAttrNumber);
+		layout->key_count = list_length(layout->sink.key_columns);
+		layout->key_attnums = palloc(sizeof(AttrNumber) * layout->key_count);
+		foreach (key, layout->sink.key_columns)
+		{
+			AttrNumber attnum = get_attnum(RelationGetRelid(rel), lfirst(key));
+
+			if (attnum == InvalidAttrNumber)
+				elog(ERROR, "key column \"%s\" of sink \"%s\" is missing from its foreign table",
+					 (char *) lfirst(key), layout->sink.name);
+			layout->key_attnums[k++] = attnum;
+			layout->is_key[attnum - 1] = true;
+		}
+	}
+	layout->target_map = palloc0(sizeof(AttrNumber) * target_desc->natts);
+	for (int a = 0; a < target_desc->natts; a++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(target_desc, a);
+
+		if (!attr->attisdropped)
+			layout->target_map[a] = get_attnum(RelationGetRelid(rel), NameStr(attr->attname));
+	}
+}
+
+/*
+ * fdw_sink_of_foreign_table returns the sink of a foreign table, from the
+ * session's cache.  With rel and its target open, the layouts are checked
+ * both ways and what they give each statement is derived; without, only the
+ * definition is read (and the entry stays to be checked).  An entry read
+ * again leaves its old memory to the end of the transaction, where a
+ * running statement may still use it.  Raises ERRCODE_FDW_TABLE_NOT_FOUND
+ * when the table is not a sink's, and what the version check
+ * (paimon_sink_require_ready) and the layout checks (catalog_check_layout,
+ * catalog_check_primary_key) raise.
+ */
+const SinkLayout *
+fdw_sink_of_foreign_table(Oid relid, Relation rel, Relation target)
+{
+	SinkCacheEntry *entry;
+	bool found;
+	MemoryContext old;
+	int32 sink_id;
+
+	if (sink_cache == NULL)
+	{
+		HASHCTL ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SinkCacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		sink_cache = hash_create("paimon_sink sinks of foreign tables", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(sink_cache_invalidate, (Datum) 0);
+	}
+	entry = hash_search(sink_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->context = NULL;
+	}
+	if (entry->valid)
+		return &entry->layout;
+
+	/*
+	 * The layout is read in the catalog's shape: the library must match it.
+	 * Checked here, on a cache miss, not on every statement: a new library
+	 * needs a restart, whose backends start with an empty cache.
+	 */
+	paimon_sink_require_ready();
+
+	if (entry->context != NULL)
+		MemoryContextSetParent(entry->context, TopTransactionContext);
+	entry->context =
+		AllocSetContextCreate(CacheMemoryContext, "paimon_sink sink", ALLOCSET_SMALL_SIZES);
+	memset(&entry->layout, 0, sizeof(entry->layout));
+	sink_id = sink_id_option(relid);
+	old = MemoryContextSwitchTo(entry->context);
+	found = sink_id >= 0 && metadata_sink_by_id(sink_id, &entry->layout.sink) &&
+			entry->layout.sink.foreign_table == relid;
+	if (found && rel != NULL)
+	{
+		/* rows are staged in the layout fixed at create_sink, checked both ways */
+		catalog_check_layout(&entry->layout.sink, relid, true);
+		catalog_check_layout(&entry->layout.sink, RelationGetRelid(target), false);
+		derive_layout(&entry->layout, rel, target);
+	}
+	MemoryContextSwitchTo(old);
+	if (!found)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+			 errmsg("foreign table \"%s\" is not the foreign table of a sink", get_rel_name(relid)),
+			 errdetail("Its sink_id option names no sink that owns this table."),
+			 errhint("Create sinks and their foreign tables with paimon_sink.create_sink().")));
+	entry->valid = rel != NULL;
+	return &entry->layout;
+}
+
+/*
+ * read_commit_user_state returns the commit user's fence epoch now (see
+ * recover()), 0 for a commit user the sink has never seen, and refuses a
+ * commit user whose input has ended, since its rows could never be committed.
+ */
+static uint64
+read_commit_user_state(const SinkInfo *sink, const char *commit_user)
+{
+	CommitUserMarks marks;
+	bool found = metadata_read_commit_user(sink->sink_id, commit_user, false, &marks);
+	bool ended = found && marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT;
+
+	if (ended)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
+							   sink->name),
+						errdetail("end_input() committed its last checkpoint; rows written now "
+								  "could never be committed."),
+						errhint("Write with a new commit user (paimon_sink.commit_user).")));
+	return found ? marks.fence_epoch : 0;
+}
+
+/*
+ * The fence epoch this session joined, per (sink, commit user): the one it
+ * first wrote under, or the current one after it set paimon_sink.commit_user
+ * again.  A job restored by recover() writes from new sessions; a session of
+ * the failed attempt still running (a zombie) is refused from then on, as
+ * Kafka refuses a producer whose epoch is stale.  The commit user's state is
+ * read by the first statement of each transaction that writes for it: the
+ * writers fence the rows themselves, this only refuses early.
+ */
+typedef struct SessionEpoch
+{
+	pg_uuid_t sink_uuid;
+	uint64 fence_epoch;
+	LocalTransactionId checked_in; /* the transaction that last read it */
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+} SessionEpoch;
+
+static List *session_epochs = NIL;
+
+/*
+ * fdw_forget_fence_epochs: the session joins each commit user's current
+ * fence epoch at its next write.  Called when paimon_sink.commit_user is set.
+ */
+void
+fdw_forget_fence_epochs(void)
+{
+	list_free_deep(session_epochs);
+	session_epochs = NIL;
+}
+
+/*
+ * fdw_session_fence_epoch returns the commit user's fence epoch this
+ * session joined at its first write (or prepare with properties); refuses
+ * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) once a recover() raised it
+ * since.
+ */
+uint64
+fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
+{
+	ListCell *lc;
+	SessionEpoch *joined = NULL;
+	uint64 current;
+
+	foreach (lc, session_epochs)
+	{
+		SessionEpoch *entry = lfirst(lc);
+
+		if (memcmp(&entry->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+			strcmp(entry->commit_user, commit_user) == 0)
+		{
+			joined = entry;
+			break;
+		}
+	}
+	if (joined != NULL && joined->checked_in == MyProc->lxid)
+		return joined->fence_epoch;
+
+	current = read_commit_user_state(sink, commit_user);
+	if (joined == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		joined = palloc0(sizeof(SessionEpoch));
+		joined->sink_uuid = sink->sink_uuid;
+		joined->fence_epoch = current;
+		strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
+		session_epochs = lappend(session_epochs, joined);
+		MemoryContextSwitchTo(old);
+	}
+	else if (joined->fence_epoch < current)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg(
+				 "commit user \"%s\" of sink \"%s\" was recovered after this session began writing",
+				 commit_user, sink->name),
+			 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of "
+					   "the restored-from attempt are replayed by the job, never committed from "
+					   "its old sessions.",
+					   (unsigned long long) joined->fence_epoch, (unsigned long long) current),
+			 errhint("Write from a new session, or set paimon_sink.commit_user again to join the "
+					 "restored job.")));
+	joined->checked_in = MyProc->lxid;
+	return joined->fence_epoch;
+}
