@@ -264,6 +264,7 @@ class Bench(ControlQueries):
         self.runs = []        # (path, rep, rows, seconds, extra)
         self.wal = []         # (path, rep, WAL bytes of the statement, of the run, bytes staged, heap bytes)
         self.split = None     # single(): the WAL mark right after a sink path's statement
+        self.split_s = None   # single(): the seconds of that statement, before its checkpoint
         self.latency = {}     # kind -> [ms]
         self.memory = []      # dicts
         self.phase_times = []  # (phase, seconds)
@@ -480,6 +481,7 @@ class Bench(ControlQueries):
                 t0 = time.perf_counter()
                 cur.execute(sql, args)
                 if sink:
+                    self.split_s = time.perf_counter() - t0
                     self.split = self.wal_mark()
                 ck = self.checkpoint(cur, sink) if sink else None
                 return time.perf_counter() - t0, ck
@@ -628,7 +630,7 @@ class Bench(ControlQueries):
         self.reset(target, half=path in UPSERT_PATHS)
         expected = cfg.rows
         extra = ""
-        self.split = None
+        self.split = self.split_s = None
         mark0 = self.wal_mark()
         if path == "on_conflict":
             dt, ck = self.run_on_conflict(tname)
@@ -667,6 +669,8 @@ class Bench(ControlQueries):
             (mark1[0] - mark0[0]) / 1e6, heap / 1e6,
             " staged=%.1fMB" % ((mark1[1] - mark0[1]) / 1e6) if target in SINK_OF else "",
             " statement_wal=%.0fkB" % (stmt / 1e3) if target in SINK_OF and stmt is not None else "")
+        if self.split_s is not None:
+            extra += " statement=%.2fs checkpoint=%.2fs" % (self.split_s, dt - self.split_s)
         log("%-22s run %d/%d: %8.2f s %12s rows/s  %s" % (path, rep, cfg.repeat, dt,
                                                          "{:,.0f}".format(expected / dt), extra))
 
