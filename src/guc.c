@@ -39,6 +39,7 @@ char *PaimonSinkCommitUser = NULL;
 int PaimonSinkWriterId = 0;
 int PaimonSinkLoadersPerDatabase = 2;
 int PaimonSinkParallelLoadRows = 100000;
+int PaimonSinkLogCommitMinDurationMs = 0;
 
 /*
  * check_commit_user_setting accepts an empty commit user (the sink's own)
@@ -180,5 +181,12 @@ guc_define_settings(void)
 		"A checkpoint with at least this many rows is loaded by paimon_sink.loaders_per_database "
 		"loaders, off the committer, which serves other sinks meanwhile. 0: never.",
 		&PaimonSinkParallelLoadRows, 100000, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.log_commit_min_duration",
+		"Commits that took at least this long are logged, one line each.",
+		"-1 logs no commit, 0 every commit (as log_autovacuum_min_duration does for autovacuum). "
+		"A failed commit is always logged.",
+		&PaimonSinkLogCommitMinDurationMs, 0, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
 	MarkGUCPrefixReserved("paimon_sink");
 }

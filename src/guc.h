@@ -26,6 +26,7 @@ extern int PaimonSinkFencedWriterKillDelayMs;
 extern int PaimonSinkCheckpointIntervalMs;
 extern int PaimonSinkSnapshotsRetained;
 extern int PaimonSinkSnapshotRetentionMs;
+extern int PaimonSinkLogCommitMinDurationMs;
 extern int PaimonSinkOrphanRemovalIntervalMs;
 extern int PaimonSinkOrphanFileAgeMs;
 extern int PaimonSinkParallelLoadRows;
