@@ -70,7 +70,6 @@ typedef struct SinkInsertState
 	StreamIdentity stream;
 	uint64 fence_epoch; /* the commit user's, read by this statement */
 	int fixed_bucket;
-	int client_encoding; /* to restore after encoding a row, or -1 */
 	Relation target;
 	ResultRelInfo *target_info;
 	TupleTableSlot *target_slot;
@@ -231,10 +230,6 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->index_checks = write_check_begin(state->target);
 	state->whole_rows = names_whole_rows(layout, ExecGetInsertedCols(rinfo, estate));
-	state->client_encoding = pg_get_client_encoding();
-	if (state->client_encoding == GetDatabaseEncoding() || state->client_encoding == PG_SQL_ASCII ||
-		GetDatabaseEncoding() == PG_SQL_ASCII)
-		state->client_encoding = -1; /* send functions do not convert */
 	initStringInfo(&state->line);
 	/* a block that holds a whole row's send buffers: a reset frees nothing */
 	state->row_context =
@@ -366,21 +361,32 @@ row_bucket(SinkInsertState *state, TupleTableSlot *slot)
 
 /*
  * Send functions of text-like types (text, varchar, json, xml, enums, and
- * arrays or records of them) convert to the session's client encoding; the
- * committer reads the rows back in the database encoding.  So a session
- * whose client encoding converts is switched to the database encoding while
- * a row is encoded, and back even on error.  SetClientEncoding needs no
- * catalog access for either: the session's conversion is already prepared.
+ * arrays or records of them) convert to the session's client encoding, and
+ * xml_send declares any encoding but UTF-8 in the value; the committer
+ * reads the rows back in the database encoding (xml_recv: in the encoding
+ * the value declares, else UTF-8).  So a session whose client encoding is
+ * not the database's is switched to the database encoding while a row is
+ * encoded, and back even on error: a SQL_ASCII session too unless the
+ * database is UTF-8 (xml_send would write the database encoding's bytes
+ * undeclared, which xml_recv reads as UTF-8), and the encoding is read
+ * for each row (a function of the statement may change it).
+ * SetClientEncoding needs no catalog access for either: the session's
+ * conversion is already prepared.
  */
 static void
 encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 {
-	if (state->client_encoding < 0)
+	int client_encoding = pg_get_client_encoding();
+	int database_encoding = GetDatabaseEncoding();
+
+	/* SQL_ASCII: nothing converts, and xml_send declares nothing (xml_recv reads UTF-8) */
+	if (client_encoding == database_encoding || database_encoding == PG_SQL_ASCII ||
+		(client_encoding == PG_SQL_ASCII && database_encoding == PG_UTF8))
 	{
 		encode_row_fields(state, slot, kind);
 		return;
 	}
-	if (SetClientEncoding(GetDatabaseEncoding()) < 0)
+	if (SetClientEncoding(database_encoding) < 0)
 		elog(ERROR, "could not switch to the database encoding");
 	PG_TRY();
 	{
@@ -388,9 +394,9 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 	}
 	PG_FINALLY();
 	{
-		if (SetClientEncoding(state->client_encoding) < 0)
+		if (SetClientEncoding(client_encoding) < 0)
 			elog(FATAL, "could not restore the client encoding \"%s\"",
-				 pg_encoding_to_char(state->client_encoding));
+				 pg_encoding_to_char(client_encoding));
 	}
 	PG_END_TRY();
 }
