@@ -13,7 +13,12 @@
 #    in the new encoding (fdw.c reads the client encoding once, when the
 #    statement starts): json_send converts them, and the committer's
 #    json_recv refuses them, "invalid byte sequence": the commit fails every
-#    time.
+#    time;
+#  - in a SQL_ASCII database, whose values are bytes, a UTF8 session stages
+#    a text value holding bytes that are not UTF-8 (value_encoding.c copies
+#    it) but not a text[] or a record holding the same value (their send
+#    functions validate it in the client encoding: 22021 at the INSERT),
+#    where an INSERT into a table takes both.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -90,6 +95,28 @@ is($ret, 0, 'rows staged after a client_encoding change in the statement commit'
 is( $node->safe_psql('postgres', q{SELECT count(*) FROM jt t JOIN jsrc s USING (id)
 		WHERE t.j::text = s.j::text AND t.t = s.t}),
 	'3', 'every row reaches the target as written');
+
+# --- a SQL_ASCII database: bytes that are not UTF-8, staged by a UTF8 session
+$node->safe_psql('postgres',
+	"CREATE DATABASE asciidb ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'");
+$node->safe_psql('asciidb', q{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE bsrc (id int, t text, a text[]);
+	INSERT INTO bsrc VALUES (1, E'\\xff\\xfe', ARRAY[E'\\xff']);
+	CREATE TABLE bt (LIKE bsrc);
+	SELECT sink_name FROM paimon_sink.create_sink('bs', 'bt');
+});
+ok(writers_ready($node, 'asciidb'), 'the writers of the SQL_ASCII database serve');
+($ret, $out, $err) = try_sql($node, q{
+	SET client_encoding = 'UTF8';
+	INSERT INTO bs SELECT * FROM bsrc;
+	RESET client_encoding;
+	SELECT row_count FROM paimon_sink.checkpoint('bs');
+}, undef, 'asciidb');
+is($ret, 0, 'SQL_ASCII database: a UTF8 session stages text and text[] alike') or diag($err);
+is( $node->safe_psql('asciidb', q{SELECT count(*) FROM bt t JOIN bsrc s USING (id)
+		WHERE t.t = s.t AND t.a = s.a}),
+	'1', 'SQL_ASCII database: the bytes reach the target as written');
 
 $node->stop;
 done_testing();
