@@ -368,8 +368,11 @@ row_bucket(SinkInsertState *state, TupleTableSlot *slot)
  * not the database's is switched to the database encoding while a row is
  * encoded, and back even on error: a SQL_ASCII session too unless the
  * database is UTF-8 (xml_send would write the database encoding's bytes
- * undeclared, which xml_recv reads as UTF-8), and the encoding is read
- * for each row (a function of the statement may change it).
+ * undeclared, which xml_recv reads as UTF-8), and a session of a SQL_ASCII
+ * database, whose values are bytes (send functions would check them in the
+ * client encoding, which an INSERT into a table does not), and the
+ * encoding is read for each row (a function of the statement may change
+ * it).
  * SetClientEncoding needs no catalog access for either: the session's
  * conversion is already prepared.
  */
@@ -380,7 +383,7 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 	int database_encoding = GetDatabaseEncoding();
 
 	/* SQL_ASCII: nothing converts, and xml_send declares nothing (xml_recv reads UTF-8) */
-	if (client_encoding == database_encoding || database_encoding == PG_SQL_ASCII ||
+	if (client_encoding == database_encoding ||
 		(client_encoding == PG_SQL_ASCII && database_encoding == PG_UTF8))
 	{
 		encode_row_fields(state, slot, kind);
