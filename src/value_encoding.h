@@ -22,7 +22,8 @@ typedef enum ValueEncoding
 	ENCODE_FLOAT8,
 	ENCODE_BOOL,
 	ENCODE_VARLENA_BYTES, /* text, varchar, char, bytea: the value's bytes */
-	ENCODE_UUID
+	ENCODE_UUID,
+	ENCODE_XML_AS_UTF8 /* xml outside a UTF-8 or SQL_ASCII database: in UTF-8, undeclared */
 } ValueEncoding;
 
 extern ValueEncoding value_encoding_of(Oid send_function);
