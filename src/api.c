@@ -91,36 +91,18 @@ start_request(FunctionCallInfo fcinfo, CommitterRequest *request, int kind, cons
  * return_snapshots returns the snapshots of a commit request's sinks (one,
  * or a group's members, one after another in the group's order: the
  * members commit together, so the first member's marks before and after
- * bound each member's), in commit()'s shape; also: as
- * metadata_return_snapshots.
+ * bound each member's), in commit()'s shape, from the request's answer
+ * (metadata_return_snapshots); also: as metadata_return_snapshots.
  */
 static void
-return_snapshots(FunctionCallInfo fcinfo, List *sinks, const CommitterRequest *request, int64 also,
-				 const int64 *first_snapshot_ids)
+return_snapshots(FunctionCallInfo fcinfo, List *sinks, const CommitterRequest *request, int64 also)
 {
 	ListCell *lc;
 
 	foreach (lc, sinks)
 		metadata_return_snapshots(fcinfo, ((SinkInfo *) lfirst(lc))->sink_id, request->commit_user,
 								  request->previous_last_committed, request->last_committed, also,
-								  first_snapshot_ids[foreach_current_index(lc)]);
-}
-
-/*
- * next_snapshot_ids reads, before a commit request is submitted, the next
- * snapshot id of each of its sinks: the bound of the snapshots it makes
- * (metadata_return_snapshots).
- */
-static int64 *
-next_snapshot_ids(List *sinks)
-{
-	int64 *ids = palloc(sizeof(int64) * list_length(sinks));
-	ListCell *lc;
-
-	foreach (lc, sinks)
-		ids[foreach_current_index(lc)] =
-			metadata_next_snapshot_id(((SinkInfo *) lfirst(lc))->sink_id);
-	return ids;
+								  request->answered, request->answered_count);
 }
 
 /* submit submits a request to this database's committer and waits for it. */
@@ -209,14 +191,12 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 	List *members;
 	SinkInfo *sink =
 		start_request(fcinfo, &request, REQUEST_COMMIT, "commit", "paimon_sink.commit()", &members);
-	int64 *first_snapshot_ids;
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
-	first_snapshot_ids = next_snapshot_ids(members);
 	submit(&request);
-	return_snapshots(fcinfo, members, &request, request.checkpoint_id, first_snapshot_ids);
+	return_snapshots(fcinfo, members, &request, request.checkpoint_id);
 	return (Datum) 0;
 }
 
@@ -238,17 +218,13 @@ paimon_sink_reject_failing_rows(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "move the refused rows of",
 								   "paimon_sink.reject_failing_rows()", NULL);
-	int64 first_snapshot_id;
 
 	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 1);
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 2, sink),
 			sizeof(request.commit_user));
 	request.reject_rows = true;
-	first_snapshot_id = metadata_next_snapshot_id(sink->sink_id);
 	submit(&request);
-	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
-							  request.previous_last_committed, request.last_committed,
-							  request.checkpoint_id, first_snapshot_id);
+	return_snapshots(fcinfo, list_make1(sink), &request, request.checkpoint_id);
 	return (Datum) 0;
 }
 
@@ -263,14 +239,10 @@ paimon_sink_checkpoint(PG_FUNCTION_ARGS)
 	CommitterRequest request;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_CHECKPOINT, "checkpoint",
 								   "paimon_sink.checkpoint()", NULL);
-	int64 first_snapshot_id;
 
 	strlcpy(request.commit_user, sink->default_commit_user, sizeof(request.commit_user));
-	first_snapshot_id = metadata_next_snapshot_id(sink->sink_id);
 	submit(&request);
-	metadata_return_snapshots(fcinfo, sink->sink_id, request.commit_user,
-							  request.previous_last_committed, request.last_committed, -1,
-							  first_snapshot_id);
+	return_snapshots(fcinfo, list_make1(sink), &request, -1);
 	return (Datum) 0;
 }
 
@@ -375,14 +347,11 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 	List *members;
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_END_INPUT, "end the input of",
 								   "paimon_sink.end_input()", &members);
-	int64 *first_snapshot_ids;
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
-	first_snapshot_ids = next_snapshot_ids(members);
 	submit(&request);
-	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT,
-					 first_snapshot_ids);
+	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT);
 	return (Datum) 0;
 }
 

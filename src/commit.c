@@ -49,6 +49,10 @@
 #include "work.h"
 
 CommitTally CommitTallies;
+CommitterRequest *CommitAnswer = NULL;
+
+/* When the snapshots recorded in the open transaction were committed: its start, now()'s value. */
+static TimestampTz recorded_at = 0;
 
 /*
  * Staged files of checkpoints committed by the request being served, and
@@ -400,6 +404,8 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
 		.commit_kind = commit_kind,
 	};
 
+	/* snapshot_log.committed_at is now(): the start of this transaction */
+	recorded_at = GetCurrentTransactionStartTimestamp();
 	return metadata_record_snapshot(&entry);
 }
 
@@ -469,8 +475,9 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 
 /*
  * log_commit is the last step: the commit in the server log (when it took
- * paimon_sink.log_commit_min_duration or longer), in the request's tally,
- * and its files kept for commit_remove_files.
+ * paimon_sink.log_commit_min_duration or longer), in the request's tally
+ * and its answer (CommitAnswer), and its files kept for
+ * commit_remove_files.
  */
 void
 log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
@@ -497,6 +504,23 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 												  (unsigned long long) changes->changed)
 									  : 0));
 
+	/* the requester answers with it, whatever expiry does before it reads its answer */
+	if (CommitAnswer != NULL)
+	{
+		int n = CommitAnswer->answered_count++;
+
+		if (n < PAIMON_SINK_ANSWERED_SNAPSHOTS)
+		{
+			AnsweredSnapshot *answered = &CommitAnswer->answered[n];
+
+			answered->sink_id = sink->sink_id;
+			answered->snapshot_id = snapshot_id;
+			answered->checkpoint_id = checkpoint_id;
+			answered->row_count = (int64) loaded;
+			answered->file_count = list_length(files);
+			answered->committed_at = recorded_at;
+		}
+	}
 	CommitTallies.commits++;
 	CommitTallies.rows += (int64) loaded;
 	CommitTallies.bytes += bytes;

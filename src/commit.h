@@ -14,6 +14,8 @@
 
 /* in commit.c: what the request being served committed, for commit_statistics */
 extern CommitTally CommitTallies;
+/* in commit.c: the request being served, whose answer lists the snapshots made (or NULL) */
+extern CommitterRequest *CommitAnswer;
 
 extern void commit_up_to(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 						 CommitterRequest *request);

@@ -18,6 +18,7 @@
 #include "catalog.h"
 #include "fmgr.h"
 #include "nodes/pg_list.h"
+#include "shared_state.h"
 #include "utils/timestamp.h"
 
 /* A commit user's high-water marks and fence epoch (commit_user_state). */
@@ -248,7 +249,7 @@ extern void metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id,
 										 int32 writer_id);
 extern void metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id,
 									  const char *commit_user, int64 after, int64 up_to, int64 also,
-									  int64 first_snapshot_id);
+									  const AnsweredSnapshot *answered, int answered_count);
 extern void metadata_return_maintenance_results(FunctionCallInfo fcinfo, uint64 request_id,
 												bool discarded);
 

@@ -14,8 +14,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "metadata.h"
 #include "statement.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 
 /* ------------------------------------------------------ snapshot expiry */
 
@@ -203,6 +206,21 @@ metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char 
 }
 
 /*
+ * snapshot_array makes a one-dimensional array of n values of a built-in
+ * type of 4 or 8 bytes passed by value.
+ */
+static Datum
+snapshot_array(Datum *values, int n, Oid type)
+{
+	int16 length;
+	bool by_value;
+	char align;
+
+	get_typlenbyvalalign(type, &length, &by_value, &align);
+	return PointerGetDatum(construct_array(values, n, type, length, by_value, align));
+}
+
+/*
  * metadata_return_snapshots returns a commit user's snapshots with a commit
  * identifier in (after, up_to], and the one of identifier also, as the
  * result set (snapshot_id, commit_user, checkpoint_id, row_count,
@@ -213,32 +231,44 @@ metadata_return_committables(FunctionCallInfo fcinfo, int32 sink_id, const char 
  * call, or a snapshot of the commit user below it, or none at all, is
  * kept: expiry removes a commit user's oldest snapshots first and never its
  * last), and NULL when expiry may have forgotten its snapshot.
- * first_snapshot_id is metadata_next_snapshot_id() read before the request
- * was submitted: every snapshot in (after, up_to] was made since, at or
- * above it.
+ *
+ * The snapshots in (after, up_to] are the ones the request made: its answer
+ * lists them (answered, answered_count in all, of every sink of the
+ * request; the first PAIMON_SINK_ANSWERED_SNAPSHOTS stored), and they are
+ * returned from there, since the committer's expiry may forget a snapshot
+ * before the requester reads its answer (TAP 043).  A request that made more
+ * than the answer holds reads them from snapshot_log, from the first one it
+ * made on (then an expiry in between may drop a row).
  *
  * This runs after every checkpoint() and commit(), so its cost must not
- * grow with the snapshots kept: the range is read on either index as a
- * bounded range (the unique key by commit identifier, the primary key by
- * first_snapshot_id, whichever the plan takes: with a sink's statistics
- * stale the two look alike), and the skipped identifier's branches run
- * only when their one-time filters hold (a retried commit(N) of an N
- * committed before).  An OR of the
- * two ranges was a filter over every kept snapshot of the commit user.
+ * grow with the snapshots kept: the read of the range, when there is one,
+ * is bounded on either index (the unique key by commit identifier, the
+ * primary key by the first snapshot id made, whichever the plan takes: with
+ * a sink's statistics stale the two look alike), and each branch of the
+ * query runs only when its one-time filter holds (the skipped identifier's:
+ * a retried commit(N) of an N committed before).  An OR of the two ranges
+ * was a filter over every kept snapshot of the commit user.
  */
 void
 metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *commit_user,
-						  int64 after, int64 up_to, int64 also, int64 first_snapshot_id)
+						  int64 after, int64 up_to, int64 also, const AnsweredSnapshot *answered,
+						  int answered_count)
 {
 	static Statement statement = {
+		"SELECT a.snapshot_id, $2, a.checkpoint_id, a.row_count, a.file_count, a.committed_at, "
+		"true FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($7), pg_catalog.unnest($8), "
+		"pg_catalog.unnest($9), pg_catalog.unnest($10)) "
+		"AS a (snapshot_id, checkpoint_id, row_count, file_count, committed_at) "
+		"WHERE $11 "
+		"UNION ALL "
 		"SELECT l.snapshot_id, l.commit_user, l.commit_identifier, "
 		"l.row_count, l.file_count, l.committed_at, "
-		"l.commit_identifier OPERATOR(pg_catalog.>) $3 AS newly_committed "
+		"l.commit_identifier OPERATOR(pg_catalog.>) $3 "
 		"FROM paimon_sink.snapshot_log l WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
 		"AND l.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND l.commit_identifier OPERATOR(pg_catalog.>) $3 "
 		"AND l.commit_identifier OPERATOR(pg_catalog.<=) $4 "
-		"AND l.snapshot_id OPERATOR(pg_catalog.>=) $6 "
+		"AND l.snapshot_id OPERATOR(pg_catalog.>=) $12 AND NOT $11 "
 		"UNION ALL "
 		"SELECT s.snapshot_id, s.commit_user, s.commit_identifier, "
 		"s.row_count, s.file_count, s.committed_at, "
@@ -257,15 +287,53 @@ metadata_return_snapshots(FunctionCallInfo fcinfo, int32 sink_id, const char *co
 		"WHERE b.sink_id OPERATOR(pg_catalog.=) $1 AND b.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND b.commit_identifier OPERATOR(pg_catalog.<) $5) THEN 0 END AS known) e "
 		"WHERE $5 OPERATOR(pg_catalog.>) 0 AND $5 OPERATOR(pg_catalog.<=) $4 "
+		"AND NOT ($11 AND $5 OPERATOR(pg_catalog.=) ANY ($7)) "
 		"AND NOT EXISTS (SELECT FROM paimon_sink.snapshot_log c "
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
 		"AND c.commit_identifier OPERATOR(pg_catalog.=) $5) "
 		"ORDER BY 3",
 		SPI_OK_SELECT};
-	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(after),
-				  ARG_INT8(up_to),	 ARG_INT8(also),		ARG_INT8(first_snapshot_id)};
+	int stored = Min(answered_count, PAIMON_SINK_ANSWERED_SNAPSHOTS);
+	Datum *snapshot_ids = palloc(sizeof(Datum) * Max(1, stored));
+	Datum *checkpoint_ids = palloc(sizeof(Datum) * Max(1, stored));
+	Datum *row_counts = palloc(sizeof(Datum) * Max(1, stored));
+	Datum *file_counts = palloc(sizeof(Datum) * Max(1, stored));
+	Datum *committed_ats = palloc(sizeof(Datum) * Max(1, stored));
+	int64 first_snapshot_id = 0;
+	int n = 0;
 
-	statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
+	for (int i = 0; i < stored; i++)
+	{
+		const AnsweredSnapshot *one = &answered[i];
+
+		if (one->sink_id != sink_id)
+			continue;
+		snapshot_ids[n] = Int64GetDatum(one->snapshot_id);
+		checkpoint_ids[n] = Int64GetDatum(one->checkpoint_id);
+		row_counts[n] = Int64GetDatum(one->row_count);
+		file_counts[n] = Int32GetDatum(one->file_count);
+		committed_ats[n] = TimestampTzGetDatum(one->committed_at);
+		if (first_snapshot_id == 0 || one->snapshot_id < first_snapshot_id)
+			first_snapshot_id = one->snapshot_id;
+		n++;
+	}
+	{
+		Arg args[] = {
+			ARG_INT4(sink_id),
+			ARG_TEXT(commit_user),
+			ARG_INT8(after),
+			ARG_INT8(up_to),
+			ARG_INT8(also),
+			ARG_DATUM(INT8ARRAYOID, snapshot_array(snapshot_ids, n, INT8OID), false),
+			ARG_DATUM(INT8ARRAYOID, snapshot_array(checkpoint_ids, n, INT8OID), false),
+			ARG_DATUM(INT8ARRAYOID, snapshot_array(row_counts, n, INT8OID), false),
+			ARG_DATUM(INT4ARRAYOID, snapshot_array(file_counts, n, INT4OID), false),
+			ARG_DATUM(TIMESTAMPTZARRAYOID, snapshot_array(committed_ats, n, TIMESTAMPTZOID), false),
+			ARG_BOOL(answered_count <= PAIMON_SINK_ANSWERED_SNAPSHOTS),
+			ARG_INT8(first_snapshot_id)};
+
+		statement_return_rows(fcinfo, &statement, args, lengthof(args), 0);
+	}
 }
 
 /*

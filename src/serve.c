@@ -63,6 +63,10 @@ run(CommitterRequest *outcome, bool resume)
 
 	outcome->sqlerrcode = 0;
 	outcome->error_length = 0;
+	/* a resumed request goes on listing the snapshots it makes */
+	if (!resume)
+		outcome->answered_count = 0;
+	CommitAnswer = outcome;
 	/* reject_failing_rows(): its checkpoints move the rows their target refuses aside */
 	rejects_set_operator_call(!resume && outcome->kind == REQUEST_COMMIT && outcome->reject_rows);
 	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
@@ -144,6 +148,7 @@ run(CommitterRequest *outcome, bool resume)
 		FreeErrorData(error);
 	}
 	PG_END_TRY();
+	CommitAnswer = NULL;
 	rejects_set_operator_call(false);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(CommitterContext);

@@ -214,6 +214,27 @@ typedef enum RequestState
 #define PAIMON_SINK_PROPERTIES_SIZE 8192
 
 /*
+ * The snapshots a commit request made, handed back with its answer, so that
+ * commit(), checkpoint(), end_input() and reject_failing_rows() answer with
+ * them whatever the committer's snapshot expiry does before the requester
+ * reads its answer.  16 cover a request that commits a few pending
+ * checkpoints (one per call in the common case); past them the requester
+ * reads the rest from snapshot_log.
+ */
+#define PAIMON_SINK_ANSWERED_SNAPSHOTS 16
+
+/* One snapshot a request made, as snapshot_log holds it. */
+typedef struct AnsweredSnapshot
+{
+	int32 sink_id;
+	int32 file_count;
+	int64 snapshot_id;
+	int64 checkpoint_id;
+	int64 row_count;
+	TimestampTz committed_at;
+} AnsweredSnapshot;
+
+/*
  * One request from a backend to its database's committer.  Every field is
  * read and written under PaimonSinkState->lock; the committer works on a
  * copy taken under it.
@@ -247,6 +268,9 @@ typedef struct CommitterRequest
 	int32 discarded_files;
 	int64 discarded_rows; /* discard_missing_files: rows of the files forgotten */
 	int sqlerrcode;		  /* 0 when it succeeded */
+	/* the snapshots made, in commit order: the first ones, and how many in all */
+	int32 answered_count;
+	AnsweredSnapshot answered[PAIMON_SINK_ANSWERED_SNAPSHOTS];
 
 	/*
 	 * The error of a failed request, or the warning of a successful one (a

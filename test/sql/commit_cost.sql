@@ -70,6 +70,27 @@ BEGIN
   RAISE NOTICE 'the statistics count the committer''s snapshots: %',
     CASE WHEN inserted >= 102 THEN 'yes' ELSE 'no, ' || inserted || ' of 102' END;
 END $$;
+-- a commit of more checkpoints than its answer holds (16) reads the rest
+-- from snapshot_log: 20 prepared checkpoints, one commit()
+SELECT s.default_commit_user AS cu,
+       paimon_sink.last_committed_checkpoint('cost_sink', s.default_commit_user) AS base
+  FROM paimon_sink.sinks s WHERE s.sink_name = 'cost_sink' \gset
+\set ECHO none
+\o /dev/null
+SELECT format('INSERT INTO cost_sink VALUES (%s)', 1000 + g),
+       format('SELECT count(*) FROM paimon_sink.prepare_commit(%L, %L, %s)',
+              'cost_sink', :'cu', :base + g)
+  FROM generate_series(1, 20) g \gexec
+\o
+\set ECHO all
+SELECT count(*) AS snapshots, min(checkpoint_id) - :base AS first,
+       max(checkpoint_id) - :base AS last, bool_and(newly_committed) AS all_new,
+       count(DISTINCT snapshot_id) AS distinct_snapshots
+  FROM paimon_sink.commit('cost_sink', :'cu', :base + 20);
+-- its retry answers with the snapshot of the last one, committed before
+SELECT count(*) AS snapshots, max(checkpoint_id) - :base AS last,
+       bool_or(newly_committed) AS any_new
+  FROM paimon_sink.commit('cost_sink', :'cu', :base + 20);
 SELECT count(*) FROM paimon_sink.drop_sink('cost_sink');
 DROP TABLE cost_target;
 RESET ROLE;

@@ -1,13 +1,15 @@
 # checkpoint() answers with the snapshot it made even when snapshot expiry
-# runs between the committer's answer and the session reading it: the
-# answer is read from snapshot_log after the request was answered
-# (metadata_return_snapshots), and with paimon_sink.snapshots_retained = 1
-# and paimon_sink.snapshot_retention = 0 the committer's expiry forgets that
+# runs between the committer's answer and the session reading it.  The
+# answer was read from snapshot_log after the request was answered, and
+# with paimon_sink.snapshots_retained = 1 and
+# paimon_sink.snapshot_retention = 0 the committer's expiry forgets that
 # snapshot as soon as another commit of the sink makes it neither the
 # sink's newest nor its commit user's last.  The session here is held
 # (SIGSTOP) between the answer and the read, as a busy machine's scheduler
-# may hold it; the call then returns no row although it committed its
-# checkpoint, and a caller cannot tell it from a checkpoint of nothing.
+# may hold it; the call then returned no row although it committed its
+# checkpoint, and a caller could not tell it from a checkpoint of nothing.
+# Now the committer hands the snapshots a request made back with its
+# answer (metadata_return_snapshots).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -63,6 +65,7 @@ ok( $node->poll_query_until('postgres',
 kill 'CONT', $pid;
 $h->finish;
 is($err, '', 'checkpoint() succeeded');
+chomp $out;
 is($out, "$made:1", 'checkpoint() answers with the snapshot it made');
 
 $node->stop;
