@@ -599,7 +599,7 @@ sub sql_problems
 	{
 		push @problems, "cast to type $1 without its schema";
 	}
-	while ($plain =~ /\b(?:FROM|JOIN|INTO|UPDATE|USING|TABLE)\s+(?!\(|X\b|SET\b|pg_catalog\.|paimon_sink\.|LATERAL\b)(\w+)/g)
+	while ($plain =~ /\b(?:FROM|JOIN|INTO|UPDATE|USING|TABLE)\s+(?!\(|X\b|SET\b|pg_catalog\.|paimon_sink\.|LATERAL\b|ROWS\s+FROM\b)(\w+)/g)
 	{
 		next if $local{ lc($1) };
 		push @problems, "relation $1 without its schema";
