@@ -360,21 +360,20 @@ row_bucket(SinkInsertState *state, TupleTableSlot *slot)
 }
 
 /*
- * Send functions of text-like types (text, varchar, json, xml, enums, and
- * arrays or records of them) convert to the session's client encoding, and
- * xml_send declares any encoding but UTF-8 in the value; the committer
- * reads the rows back in the database encoding (xml_recv: in the encoding
- * the value declares, else UTF-8).  So a session whose client encoding is
- * not the database's is switched to the database encoding while a row is
- * encoded, and back even on error: a SQL_ASCII session too unless the
- * database is UTF-8 (xml_send would write the database encoding's bytes
- * undeclared, which xml_recv reads as UTF-8), and a session of a SQL_ASCII
- * database, whose values are bytes (send functions would check them in the
- * client encoding, which an INSERT into a table does not), and the
- * encoding is read for each row (a function of the statement may change
- * it).
- * SetClientEncoding needs no catalog access for either: the session's
- * conversion is already prepared.
+ * Send functions of text-like types (text, varchar, json, enums, and
+ * arrays or records of them) convert to the session's client encoding; the
+ * committer reads the rows back in the database encoding.  So a session
+ * whose client encoding is not the database's is switched to the database
+ * encoding while a row is encoded and its bucket computed (a bucket key
+ * without a hash function hashes its send bytes: the same in every
+ * session), and back even on error: a SQL_ASCII session too unless the
+ * database is UTF-8, and any session of a SQL_ASCII database, whose values
+ * are bytes (send functions would check them in the client encoding, which
+ * an INSERT into a table does not).  The encoding is read for each row: a
+ * function of the statement may change it.  Xml values are staged in UTF-8
+ * outside a UTF-8 database (value_encoding.c).  SetClientEncoding needs no
+ * catalog access for either switch: the session's conversion is already
+ * prepared.
  */
 static void
 encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
@@ -387,6 +386,7 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 		(client_encoding == PG_SQL_ASCII && database_encoding == PG_UTF8))
 	{
 		encode_row_fields(state, slot, kind);
+		state->stream.bucket = row_bucket(state, slot);
 		return;
 	}
 	if (SetClientEncoding(database_encoding) < 0)
@@ -394,6 +394,8 @@ encode_row(SinkInsertState *state, TupleTableSlot *slot, RowKind kind)
 	PG_TRY();
 	{
 		encode_row_fields(state, slot, kind);
+		/* a bucket key without a hash function hashes its send bytes: the same in every session */
+		state->stream.bucket = row_bucket(state, slot);
 	}
 	PG_FINALLY();
 	{
@@ -511,7 +513,6 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	if (kind == ROW_KIND_UPSERT && !state->layout->sink.partial_update)
 		check_target_constraints(state, slot);
 	encode_row(state, slot, kind);
-	state->stream.bucket = row_bucket(state, slot);
 	MemoryContextSwitchTo(old);
 	/* an append sink without a bucket key may hand its rows to any writer that answers */
 	pending = handoff_stream(

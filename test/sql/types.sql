@@ -51,6 +51,33 @@ SELECT s.id, s::text = r::text AS same_text, s.t = r.t AS same_t, s.by = r.by AS
 -- -0 stays negative, NaN stays NaN
 SELECT id, f4::text, f8::text, float8send(f8) = float8send('-0'::float8) AS negative_zero
   FROM types_target WHERE id = 1;
+-- a bucket key without a hash function (json) hashes its send bytes, in
+-- the database encoding: a LATIN1 session puts each value in the bucket a
+-- UTF8 session puts it in
+CREATE TABLE json_keys (k json, n int);
+SELECT sink_name FROM paimon_sink.create_sink('json_sink', 'json_keys', buckets => 8,
+	bucket_key => '{k}');
+CREATE TEMP TABLE json_buckets (encoding text, n int, bucket int);
+SELECT s.default_commit_user AS cu FROM paimon_sink.sinks s WHERE s.sink_name = 'json_sink' \gset
+\set ECHO none
+\o /dev/null
+SELECT format('SET client_encoding = %L', e),
+       format('INSERT INTO json_sink VALUES (pg_catalog.to_json(chr(233) || %s), %s)', g, g),
+       format('INSERT INTO json_buckets SELECT %L, %s, c.bucket '
+              'FROM paimon_sink.prepare_commit(''json_sink'', %L, %s) c', e, g, :'cu', i),
+       'RESET client_encoding'
+  FROM (SELECT e, g, row_number() OVER (ORDER BY e DESC, g) AS i
+          FROM unnest(ARRAY['UTF8', 'LATIN1']) e, generate_series(1, 8) g) q
+ ORDER BY i \gexec
+\o
+\set ECHO all
+SELECT count(*) AS values_staged, count(*) FILTER (WHERE u.bucket = l.bucket) AS same_bucket
+  FROM json_buckets u JOIN json_buckets l USING (n)
+ WHERE u.encoding = 'UTF8' AND l.encoding = 'LATIN1';
+SELECT count(*) FROM paimon_sink.commit('json_sink', :'cu', 16);
+SELECT count(*) AS rows, count(DISTINCT k::text) AS keys FROM json_keys;
+SELECT count(*) FROM paimon_sink.drop_sink('json_sink');
+DROP TABLE json_keys;
 SELECT count(*) FROM paimon_sink.drop_sink('types_sink');
 DROP TABLE types_source, types_target;
 DROP TYPE pair;
