@@ -27,6 +27,7 @@
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
@@ -458,6 +459,82 @@ check_bucket_key(const SinkOptions *options)
 }
 
 /*
+ * type_without_binary_io returns the type that has no binary send or
+ * receive function among type and the types its values are made of (a
+ * domain's base, an array's element, a composite's columns, a range's
+ * subtype, a multirange's range), or InvalidOid when every one has both.
+ */
+static Oid
+type_without_binary_io(Oid type)
+{
+	HeapTuple tuple;
+	Form_pg_type form;
+	Oid missing = InvalidOid;
+	Oid inner;
+
+	check_stack_depth();
+	type = getBaseType(type);
+	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	form = (Form_pg_type) GETSTRUCT(tuple);
+	if (!OidIsValid(form->typsend) || !OidIsValid(form->typreceive))
+		missing = type;
+	else if (form->typtype == TYPTYPE_COMPOSITE)
+	{
+		TupleDesc desc = lookup_rowtype_tupdesc(type, -1);
+
+		for (int i = 0; i < desc->natts && !OidIsValid(missing); i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				missing = type_without_binary_io(TupleDescAttr(desc, i)->atttypid);
+		ReleaseTupleDesc(desc);
+	}
+	else if (OidIsValid(inner = get_element_type(type)) ||
+			 (form->typtype == TYPTYPE_RANGE && OidIsValid(inner = get_range_subtype(type))) ||
+			 (form->typtype == TYPTYPE_MULTIRANGE &&
+			  OidIsValid(inner = get_multirange_range(type))))
+		missing = type_without_binary_io(inner);
+	ReleaseSysCache(tuple);
+	return missing;
+}
+
+/*
+ * check_binary_io refuses (ERRCODE_FEATURE_NOT_SUPPORTED) a target column
+ * that a sink could not stage: staged rows are in COPY's binary format, so
+ * every column's type (and each type inside it) needs a binary send and
+ * receive function.  Without the check the sink was created and every
+ * write failed ("no binary output function available for type aclitem").
+ */
+static void
+check_binary_io(Oid target)
+{
+	Relation rel = table_open(target, AccessShareLock);
+	TupleDesc desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+		Oid missing;
+
+		if (attr->attisdropped || attr->attgenerated != '\0')
+			continue;
+		missing = type_without_binary_io(attr->atttypid);
+		if (OidIsValid(missing))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of table \"%s\" has type %s, which a sink cannot stage",
+							NameStr(attr->attname), RelationGetRelationName(rel),
+							format_type_be(attr->atttypid)),
+					 errdetail("Staged rows are in COPY's binary format, and type %s has no binary "
+							   "send or receive function.",
+							   format_type_be(missing)),
+					 errhint("Give the column a type with binary input and output, or write "
+							 "through a sink into a table without it.")));
+	}
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * insert_sink_definition records the sink's definition, with a new commit
  * user of its own, and returns its sink id.
  */
@@ -621,6 +698,7 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	check_sink_basics(&options);
 	check_upsert_target(&options);
 	check_bucket_key(&options);
+	check_binary_io(options.target);
 	if (metadata_sink_by_name(options.name, &existing))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),

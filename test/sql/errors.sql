@@ -158,6 +158,16 @@ SELECT * FROM paimon_sink.create_sink('x', 'orders', bucket_key => '{nope}');
 CREATE VIEW orders_view AS SELECT * FROM orders;
 SELECT * FROM paimon_sink.create_sink('x', 'orders_view');
 \echo :LAST_ERROR_SQLSTATE
+-- a column whose type (or a type inside it) has no binary I/O cannot be staged
+CREATE TABLE acl_target (id int, acl aclitem);
+SELECT * FROM paimon_sink.create_sink('x', 'acl_target');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TYPE acl_pair AS (n int, acls aclitem[]);
+CREATE TABLE acl_pair_target (id int, p acl_pair);
+SELECT * FROM paimon_sink.create_sink('x', 'acl_pair_target');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE acl_target, acl_pair_target;
+DROP TYPE acl_pair;
 
 -- drop_sink refuses while a checkpoint is prepared, unless forced
 INSERT INTO orders_sink VALUES (50, 5, 'pending');
