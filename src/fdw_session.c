@@ -250,7 +250,7 @@ static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
 	CommitUserMarks marks;
-	bool found = metadata_read_commit_user(sink->sink_id, commit_user, false, &marks);
+	bool found = metadata_read_commit_user(sink->sink_id, commit_user, true, &marks);
 	bool ended = found && marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT;
 
 	if (ended)
@@ -268,19 +268,47 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
  * first wrote under, or the current one after it set paimon_sink.commit_user
  * again.  A job restored by recover() writes from new sessions; a session of
  * the failed attempt still running (a zombie) is refused from then on, as
- * Kafka refuses a producer whose epoch is stale.  The commit user's state is
- * read by the first statement of each transaction that writes for it: the
- * writers fence the rows themselves, this only refuses early.
+ * Kafka refuses a producer whose epoch is stale.  The writers fence the rows
+ * themselves; this only refuses early.  The commit user's state is read at
+ * the first write and again in the first transaction after any commit user
+ * of the database had its fence epoch raised or its input ended: those
+ * commits send a relcache invalidation of commit_user_state (metadata.c),
+ * which a session takes in at its next transaction's start, as it takes in
+ * any catalog change.  Reading it in every transaction was a statement of
+ * its own in each small transaction (a tenth of the session's time in
+ * many small ones).
  */
 typedef struct SessionEpoch
 {
 	pg_uuid_t sink_uuid;
 	uint64 fence_epoch;
-	LocalTransactionId checked_in; /* the transaction that last read it */
+	bool current; /* no invalidation came since it was read */
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } SessionEpoch;
 
 static List *session_epochs = NIL;
+static bool epoch_callback_registered = false;
+static uint64 epoch_invalidations = 0; /* counted by session_epochs_invalidate */
+
+/* commit_user_state's oid when the session last read a commit user's state */
+static Oid commit_user_state_table = InvalidOid;
+
+/*
+ * session_epochs_invalidate is the relcache callback that makes the session
+ * read every commit user's state again at its next write: an invalidation of
+ * commit_user_state, or of every relation.
+ */
+static void
+session_epochs_invalidate(Datum arg, Oid relid)
+{
+	ListCell *lc;
+
+	if (relid != InvalidOid && relid != commit_user_state_table)
+		return;
+	epoch_invalidations++;
+	foreach (lc, session_epochs)
+		((SessionEpoch *) lfirst(lc))->current = false;
+}
 
 /*
  * fdw_forget_fence_epochs: the session joins each commit user's current
@@ -305,6 +333,7 @@ fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 	ListCell *lc;
 	SessionEpoch *joined = NULL;
 	uint64 current;
+	uint64 seen;
 
 	foreach (lc, session_epochs)
 	{
@@ -317,9 +346,21 @@ fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 			break;
 		}
 	}
-	if (joined != NULL && joined->checked_in == MyProc->lxid)
+	if (joined != NULL && joined->current)
 		return joined->fence_epoch;
 
+	if (!epoch_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(session_epochs_invalidate, (Datum) 0);
+		epoch_callback_registered = true;
+	}
+	commit_user_state_table = metadata_commit_user_state_table();
+	/*
+	 * Read under a snapshot taken now, after every invalidation taken in so
+	 * far: an invalidation taken during the read (its snapshot may predate
+	 * the commit that sent it) leaves the entry to be read again.
+	 */
+	seen = epoch_invalidations;
 	current = read_commit_user_state(sink, commit_user);
 	if (joined == NULL)
 	{
@@ -345,6 +386,6 @@ fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 					   (unsigned long long) joined->fence_epoch, (unsigned long long) current),
 			 errhint("Write from a new session, or set paimon_sink.commit_user again to join the "
 					 "restored job.")));
-	joined->checked_in = MyProc->lxid;
+	joined->current = epoch_invalidations == seen;
 	return joined->fence_epoch;
 }

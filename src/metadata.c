@@ -21,9 +21,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "metadata.h"
+#include "paimon_sink.h"
 #include "statement.h"
 #include "utils/array.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
 /* ---------------------------------------------------------------- sinks */
@@ -343,6 +347,37 @@ metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_upda
 }
 
 /*
+ * metadata_commit_user_state_table returns the oid of the extension's
+ * commit_user_state table (InvalidOid without the extension), which
+ * invalidate_commit_users names; a catalog lookup, so never from a cache
+ * invalidation callback.
+ */
+Oid
+metadata_commit_user_state_table(void)
+{
+	Oid schema = get_namespace_oid("paimon_sink", true);
+
+	return OidIsValid(schema) ? get_relname_relid("commit_user_state", schema) : InvalidOid;
+}
+
+/*
+ * invalidate_commit_users makes every session read the commit users' state
+ * again in its next transaction: a relcache invalidation of
+ * commit_user_state, sent when the transaction that raises a fence epoch or
+ * ends a commit user's input commits (or is committed prepared).  A session
+ * keeps the state it read until then (fdw_session_fence_epoch), so that a
+ * write does not read it every transaction.
+ */
+static void
+invalidate_commit_users(void)
+{
+	Oid table = metadata_commit_user_state_table();
+
+	if (OidIsValid(table))
+		CacheInvalidateRelcacheByRelid(table);
+}
+
+/*
  * metadata_read_commit_user reads a commit user's marks without creating
  * its row; false when the sink has never seen it.  latest reads under the
  * latest snapshot (a session, after a commit of the committer).
@@ -423,6 +458,10 @@ metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
 	(void) statement_execute(&statements[move], args, lengthof(args), 0);
+	/* what the sessions that write for the commit user refuse on */
+	if (move == MARK_NEW_FENCE_EPOCH ||
+		(move == MARK_RAISE_COMMITTED && checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT))
+		invalidate_commit_users();
 }
 
 /* -------------------------------------------- committables and snapshots */
@@ -669,6 +708,9 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 	/* the other steps take the first four arguments */
 	for (int i = 0; i < lengthof(steps); i++)
 		(void) statement_execute(&steps[i], args, i == 0 ? lengthof(args) : 4, 0);
+	/* the end of the commit user's input: its sessions refuse to write from then on */
+	if (entry->checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
+		invalidate_commit_users();
 	return snapshot_id;
 }
 

@@ -172,6 +172,30 @@ like($err,
 	'its context names the target too');
 is(sql('SELECT count(*) FROM app.noisy'), '2', 'nothing of it was applied');
 
+# --- a session that wrote for a commit user is refused at its next write
+# once another session ended the commit user's input or restored it: the
+# session keeps the commit user's state it read, and reads it again after
+# the invalidation that the change sends when it commits
+my $writer = $node->background_psql('postgres', on_error_stop => 0);
+$writer->query_safe("SET paimon_sink.commit_user = 'job-y'; INSERT INTO s VALUES (401, 'y')");
+$writer->query_safe("INSERT INTO s VALUES (402, 'y')");
+is(sql("SELECT row_count FROM paimon_sink.end_input('s', 'job-y')"), '2',
+	'another session ends job-y\'s input with its 2 rows');
+$writer->query("INSERT INTO s VALUES (403, 'y')");
+like($writer->{stderr}, qr/commit user "job-y" of sink "s" has ended its input/,
+	'the writing session\'s next write is refused');
+$writer->{stderr} = '';
+$writer->query_safe("SET paimon_sink.commit_user = 'job-z'; INSERT INTO s VALUES (501, 'z')");
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('s', 'job-z', 1);
+	 SELECT count(*) FROM paimon_sink.commit('s', 'job-z', 1);
+	 SELECT count(*) FROM paimon_sink.recover('s', 'job-z', 1, 'restore')");
+$writer->query("INSERT INTO s VALUES (502, 'z')");
+like($writer->{stderr}, qr/commit user "job-z" of sink "s" was recovered after this session began writing/,
+	'after a restore in another session, the old session\'s next write is refused');
+$writer->quit;
+is(sql("SELECT string_agg(id::text, ',' ORDER BY id) FROM t WHERE id BETWEEN 401 AND 502"),
+	'401,402,501', 'only the rows written before the end and the restore are committed');
+
 # --- the functions' comments say so
 is(sql(q{SELECT obj_description('paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)'::regprocedure, 'pg_proc') LIKE '%one row of 0 rows%dropped as a replay%'}),
 	't', 'prepare_commit\'s comment tells of empty checkpoints and dropped replays');
