@@ -14,6 +14,7 @@ OBJS = \
 	src/work.o \
 	src/prepare.o \
 	src/commit.o \
+	src/commit_removal.o \
 	src/commit_parallel.o \
 	src/commit_group.o \
 	src/loader.o \

@@ -54,25 +54,6 @@ CommitterRequest *CommitAnswer = NULL;
 /* When the snapshots recorded in the open transaction were committed: its start, now()'s value. */
 static TimestampTz recorded_at = 0;
 
-/*
- * Staged files of checkpoints committed by the request being served, and
- * the end of their REMOVE records, written right after COMMIT PREPARED
- * (committed_removals).  Once the requester has its answer they join the
- * removals pending (removal_pending, up to removal_pending_lsn), which are
- * unlinked once a later WAL flush made their records durable: the next
- * checkpoint's PREPARE, any commit, or the committer's own flush when it
- * has had nothing else to do for a moment (commit_finish_removals).  A file is never
- * removed before its checkpoint committed: a prepared transaction that
- * recovery or an operator rolls back leaves its checkpoint committable
- * from the files.  A crash before the unlink leaves the files to redo
- * (records flushed) or to recovery_remove_committed_files at the next
- * start.
- */
-static List *committed_paths = NIL;
-static XLogRecPtr committed_removals = InvalidXLogRecPtr;
-static List *removal_pending = NIL;
-static XLogRecPtr removal_pending_lsn = InvalidXLogRecPtr;
-
 /* The hint a failure gets when its own has none (a failed load says what to do). */
 static const char *failure_hint = NULL;
 
@@ -159,70 +140,6 @@ commit_failure_hint(int sqlerrcode)
 			   "qualify the names they use, or give their function a search_path of its own (ALTER "
 			   "FUNCTION ... SET search_path = ...), then call commit() or checkpoint() again.";
 	return hint;
-}
-
-/*
- * unlink_pending unlinks the removals pending, when their REMOVE records
- * are durable, or after flushing them when flush is true.
- */
-static void
-unlink_pending(bool flush)
-{
-	if (removal_pending == NIL)
-		return;
-	if (!flush && GetFlushRecPtr(NULL) < removal_pending_lsn)
-		return;
-	(void) staged_file_unlink_logged(removal_pending, removal_pending_lsn, LOG);
-	list_free_deep(removal_pending);
-	removal_pending = NIL;
-	removal_pending_lsn = InvalidXLogRecPtr;
-}
-
-/*
- * commit_remove_files unlinks the removals pending whose REMOVE records a
- * WAL flush made durable (the request just served flushed its PREPARE),
- * then hands the staged files of the checkpoints that request committed
- * to the removals pending (no flush of its own: see removal_pending).
- * In that order: the new records are not flushed yet, and one pending
- * LSN for both would keep the older files until the committer is idle.
- */
-void
-commit_remove_files(void)
-{
-	MemoryContext old;
-
-	unlink_pending(false);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	removal_pending = list_concat(removal_pending, committed_paths);
-	MemoryContextSwitchTo(old);
-	list_free(committed_paths);
-	committed_paths = NIL;
-	if (!XLogRecPtrIsInvalid(committed_removals))
-		removal_pending_lsn = Max(removal_pending_lsn, committed_removals);
-	committed_removals = InvalidXLogRecPtr;
-	unlink_pending(false);
-}
-
-/*
- * commit_removals_pending tells whether staged files wait for a WAL flush
- * to be unlinked (their REMOVE records not yet known durable).
- */
-bool
-commit_removals_pending(void)
-{
-	unlink_pending(false);
-	return removal_pending != NIL;
-}
-
-/*
- * commit_finish_removals unlinks every removal pending, flushing their
- * REMOVE records first when no other flush did: the committer calls it
- * before it naps, when no request waits for it.
- */
-void
-commit_finish_removals(void)
-{
-	unlink_pending(true);
 }
 
 /*
@@ -419,7 +336,7 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * loaders loaded (parallel), this is the decision: once it is committed
  * the loaders' shares are.  After COMMIT PREPARED go the REMOVE records
  * of the checkpoint's files (files, LoadFile *), without a flush of their
- * own (see removal_pending).
+ * own (commit_removal.c).
  */
 void
 prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
@@ -467,8 +384,7 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 	removals = staged_file_log_removals(paths);
 	list_free(paths);
 	fault_point("committer_after_removal_records");
-	if (!XLogRecPtrIsInvalid(removals))
-		committed_removals = removals;
+	commit_removal_logged(removals);
 	MemoryContextSwitchTo(CommitterContext);
 	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
 }
@@ -476,8 +392,8 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 /*
  * log_commit is the last step: the commit in the server log (when it took
  * paimon_sink.log_commit_min_duration or longer), in the request's tally
- * and its answer (CommitAnswer), and its files kept for
- * commit_remove_files.
+ * and its answer (CommitAnswer), and its files handed to
+ * commit_removal_add.
  */
 void
 log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
@@ -485,7 +401,6 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 		   int loaders)
 {
 	double elapsed_ms = (double) (GetCurrentTimestamp() - start) / 1000.0;
-	MemoryContext old_context;
 	ListCell *lc;
 
 	/* at 100 sinks checkpointed every 200 ms, one line a commit is 500 lines a second */
@@ -527,10 +442,8 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 	CommitTallies.retries += (int64) changes->retries;
 	CommitTallies.last_ms = elapsed_ms;
 
-	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	foreach (lc, files)
-		committed_paths = lappend(committed_paths, pstrdup(((LoadFile *) lfirst(lc))->path));
-	MemoryContextSwitchTo(old_context);
+		commit_removal_add(((LoadFile *) lfirst(lc))->path);
 }
 
 /*

@@ -9,6 +9,7 @@
 #ifndef PAIMON_SINK_COMMIT_H
 #define PAIMON_SINK_COMMIT_H
 
+#include "commit_removal.h"
 #include "metadata.h"
 #include "shared_state.h"
 
@@ -26,9 +27,6 @@ extern bool commit_suspended(void);
 extern void commit_resume(CommitterRequest *request);
 extern void commit_forget_rest(void);
 extern const char *commit_failure_hint(int sqlerrcode);
-extern void commit_remove_files(void);
-extern void commit_finish_removals(void);
-extern bool commit_removals_pending(void);
 
 /* in commit_group.c: a sink group's checkpoints, committed as one */
 extern List *commit_group_members(int32 group_id);
