@@ -644,12 +644,12 @@ metadata_forget_files(int32 sink_id, const char *commit_user, Datum files, uint6
 }
 
 /*
- * metadata_next_snapshot_id returns the id the sink's next snapshot takes:
+ * next_snapshot_id returns the id the sink's next snapshot takes:
  * one above its newest (expiry never removes a sink's newest snapshot, so
  * ids only grow), 1 for none.  Read on the primary key, one entry.
  */
-int64
-metadata_next_snapshot_id(int32 sink_id)
+static int64
+next_snapshot_id(int32 sink_id)
 {
 	static Statement next_id = {
 		"SELECT coalesce(pg_catalog.max(l.snapshot_id), 0) "
@@ -694,7 +694,7 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 "WHERE p.sink_id OPERATOR(pg_catalog.=) $1 AND p.commit_user OPERATOR(pg_catalog.=) $3 "
 		 "AND p.checkpoint_id OPERATOR(pg_catalog.<=) $4",
 		 SPI_OK_DELETE}};
-	int64 snapshot_id = metadata_next_snapshot_id(entry->sink_id);
+	int64 snapshot_id = next_snapshot_id(entry->sink_id);
 	Arg args[] = {ARG_INT4(entry->sink_id),
 				  ARG_INT8(snapshot_id),
 				  ARG_TEXT(entry->commit_user),

@@ -205,7 +205,6 @@ extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_us
 extern int64 metadata_forget_files(int32 sink_id, const char *commit_user, Datum files,
 								   uint64 request_id);
 extern Oid metadata_commit_user_state_table(void);
-extern int64 metadata_next_snapshot_id(int32 sink_id);
 extern int64 metadata_record_snapshot(const SnapshotEntry *entry);
 extern FileRecord metadata_file_record(const char *file_name);
 extern List *metadata_committed_files(void);

@@ -45,25 +45,27 @@ latin1(q{
 });
 ok(writers_ready($node, 'latin1db'), 'the writers of the LATIN1 database serve');
 
+# stage(DATABASE, ENCODING, SINK, SELECT): a session of client_encoding
+# ENCODING writes SELECT's rows into SINK, then checkpoints it; returns
+# (exit code, stdout, stderr)
+sub stage
+{
+	my ($database, $encoding, $sink, $select) = @_;
+	return try_sql($node, "SET client_encoding = '$encoding';
+		INSERT INTO $sink $select;
+		RESET client_encoding;
+		SELECT row_count FROM paimon_sink.checkpoint('$sink');", undef, $database);
+}
+
 # a SQL_ASCII client: the checkpoint commits
-my ($ret, $out, $err) = try_sql($node, q{
-	SET client_encoding = 'SQL_ASCII';
-	INSERT INTO s_ascii SELECT * FROM src;
-	RESET client_encoding;
-	SELECT row_count FROM paimon_sink.checkpoint('s_ascii');
-}, undef, 'latin1db');
+my ($ret, $out, $err) = stage('latin1db', 'SQL_ASCII', 's_ascii', 'SELECT * FROM src');
 is($ret, 0, 'LATIN1 database: xml staged by a SQL_ASCII session commits') or diag($err);
 is( latin1(q{SELECT count(*) FROM t_ascii t JOIN src s USING (id)
 		WHERE t.x::text = s.x::text}),
 	'1', 'LATIN1 database: the xml of a SQL_ASCII session reaches the target as written');
 
 # a UTF8 client: the value reaches the target as written (no declaration added)
-($ret, $out, $err) = try_sql($node, q{
-	SET client_encoding = 'UTF8';
-	INSERT INTO s_utf8 SELECT * FROM src;
-	RESET client_encoding;
-	SELECT row_count FROM paimon_sink.checkpoint('s_utf8');
-}, undef, 'latin1db');
+($ret, $out, $err) = stage('latin1db', 'UTF8', 's_utf8', 'SELECT * FROM src');
 is($ret, 0, 'LATIN1 database: xml staged by a UTF8 session commits') or diag($err);
 is( latin1(q{SELECT count(*) FROM t_utf8 t JOIN src s USING (id)
 		WHERE t.x::text = s.x::text}),
@@ -85,12 +87,8 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 ok(writers_ready($node, 'postgres'), 'the writers of the UTF8 database serve');
-($ret, $out, $err) = try_sql($node, q{
-	SET client_encoding = 'UTF8';
-	INSERT INTO js SELECT flip(id), j, t FROM jsrc ORDER BY id;
-	RESET client_encoding;
-	SELECT row_count FROM paimon_sink.checkpoint('js');
-});
+($ret, $out, $err) =
+  stage('postgres', 'UTF8', 'js', 'SELECT flip(id), j, t FROM jsrc ORDER BY id');
 is($ret, 0, 'rows staged after a client_encoding change in the statement commit') or diag($err);
 is( $node->safe_psql('postgres', q{SELECT count(*) FROM jt t JOIN jsrc s USING (id)
 		WHERE t.j::text = s.j::text AND t.t = s.t}),
@@ -107,12 +105,7 @@ $node->safe_psql('asciidb', q{
 	SELECT sink_name FROM paimon_sink.create_sink('bs', 'bt');
 });
 ok(writers_ready($node, 'asciidb'), 'the writers of the SQL_ASCII database serve');
-($ret, $out, $err) = try_sql($node, q{
-	SET client_encoding = 'UTF8';
-	INSERT INTO bs SELECT * FROM bsrc;
-	RESET client_encoding;
-	SELECT row_count FROM paimon_sink.checkpoint('bs');
-}, undef, 'asciidb');
+($ret, $out, $err) = stage('asciidb', 'UTF8', 'bs', 'SELECT * FROM bsrc');
 is($ret, 0, 'SQL_ASCII database: a UTF8 session stages text and text[] alike') or diag($err);
 is( $node->safe_psql('asciidb', q{SELECT count(*) FROM bt t JOIN bsrc s USING (id)
 		WHERE t.t = s.t AND t.a = s.a}),
