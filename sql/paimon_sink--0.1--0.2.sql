@@ -619,3 +619,42 @@ BEGIN
 		' Overwrite sinks: for a job (commit user) that has not committed before, the end-of-input commit is its first and replaces the target: an empty job empties it (under dynamic_partition_overwrite an empty one changes nothing), its snapshot recorded with commit_kind OVERWRITE.');
 END
 $$;
+
+-- Arguments no valid call carries are refused before anything changes
+-- (and the committer checks every request again): the functions say which.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+	note text;
+BEGIN
+	FOR f, note IN SELECT * FROM (VALUES
+		('paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)'::pg_catalog.regprocedure,
+		 ' Arguments: checkpoint_id from 1 to 9223372036854775806 (the highest id is end_input()''s), else 22023 before anything is sealed or dropped: only a valid id at or below the last committed one drops staged rows as a replay; NULL sink_name or checkpoint_id 22004.'),
+		('paimon_sink.commit(text, text, bigint)'::pg_catalog.regprocedure,
+		 ' Arguments: checkpoint_id 1 or more, else 22023 with nothing changed; NULL sink_name or checkpoint_id 22004.'),
+		('paimon_sink.reject_failing_rows(text, bigint, text)'::pg_catalog.regprocedure,
+		 ' Arguments: checkpoint_id 1 or more, else 22023 with nothing changed; NULL sink_name or checkpoint_id 22004.'),
+		('paimon_sink.recover(text, text, bigint, text)'::pg_catalog.regprocedure,
+		 ' Arguments: restored_checkpoint_id 0 (a job restored from before its first checkpoint) or more, else 22023 with nothing changed; NULL sink_name, commit_user or restored_checkpoint_id 22004.'),
+		('paimon_sink.restart_job(text, text, integer, integer, bigint)'::pg_catalog.regprocedure,
+		 ' Arguments: restored_checkpoint_id NULL (the last committed checkpoint) or 0 or more, else 22023 with nothing changed.'),
+		('paimon_sink.last_commit(text, text)'::pg_catalog.regprocedure,
+		 ' Arguments: NULL sink_name 22004.'),
+		('paimon_sink.last_committed_checkpoint(text, text)'::pg_catalog.regprocedure,
+		 ' Arguments: NULL sink_name 22004.'),
+		('paimon_sink.expire_snapshots(text, integer, interval)'::pg_catalog.regprocedure,
+		 ' Arguments: NULL older_than 22004; an older_than beyond about 146,000 years counts as that long.'),
+		('paimon_sink.remove_orphan_files(text, interval, boolean)'::pg_catalog.regprocedure,
+		 ' Arguments: an older_than beyond about 146,000 years counts as that long.'),
+		('paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean)'::pg_catalog.regprocedure,
+		 ' Arguments: checkpoint_interval at most 2147483647 ms (about 24 days, the range of paimon_sink.checkpoint_interval), else 22023.'),
+		('paimon_sink.inject_fault(text, text, integer)'::pg_catalog.regprocedure,
+		 ' Arguments: NULL point or action 22004; times 0 or below -1 22023.'),
+		('paimon_sink.release_fault(text)'::pg_catalog.regprocedure,
+		 ' Arguments: NULL point 22004.')) v
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) note);
+	END LOOP;
+END
+$$;

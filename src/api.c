@@ -143,7 +143,7 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
-	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2, CHECKPOINT_ID_PREPARE);
 	request.writer_id = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
 	if (!PG_ARGISNULL(3) && request.writer_id < 0)
 		ereport(ERROR,
@@ -194,7 +194,7 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
-	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2, CHECKPOINT_ID_COMMIT);
 	submit(&request);
 	return_snapshots(fcinfo, members, &request, request.checkpoint_id);
 	return (Datum) 0;
@@ -219,7 +219,7 @@ paimon_sink_reject_failing_rows(PG_FUNCTION_ARGS)
 	SinkInfo *sink = start_request(fcinfo, &request, REQUEST_COMMIT, "move the refused rows of",
 								   "paimon_sink.reject_failing_rows()", NULL);
 
-	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 1);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 1, CHECKPOINT_ID_COMMIT);
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 2, sink),
 			sizeof(request.commit_user));
 	request.reject_rows = true;
@@ -311,7 +311,7 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 					   "transactions."),
 			 errhint(
 				 "recover() is for jobs with their own commit user (paimon_sink.commit_user).")));
-	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2);
+	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2, CHECKPOINT_ID_RESTORE);
 	if (strcmp(mode, "restore") == 0)
 		request.mode = RECOVER_RESTORE;
 	else if (strcmp(mode, "restore_and_fail") == 0)
@@ -356,22 +356,11 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 }
 
 /*
- * interval_milliseconds returns an interval in milliseconds (a month is 30
- * days, as interval comparison takes it).
- */
-static int64
-interval_milliseconds(const Interval *interval)
-{
-	return interval->time / 1000 +
-		   ((int64) interval->day + (int64) interval->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000;
-}
-
-/*
  * expire_snapshots(sink_name text, retain_last integer, older_than interval)
  * forgets the sink's snapshots beyond the newest retain_last committed more
  * than older_than ago, but each commit user's last; returns how many
- * (bigint).  Errors: 42704, 42501, 22023 (retain_last < 1, negative or NULL
- * older_than).
+ * (bigint).  Errors: 42704, 42501, 22004 (NULL older_than), 22023
+ * (retain_last < 1, negative older_than).
  */
 Datum
 paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
@@ -385,12 +374,15 @@ paimon_sink_expire_snapshots(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("retain_last must be at least 1"),
 				 errdetail("The newest snapshot of a sink is always kept.")));
-	if (older_than == NULL || sql_interval_sign(older_than) < 0)
+	if (older_than == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("older_than must not be NULL")));
+	if (sql_interval_sign(older_than) < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("older_than must be an age of zero or more"),
 						errhint("Pass an age such as interval '1 hour'.")));
-	expired = metadata_expire_snapshots(sink->sink_id, retain_last,
-										interval_milliseconds(older_than), 0, true);
+	expired =
+		metadata_expire_snapshots(sink->sink_id, retain_last, sql_interval_ms(older_than), 0, true);
 	PG_RETURN_INT64(expired);
 }
 
@@ -418,7 +410,7 @@ paimon_sink_remove_orphan_files(PG_FUNCTION_ARGS)
 						errdetail("A negative age puts the cut-off in the future, where files are "
 								  "still being written."),
 						errhint("Pass an age such as interval '1 day'.")));
-	request.older_than_ms = interval_milliseconds(older_than);
+	request.older_than_ms = sql_interval_ms(older_than);
 	request.dry_run = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
 	submit(&request);
 

@@ -23,6 +23,7 @@
 #include "utils/relcache.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -327,7 +328,7 @@ catalog_require_sink(const char *name)
 
 	if (name == NULL || !metadata_sink_by_name(name, info))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-						errmsg("sink \"%s\" does not exist", name ? name : "(null)"),
+						errmsg("sink \"%s\" does not exist", paimon_sink_shown(name)),
 						errdetail("No row of paimon_sink.sinks has that name."),
 						errhint("Create it with paimon_sink.create_sink(), or list the sinks with "
 								"SELECT * FROM paimon_sink.sinks.")));

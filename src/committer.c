@@ -268,15 +268,21 @@ committer_exit(int code, Datum arg)
 
 /*
  * interval_ms_of turns a sink's checkpoint_interval into milliseconds (0:
- * none), counting a month as 30 days as interval comparison does.
+ * none), counting a month as 30 days as interval comparison does, and at
+ * most INT_MAX, as create_sink() and paimon_sink.checkpoint_interval allow
+ * (a catalog row is not trusted to be in range: the deadlines add it to
+ * timestamps).  In milliseconds, any interval's sum fits in 64 bits.
  */
 static int64
 interval_ms_of(Interval *given)
 {
-	int64 us =
-		given->time + ((int64) given->day + (int64) given->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+	int64 ms = ((int64) given->day + (int64) given->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000 +
+			   given->time / 1000;
 
-	return us <= 0 ? 0 : Max(1, us / 1000);
+	/* a positive interval under a millisecond runs every millisecond */
+	if (ms <= 0)
+		return ms == 0 && given->time > 0 ? 1 : 0;
+	return Min(ms, INT_MAX);
 }
 
 /* publish_sink publishes the schedule's entry i in shared memory, if it is shown. */

@@ -234,24 +234,49 @@ known_point(const char *name)
 }
 
 /*
+ * point_argument returns the fault point an argument names, which must not
+ * be NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED).
+ */
+static char *
+point_argument(FunctionCallInfo fcinfo, int index)
+{
+	if (PG_ARGISNULL(index))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the fault-injection point must not be NULL"),
+						errhint("See SELECT point FROM paimon_sink.faults for the points.")));
+	return text_to_cstring(PG_GETARG_TEXT_PP(index));
+}
+
+/*
  * inject_fault(point text, action text, times integer) arms a point for the
  * next "times" hits (-1: every hit).  Actions: error, fatal, panic, kill,
  * pause; for the I/O points (staged_write, staged_fsync) enospc and eio,
  * which make the point's write or fsync fail with that errno.  Superuser
- * only (42501); 22023 for an unknown point or action, or an action the
- * point does not take; 54000 when all slots are armed.
+ * only (42501); 22004 for a NULL point or action; 22023 for an unknown
+ * point or action, an action the point does not take, or times 0 or below
+ * -1; 54000 when all slots are armed.
  */
 Datum
 paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 {
-	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char *action_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char *name;
+	char *action_name;
 	int32 times = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
 	FaultTable *table;
 	int action = -1;
 	FaultPoint *slot = NULL;
 
 	require_superuser();
+	name = point_argument(fcinfo, 0);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the fault action must not be NULL")));
+	action_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (times == 0 || times < -1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("times must be -1 or at least 1, not %d", times),
+						errhint("Pass -1 to fire at every hit, or the number of hits to fire at; "
+								"paimon_sink.clear_faults() disarms.")));
 	if (!known_point(name))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown fault-injection point \"%s\"", name),
@@ -302,15 +327,19 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* release_fault(point text) lets a process paused at the point go on. */
+/*
+ * release_fault(point text) lets a process paused at the point go on.
+ * Superuser only (42501); 22004 for a NULL point.
+ */
 Datum
 paimon_sink_release_fault(PG_FUNCTION_ARGS)
 {
-	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char *name;
 	FaultTable *table;
 	pid_t paused[FAULT_POINT_COUNT];
 
 	require_superuser();
+	name = point_argument(fcinfo, 0);
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)

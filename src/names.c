@@ -1,11 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * names.c
- *	  Commit users and the gids of the committer's prepared transactions.
+ *	  Commit users, checkpoint ids and the gids of the committer's prepared
+ *	  transactions.
  *
  * A commit user is validated where it first comes in (a setting, a
  * function argument), so that a gid carrying it is never too long (GIDSIZE)
- * nor ambiguous.  A gid is parsed strictly: recovery finishes a prepared
+ * nor ambiguous.  A checkpoint id is validated where it comes in (a
+ * function argument) and again where the committer takes the request:
+ * an id no checkpoint can have must never reach a step that seals, drops
+ * or commits.  A gid is parsed strictly: recovery finishes a prepared
  * transaction only when its gid reads back as exactly what gid_build wrote,
  * among the other proofs recovery.c asks for.
  *
@@ -13,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "names.h"
 
 /* Between a gid's commit user and its random suffix: no commit user has it. */
@@ -53,6 +58,25 @@ paimon_sink_commit_user_is_valid(const char *commit_user, const char **problem)
 }
 
 /*
+ * paimon_sink_shown returns a name given as an argument as a message shows
+ * it: whole when it is at most PAIMON_SINK_SHOWN_MAX bytes, else cut there
+ * (at a character boundary) and ended with "...".  An argument may be any
+ * text; a message that quoted 10 kB of it would bury what it says.
+ */
+const char *
+paimon_sink_shown(const char *name)
+{
+	size_t length;
+
+	if (name == NULL)
+		return "";
+	length = strlen(name);
+	if (length <= PAIMON_SINK_SHOWN_MAX)
+		return name;
+	return psprintf("%.*s...", pg_mbcliplen(name, (int) length, PAIMON_SINK_SHOWN_MAX), name);
+}
+
+/*
  * paimon_sink_check_commit_user raises ERRCODE_INVALID_PARAMETER_VALUE for
  * an invalid commit user.
  */
@@ -63,9 +87,46 @@ paimon_sink_check_commit_user(const char *commit_user)
 
 	if (!paimon_sink_commit_user_is_valid(commit_user, &problem))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("invalid commit user \"%s\"", commit_user ? commit_user : ""),
+						errmsg("invalid commit user \"%s\"", paimon_sink_shown(commit_user)),
 						errdetail("%s", problem),
 						errhint("Use a stable identifier of the writing job, such as a UUID.")));
+}
+
+/*
+ * paimon_sink_check_checkpoint_id raises ERRCODE_INVALID_PARAMETER_VALUE
+ * for a checkpoint id that no valid call given for use can carry: ids
+ * start at 1 (Flink's and Paimon's checkpoint ids do), a restore may name
+ * 0 (a job restored from before its first checkpoint), and the highest id
+ * is end_input()'s (Paimon's END_INPUT_CHECKPOINT_ID), never prepared by
+ * prepare_commit().  Refused before anything is sealed, dropped or
+ * committed, so the message says that nothing changed.
+ */
+void
+paimon_sink_check_checkpoint_id(int64 checkpoint_id, CheckpointIdUse use)
+{
+	int64 lowest = use == CHECKPOINT_ID_RESTORE ? 0 : 1;
+
+	if (checkpoint_id < lowest)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint id %lld is out of range", (long long) checkpoint_id),
+				 use == CHECKPOINT_ID_RESTORE
+					 ? errdetail("A job restores from a checkpoint it completed, whose id is 1 or "
+								 "more, or from 0 when it completed none. Nothing was changed.")
+					 : errdetail("Checkpoint ids start at 1, as Flink's and Paimon's do: no "
+								 "checkpoint has id %lld. Nothing was changed.",
+								 (long long) checkpoint_id),
+				 errhint("Pass the job's checkpoint id; paimon_sink.last_commit() tells the last "
+						 "one committed.")));
+	if (use == CHECKPOINT_ID_PREPARE && checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint id %lld is reserved for the end of input",
+						(long long) checkpoint_id),
+				 errdetail("paimon_sink.end_input() prepares and commits it, as Paimon's committer "
+						   "does its END_INPUT checkpoint. Nothing was changed."),
+				 errhint("Call paimon_sink.end_input() to end the input, or prepare a lower "
+						 "checkpoint id.")));
 }
 
 /*

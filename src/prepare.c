@@ -65,8 +65,10 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 			 dropped > 0
 				 ? errdetail("Checkpoint ids of a commit user increase; committed ones are "
 							 "final. The %lld rows staged for it were dropped, as a replay of "
-							 "what checkpoint %lld committed.",
-							 (long long) dropped, (long long) checkpoint_id)
+							 "what checkpoint %lld committed; rows that were no replay must be "
+							 "written again, then prepared as checkpoint %lld or later.",
+							 (long long) dropped, (long long) checkpoint_id,
+							 (long long) last_committed + 1)
 				 : errdetail("Checkpoint ids of a commit user increase; committed ones are final."),
 			 errhint("A job restarted without its state must not go on under commit user \"%s\": "
 					 "restore its state and call paimon_sink.recover(), or start it with a new "
@@ -321,10 +323,11 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 }
 
 /*
- * prepare_recorded prepares checkpoint_id (checkpoint_id 0: the next one
- * of the sink's own commit user, copied into own_user, read under the lock
- * of its marks; commit_user is then NULL): barrier and record
- * the committables in one transaction.  Returns the number of committables
+ * prepare_recorded prepares checkpoint_id of commit_user, or with
+ * commit_user NULL the next checkpoint of the sink's own commit user,
+ * whose name is copied into own_user and whose id is read under the lock
+ * of its marks (checkpoint_id is then not read): barrier and record the
+ * committables in one transaction.  Returns the number of committables
  * recorded, *prepared the checkpoint id.  With durable, the transaction's
  * commit is flushed and the barrier confirmed; without, the commit is not
  * flushed, seqs and *commit_end receive what prepare_confirm needs, and
@@ -350,16 +353,20 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	SinkInfo *sink;
 	CommitUserMarks marks;
 	bool empty;
+	bool next_own = commit_user == NULL;
 
+	Assert(!next_own || own_user != NULL);
 	work_begin();
 	sink = work_require_sink(sink_id);
-	if (checkpoint_id == 0)
+	if (next_own)
+	{
 		strlcpy(own_user, sink->default_commit_user, PAIMON_SINK_COMMIT_USER_MAXLEN + 1);
-	if (commit_user == NULL)
 		commit_user = own_user;
+	}
 	marks = metadata_commit_user_marks(sink_id, commit_user, true);
-	if (checkpoint_id == 0)
+	if (next_own)
 		checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
+	/* the request was checked (request_check): only an id a checkpoint can have drops rows */
 	if (checkpoint_id <= marks.last_committed &&
 		marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)
 		check_checkpoint_id(commit_user, checkpoint_id, marks.last_prepared, marks.last_committed,
@@ -468,7 +475,7 @@ prepare_and_commit(int32 sink_id, CommitterRequest *request)
 	CommitUserMarks marks;
 
 	request->committable_count =
-		prepare_recorded(sink_id, NULL, commit_user, 0, -1, NULL, 0, false, false, seqs,
+		prepare_recorded(sink_id, NULL, commit_user, -1, -1, NULL, 0, false, false, seqs,
 						 &checkpoint_id, &commit_end, &pending, &marks, NULL);
 	strlcpy(request->commit_user, commit_user, sizeof(request->commit_user));
 	/* a fresh checkpoint id: above the last committed one, none skipped */

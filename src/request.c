@@ -31,6 +31,7 @@
 #include "liveness.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "pgstat.h"
 #include "request.h"
 #include "storage/latch.h"
@@ -47,6 +48,80 @@ typedef struct ErrorField
 	const char *value;
 	bool cuttable; /* free text, which may be cut to fit */
 } ErrorField;
+
+/*
+ * refuse_request raises ERRCODE_INVALID_PARAMETER_VALUE for a request whose
+ * field is what no SQL function of the extension puts there.
+ */
+static void
+refuse_request(const CommitterRequest *request, const char *field)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("paimon_sink committer refused a request of kind %d for sink %d: invalid %s",
+					request->kind, request->sink_id, field),
+			 errdetail("The SQL functions check their arguments before they submit a request; "
+					   "the committer checks each request again before it acts. Nothing was "
+					   "changed."),
+			 errhint("Report this with the call that was made.")));
+}
+
+/*
+ * request_check refuses (ERRCODE_INVALID_PARAMETER_VALUE) a request the
+ * committer must not act on, before any step of it: a kind it does not
+ * know, a sink or group id no sink has, a commit user, checkpoint id,
+ * writer id, mode or cut-off that no valid call carries, text fields
+ * without their end.  The SQL functions check the same first, with the
+ * argument's name (sql_call.c); this is the committer's own guard, so that
+ * no order of calls or overlooked argument reaches a NULL pointer, an
+ * index out of range or a drop of staged rows.  Its checkpoint ids are
+ * paimon_sink_check_checkpoint_id's, by the kind's use.
+ */
+void
+request_check(const CommitterRequest *request)
+{
+	bool named_user = request->kind == REQUEST_PREPARE || request->kind == REQUEST_COMMIT ||
+					  request->kind == REQUEST_RECOVER || request->kind == REQUEST_END_INPUT ||
+					  request->kind == REQUEST_DISCARD_MISSING;
+	const char *problem;
+
+	if (request->kind < REQUEST_PREPARE || request->kind > REQUEST_DISCARD_MISSING)
+		refuse_request(request, "kind");
+	if (request->sink_id <= 0)
+		refuse_request(request, "sink id");
+	if (request->group_id < 0 ||
+		(request->group_id != 0 && request->kind != REQUEST_COMMIT &&
+		 request->kind != REQUEST_RECOVER && request->kind != REQUEST_END_INPUT))
+		refuse_request(request, "sink group id");
+	if (memchr(request->commit_user, '\0', sizeof(request->commit_user)) == NULL ||
+		memchr(request->properties, '\0', sizeof(request->properties)) == NULL)
+		refuse_request(request, "text field");
+	if (named_user && !paimon_sink_commit_user_is_valid(request->commit_user, &problem))
+		refuse_request(request, "commit user");
+	if (request->writer_id < -1)
+		refuse_request(request, "writer id");
+	if (request->properties[0] != '\0' && request->kind != REQUEST_PREPARE)
+		refuse_request(request, "properties");
+	switch (request->kind)
+	{
+		case REQUEST_PREPARE:
+			paimon_sink_check_checkpoint_id(request->checkpoint_id, CHECKPOINT_ID_PREPARE);
+			break;
+		case REQUEST_COMMIT:
+			paimon_sink_check_checkpoint_id(request->checkpoint_id, CHECKPOINT_ID_COMMIT);
+			break;
+		case REQUEST_RECOVER:
+			if (!request->restore_last_committed)
+				paimon_sink_check_checkpoint_id(request->checkpoint_id, CHECKPOINT_ID_RESTORE);
+			if (request->mode != RECOVER_RESTORE && request->mode != RECOVER_RESTORE_AND_FAIL)
+				refuse_request(request, "recover mode");
+			break;
+		case REQUEST_REMOVE_ORPHANS:
+			if (request->older_than_ms < 0)
+				refuse_request(request, "cut-off");
+			break;
+	}
+}
 
 /* The non-localized name of an error level, as pq_parse_errornotice reads it. */
 static const char *

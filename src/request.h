@@ -16,6 +16,7 @@
 extern void committer_submit(int database_index, CommitterRequest *request);
 
 /* in request.c: the committer's end */
+extern void request_check(const CommitterRequest *request);
 extern bool request_next(DatabaseEntry *db, CommitterRequest *copy, int *slot, uint64 *riders);
 extern void request_finish(DatabaseEntry *db, int slot, uint64 riders,
 						   const CommitterRequest *outcome);

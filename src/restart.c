@@ -128,7 +128,8 @@ join_commit_user(const char *commit_user, int32 writer_id)
  * discarded_checkpoints integer, discarded_files integer, fence_epoch
  * bigint): the last committed checkpoint, as last_commit() returns it, and
  * what the restore did.  Errors: 42704, 42501, 22023 (invalid commit user,
- * the sink's own, a negative writer id or timeout, a stale restore),
+ * the sink's own, a negative writer id or timeout, a restored checkpoint
+ * id below 0, a stale restore),
  * 25001, 53400 (the worker budget has no room for the database's workers),
  * 55000, 57014 (the workers did not serve within timeout_ms; also a
  * writer that did not answer the restore's barrier), 08006.
@@ -169,6 +170,10 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	if (timeout_ms < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("timeout_ms must be zero or more")));
+	/* NULL: where the commit user stands when the committer takes the request */
+	request->restore_last_committed = PG_ARGISNULL(4);
+	if (!PG_ARGISNULL(4))
+		request->checkpoint_id = sql_checkpoint_argument(fcinfo, 4, CHECKPOINT_ID_RESTORE);
 	if (!handoff_wait_for_workers(timeout_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
@@ -187,11 +192,6 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	request->group_id = group_id;
 	request->writer_id = -1;
 	request->mode = RECOVER_RESTORE;
-	request->checkpoint_id = PG_ARGISNULL(4) ? -1 : PG_GETARG_INT64(4);
-	if (request->checkpoint_id < 0 && !PG_ARGISNULL(4))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("restored checkpoint id must be zero or more"),
-						errhint("Pass NULL to restore the last committed checkpoint.")));
 	committer_submit(handoff_database_index(true), request);
 
 	join_commit_user(request->commit_user, writer_id);

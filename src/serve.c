@@ -72,6 +72,9 @@ run(CommitterRequest *outcome, bool resume)
 	pgstat_report_activity(STATE_RUNNING, "serving a sink request");
 	PG_TRY();
 	{
+		/* a request is untrusted input: checked whole before any step of it */
+		if (!resume)
+			request_check(outcome);
 		/* an in-doubt transaction of ours holds the locks this needs */
 		if (RecoveryInDoubtPossible)
 			(void) recovery_finish_in_doubt(true);
@@ -98,13 +101,18 @@ run(CommitterRequest *outcome, bool resume)
 				prepare_and_commit(outcome->sink_id, outcome);
 				break;
 			case REQUEST_RECOVER:
+			{
+				/* recovery.c's restore takes a negative id as the last committed one */
+				int64 restored = outcome->restore_last_committed ? -1 : outcome->checkpoint_id;
+
 				if (outcome->group_id != 0)
-					recovery_restore_group(outcome->group_id, outcome->commit_user,
-										   outcome->checkpoint_id, outcome->mode, outcome);
+					recovery_restore_group(outcome->group_id, outcome->commit_user, restored,
+										   outcome->mode, outcome);
 				else
-					recovery_restore(outcome->sink_id, outcome->commit_user, outcome->checkpoint_id,
+					recovery_restore(outcome->sink_id, outcome->commit_user, restored,
 									 outcome->mode, outcome);
-				break;
+			}
+			break;
 			case REQUEST_END_INPUT:
 				if (outcome->group_id != 0)
 					commit_group_end_input(outcome->group_id, outcome->commit_user, outcome);

@@ -250,8 +250,10 @@ typedef struct CommitterRequest
 	int32 group_id; /* commit, recover, end_input of a sink group (0: of one sink) */
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;
-	int32 writer_id;	 /* -1: every writer id */
-	int32 mode;			 /* recover: RECOVER_RESTORE or _AND_FAIL */
+	int32 writer_id; /* -1: every writer id */
+	int32 mode;		 /* recover: RECOVER_RESTORE or _AND_FAIL */
+	/* recover: restore the last committed checkpoint (checkpoint_id unused) */
+	bool restore_last_committed;
 	int64 older_than_ms; /* orphan removal cut-off */
 	bool dry_run;
 	bool reject_rows; /* commit: reject_failing_rows(), refused rows moved aside */

@@ -34,6 +34,7 @@
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "paimon_sink.h"
 #include "recovery.h"
 #include "shared_state.h"
@@ -289,14 +290,20 @@ check_sink_basics(SinkOptions *options)
 						errmsg("the sink name must not be NULL")));
 	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid sink name \"%s\"", name),
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid sink name \"%s\"", paimon_sink_shown(name)),
 				 errdetail(
 					 "A sink name has 1 to %d characters; it also names the sink's foreign table.",
 					 NAMEDATALEN - 1)));
 	if (options->checkpoint_interval != (Datum) 0 &&
-		sql_interval_sign(DatumGetIntervalP(options->checkpoint_interval)) <= 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("checkpoint_interval must be positive")));
+		(sql_interval_sign(DatumGetIntervalP(options->checkpoint_interval)) <= 0 ||
+		 sql_interval_ms(DatumGetIntervalP(options->checkpoint_interval)) > INT_MAX))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint_interval must be positive and at most %d ms", INT_MAX),
+				 errdetail("The range of paimon_sink.checkpoint_interval (about 24 days)."),
+				 errhint("Pass NULL to use paimon_sink.checkpoint_interval, or an interval such "
+						 "as interval '1 minute'.")));
 	if (strcmp(options->on_error, "stop") != 0 && strcmp(options->on_error, "reject") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("invalid on_error \"%s\"", options->on_error),

@@ -24,6 +24,7 @@
 #include "catalog/pg_type.h"
 #include "metadata.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "paimon_sink.h"
 #include "sink_group.h"
 #include "sql_call.h"
@@ -104,7 +105,8 @@ sink_group_owned_sinks(FunctionCallInfo fcinfo, const char *action, int32 *group
  * sink_group_first_sink returns the sink a read-only call (last_commit,
  * last_committed_checkpoint) answers for: the one the first argument names,
  * or a group's first member, whose marks and properties are the group's
- * (the members commit together).  Raises what catalog_require_sink raises.
+ * (the members commit together).  Raises ERRCODE_NULL_VALUE_NOT_ALLOWED for
+ * a NULL name, and what catalog_require_sink raises.
  */
 SinkInfo *
 sink_group_first_sink(FunctionCallInfo fcinfo)
@@ -113,6 +115,9 @@ sink_group_first_sink(FunctionCallInfo fcinfo)
 	SinkGroup *group;
 
 	paimon_sink_require_ready();
+	if (name == NULL)
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("the sink name must not be NULL")));
 	group = sink_group_named(name);
 	if (group == NULL)
 		return catalog_require_sink(name);
@@ -133,7 +138,7 @@ group_name_argument(FunctionCallInfo fcinfo)
 						errmsg("the sink group name must not be NULL")));
 	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("invalid sink group name \"%s\"", name),
+						errmsg("invalid sink group name \"%s\"", paimon_sink_shown(name)),
 						errdetail("A sink group name has 1 to %d characters, as a sink name.",
 								  NAMEDATALEN - 1)));
 	return name;

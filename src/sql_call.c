@@ -57,6 +57,23 @@ sql_interval_sign(const Interval *interval)
 }
 
 /*
+ * sql_interval_ms returns an interval in milliseconds (a month is 30 days,
+ * a day 24 hours, as interval comparison takes them), saturated at
+ * SQL_INTERVAL_MS_MAX (about 146,000 years) and at its negative: an age
+ * given as an argument can be any interval, and the committer subtracts
+ * it, in microseconds, from a timestamp, which must not overflow.
+ */
+int64
+sql_interval_ms(const Interval *interval)
+{
+	/* at most about 6.7e10 days and 9.2e15 ms of time: the sum fits in 64 bits */
+	int64 days = (int64) interval->day + (int64) interval->month * DAYS_PER_MONTH;
+	int64 ms = days * SECS_PER_DAY * 1000 + interval->time / 1000;
+
+	return Max(-SQL_INTERVAL_MS_MAX, Min(ms, SQL_INTERVAL_MS_MAX));
+}
+
+/*
  * sql_owned_sink resolves the sink the first argument names for a call
  * that needs its owner's rights.  Raises ERRCODE_NULL_VALUE_NOT_ALLOWED for
  * a NULL name, and what catalog_require_sink and catalog_check_owner raise.
@@ -110,16 +127,22 @@ sql_require_prepared_transactions(void)
 }
 
 /*
- * sql_checkpoint_argument returns a checkpoint id argument, which must not be
- * NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED).
+ * sql_checkpoint_argument returns a checkpoint id argument (bigint) given
+ * for use, which must not be NULL (ERRCODE_NULL_VALUE_NOT_ALLOWED) and must
+ * be an id a valid call carries (paimon_sink_check_checkpoint_id:
+ * ERRCODE_INVALID_PARAMETER_VALUE).
  */
 int64
-sql_checkpoint_argument(FunctionCallInfo fcinfo, int index)
+sql_checkpoint_argument(FunctionCallInfo fcinfo, int index, CheckpointIdUse use)
 {
+	int64 checkpoint_id;
+
 	if (PG_ARGISNULL(index))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						errmsg("checkpoint id must not be NULL")));
-	return PG_GETARG_INT64(index);
+	checkpoint_id = PG_GETARG_INT64(index);
+	paimon_sink_check_checkpoint_id(checkpoint_id, use);
+	return checkpoint_id;
 }
 
 /*
