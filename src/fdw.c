@@ -226,7 +226,9 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->fixed_bucket = MyProcPid % layout->sink.buckets;
 
 	state->target_info = makeNode(ResultRelInfo);
-	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
+	/* the target as far as a row decides it: columns the sink does not stage are the load's */
+	InitResultRelInfo(state->target_info,
+					  write_check_decided_target(state->target, layout->target_map), 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->index_checks = write_check_begin(state->target);
 	state->whole_rows = names_whole_rows(layout, ExecGetInsertedCols(rinfo, estate));
@@ -238,15 +240,17 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 }
 
 /*
- * Check a row against the target's NOT NULL and CHECK constraints, and the
- * size of its btree index rows (write_check.c): what the commit would
- * refuse, refused now.
+ * Check a row against the target's NOT NULL and CHECK constraints that the
+ * row decides (write_check_decided_target), and the size of its btree
+ * index rows (write_check.c): what the commit would refuse, refused now.
+ * The target's columns the sink does not stage are NULL here, and are
+ * neither checked nor used to compute a generated column.
  */
 static void
 check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 {
 	TupleTableSlot *target_slot = state->target_slot;
-	TupleDesc target_desc = RelationGetDescr(state->target);
+	TupleDesc target_desc = RelationGetDescr(state->target_info->ri_RelationDesc);
 
 	if (target_desc->constr == NULL && !write_check_wanted(state->index_checks))
 		return;
