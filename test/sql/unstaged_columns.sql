@@ -89,6 +89,26 @@ INSERT INTO grown_upsert_sink (id, v) VALUES (1, 8), (4, 4);
 SELECT row_count FROM paimon_sink.checkpoint('grown_upsert_sink');
 SELECT * FROM grown_upsert ORDER BY id;
 
+-- a staged column dropped and added again as a generated one: no load could
+-- write it, so writes and commits are refused (42P10) until it is restored,
+-- and what is staged waits
+CREATE TABLE regen (id int, g int);
+SELECT sink_name FROM paimon_sink.create_sink('regen_sink', 'regen');
+INSERT INTO regen_sink VALUES (1, 10);
+ALTER TABLE regen DROP COLUMN g;
+ALTER TABLE regen ADD COLUMN g int GENERATED ALWAYS AS (id * 2) STORED;
+INSERT INTO regen_sink VALUES (2, 20);
+\echo :LAST_ERROR_SQLSTATE
+SELECT row_count FROM paimon_sink.checkpoint('regen_sink');
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE regen DROP COLUMN g;
+ALTER TABLE regen ADD COLUMN g int;
+INSERT INTO regen_sink VALUES (3, 30);
+SELECT row_count FROM paimon_sink.checkpoint('regen_sink');
+SELECT * FROM regen ORDER BY id;
+SELECT paimon_sink.drop_sink('regen_sink');
+DROP TABLE regen;
+
 SELECT paimon_sink.drop_sink('grown_append_sink');
 SELECT paimon_sink.drop_sink('grown_upsert_sink');
 SELECT paimon_sink.drop_sink('grown_partial_sink');
