@@ -14,10 +14,9 @@
  * row gives (a staged column, or one generated from staged columns only),
  * and a CHECK constraint only when every column it reads is such a column;
  * the rest is the commit's.  This file says which, and adds btree index row
- * size: a key
- * whose index tuple exceeds what a btree page holds (a third of a page,
- * 2704 bytes with 8 kB pages) fails every insert into that index with
- * SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
+ * size: a key whose index tuple exceeds what a btree page holds (a third of
+ * a page, 2704 bytes with 8 kB pages) fails every insert into that index
+ * with SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
  * tuple is formed as nbtree forms it (index_form_tuple, which compresses a
  * long value), but only for a row whose key values could be that large:
  * a cheap sum of their sizes comes first, so ordinary rows cost an
@@ -102,7 +101,9 @@ generation_expression(TupleConstr *constr, AttrNumber attnum)
 /*
  * as_decided returns a copy of the target's relation whose tuple descriptor
  * keeps only the constraints the row decides: NOT NULL and generation on
- * the columns from_row, the CHECK constraints check_decided.  Its own
+ * the columns from_row, the CHECK constraints check_decided.  A copy, not
+ * checks of our own, so that ExecConstraints raises PostgreSQL's own errors
+ * (the failing row shown as the writer's privileges allow).  Its own
  * descriptor and pg_class row (relchecks counts the CHECK constraints kept,
  * as ExecRelCheck requires); the rest is the target's entry, which the
  * caller keeps open for as long as the copy is used.
