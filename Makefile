@@ -73,7 +73,7 @@ SHLIB_LINK = -luuid
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
-	commit_cost types arguments
+	commit_cost types entry_points unstaged_columns arguments
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

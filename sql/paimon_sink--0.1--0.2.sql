@@ -658,3 +658,11 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- Every way rows reach a sink's foreign table gets the checks of a direct
+-- INSERT, or 0A000: rows routed from a partitioned table with ON CONFLICT
+-- were staged and failed every later commit (23505), and a target column
+-- added after create_sink failed every write (23502) though the load fills
+-- it.  What the wrapper takes and refuses:
+COMMENT ON FOREIGN DATA WRAPPER paimon_sink IS
+$$The wrapper of every sink's foreign table. It takes INSERT and COPY FROM, directly or through a view, a rule, a trigger, a partitioned table it is a partition of (routed INSERT and COPY) or postgres_fdw, each with the same checks: the commit user (55000 when its input ended or it was recovered since the session joined it) and the target's NOT NULL and CHECK constraints as far as the row decides them (23502, 23514; a target column the sink does not stage is the load's to fill, and so is a constraint reading one) and btree index row size (54000). Refused with 0A000: reading, ON CONFLICT, an UPDATE moving a row into the sink's partition, MERGE routing rows into it. Option sink_id, on foreign tables only; a foreign table that is not the one create_sink made for that sink takes no rows (HV00R).$$;

@@ -236,9 +236,10 @@ catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
  * catalog_check_layout checks a relation against the layout the sink stages
  * rows in (binary COPY needs the very types).  exact: the relation is the
  * sink's foreign table, whose columns must be the layout, in order;
- * otherwise it is the target, which must have each column with its type.
- * Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE or
- * ERRCODE_DATATYPE_MISMATCH / ERRCODE_UNDEFINED_COLUMN.
+ * otherwise it is the target, which must have each column with its type,
+ * and not generated (a load cannot write a generated column).  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE or ERRCODE_DATATYPE_MISMATCH /
+ * ERRCODE_UNDEFINED_COLUMN / ERRCODE_INVALID_COLUMN_REFERENCE.
  */
 void
 catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
@@ -317,6 +318,16 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 					 sink->name, format_type_be(sink->column_types[column])),
 				 errhint(
 					 "Change the column back, or commit what is staged and re-create the sink.")));
+		/* create_sink stages no generated column: this one was dropped and added again */
+		if (get_attgenerated(relid, attnum) != '\0')
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("column \"%s\" of target table \"%s\" is a generated column, but sink "
+						"\"%s\" stages it",
+						sink->column_names[column], get_rel_name(relid), sink->name),
+				 errdetail("A commit loads the staged value, and a generated column takes none."),
+				 errhint("Restore the column, or commit what is staged and re-create the sink.")));
 	}
 }
 

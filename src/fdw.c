@@ -5,14 +5,23 @@
  *
  * Structure after contrib/postgres_fdw and file_fdw: a validator with a
  * table of valid options, the insert callbacks (BeginForeignModify,
- * ExecForeignInsert, BeginForeignInsert for COPY) and scan callbacks that
- * refuse reading, pointing at the target table.  No batch insert: it exists
- * to save round trips, and here would only copy every row once more.
+ * ExecForeignInsert, BeginForeignInsert for COPY and partition routing) and
+ * scan callbacks that refuse reading, pointing at the target table.  No
+ * batch insert: it exists to save round trips, and here would only copy
+ * every row once more.
+ *
+ * Every way in meets the same checks: a direct INSERT (through a view, a
+ * rule or a trigger too, and postgres_fdw's remote INSERT) starts in
+ * BeginForeignModify, COPY and rows routed from a partitioned table in
+ * BeginForeignInsert; both check the commit user, and each row meets the
+ * checks below.  ON CONFLICT is refused in both (the planner's
+ * PlanForeignModify never runs for a routed partition), and so are rows
+ * that an UPDATE moves or MERGE routes into the sink.
  *
  * The executor does not check constraints of foreign tables, so each row is
  * converted to the target's row type and checked with ExecConstraints here,
  * so that a bad row fails the INSERT or COPY that brought it, not a later
- * commit.
+ * commit; only what the row decides is checked (write_check.c).
  *
  * The sink and layouts of each foreign table, cached for the session, and
  * the fence epochs it joined are fdw_session.c's.
@@ -143,26 +152,73 @@ sinkEndForeignScan(ForeignScanState *node)
 {
 }
 
-/* INSERT ... ON CONFLICT cannot be honoured: conflicts show only at commit. */
+/*
+ * refuse_on_conflict refuses (ERRCODE_FEATURE_NOT_SUPPORTED) an INSERT ...
+ * ON CONFLICT into a sink's foreign table, named directly or reached by
+ * partition routing: a conflict shows only when the checkpoint commits, and
+ * then fails that commit and every later one.
+ */
+static void
+refuse_on_conflict(Oid relid)
+{
+	const SinkInfo *sink = &fdw_sink_of_foreign_table(relid, NULL, NULL)->sink;
+	bool upsert = SINK_IS_UPSERT(sink);
+
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		 errmsg("INSERT with ON CONFLICT is not supported on foreign table \"%s\" of sink \"%s\"",
+				get_rel_name(relid), sink->name),
+		 upsert ? errdetail("An upsert sink applies the latest version of each key when a "
+							"checkpoint commits: a key already there is updated.")
+				: errdetail("Rows reach the target when a checkpoint commits; a conflict "
+							"is only known then, and fails that commit."),
+		 upsert ? errhint("Insert without ON CONFLICT.")
+				: errhint("Insert without ON CONFLICT, and keep conflicting rows out of "
+						  "the sink, or use an upsert sink.")));
+}
+
+/*
+ * refuse_routing refuses (ERRCODE_FEATURE_NOT_SUPPORTED) rows routed into a
+ * sink's foreign table partition by an UPDATE that moves them out of
+ * another partition, or by MERGE.  The moved row would leave its partition
+ * when the statement's transaction commits but reach the target only when
+ * a checkpoint commits (or never, if that commit refuses it); MERGE decides
+ * what to insert by matching the target as it is now, which a sink's rows
+ * join only later (PostgreSQL refuses MERGE on a foreign table as well).
+ */
+static void
+refuse_routing(Oid relid, CmdType operation)
+{
+	const SinkInfo *sink = &fdw_sink_of_foreign_table(relid, NULL, NULL)->sink;
+
+	if (operation == CMD_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot move a row into foreign table \"%s\" of sink \"%s\" by UPDATE",
+						get_rel_name(relid), sink->name),
+				 errdetail("The row would leave its partition when this transaction commits, "
+						   "but reach the target only when a checkpoint commits."),
+				 errhint("Delete the row and insert it into the sink, or keep the UPDATE "
+						 "within its partition.")));
+	if (operation == CMD_MERGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("MERGE cannot insert into foreign table \"%s\" of sink \"%s\"",
+						get_rel_name(relid), sink->name),
+				 errdetail("MERGE matches rows against the target as it is now; a sink's rows "
+						   "reach it only when a checkpoint commits."),
+				 errhint("Insert into the sink with INSERT ... SELECT.")));
+	elog(ERROR, "unexpected command %d routing rows into foreign table \"%s\"", (int) operation,
+		 get_rel_name(relid));
+}
+
+/* sinkPlanForeignModify refuses INSERT ... ON CONFLICT (refuse_on_conflict). */
 static List *
 sinkPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
 {
 	if (plan->onConflictAction != ONCONFLICT_NONE)
-	{
-		Oid relid = planner_rt_fetch(resultRelation, root)->relid;
-		bool upsert = SINK_IS_UPSERT(&fdw_sink_of_foreign_table(relid, NULL, NULL)->sink);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("INSERT with ON CONFLICT is not supported on a sink's foreign table"),
-				 upsert ? errdetail("An upsert sink applies the latest version of each key when a "
-									"checkpoint commits: a key already there is updated.")
-						: errdetail("Rows reach the target when a checkpoint commits; a conflict "
-									"is only known then, and fails that commit."),
-				 upsert ? errhint("Insert without ON CONFLICT.")
-						: errhint("Insert without ON CONFLICT, and keep conflicting rows out of "
-								  "the sink, or use an upsert sink.")));
-	}
+		refuse_on_conflict(planner_rt_fetch(resultRelation, root)->relid);
 	return NIL;
 }
 
@@ -226,7 +282,9 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->fixed_bucket = MyProcPid % layout->sink.buckets;
 
 	state->target_info = makeNode(ResultRelInfo);
-	InitResultRelInfo(state->target_info, state->target, 0, NULL, 0);
+	/* the target as far as a row decides it: columns the sink does not stage are the load's */
+	InitResultRelInfo(state->target_info,
+					  write_check_decided_target(state->target, layout->target_map), 0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->index_checks = write_check_begin(state->target);
 	state->whole_rows = names_whole_rows(layout, ExecGetInsertedCols(rinfo, estate));
@@ -238,15 +296,17 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 }
 
 /*
- * Check a row against the target's NOT NULL and CHECK constraints, and the
- * size of its btree index rows (write_check.c): what the commit would
- * refuse, refused now.
+ * Check a row against the target's NOT NULL and CHECK constraints that the
+ * row decides (write_check_decided_target), and the size of its btree
+ * index rows (write_check.c): what the commit would refuse, refused now.
+ * The target's columns the sink does not stage are NULL here, and are
+ * neither checked nor used to compute a generated column.
  */
 static void
 check_target_constraints(SinkInsertState *state, TupleTableSlot *slot)
 {
 	TupleTableSlot *target_slot = state->target_slot;
-	TupleDesc target_desc = RelationGetDescr(state->target);
+	TupleDesc target_desc = RelationGetDescr(state->target_info->ri_RelationDesc);
 
 	if (target_desc->constr == NULL && !write_check_wanted(state->index_checks))
 		return;
@@ -563,10 +623,23 @@ sinkEndForeignModify(EState *estate, ResultRelInfo *rinfo)
 	end_insert(rinfo->ri_FdwState);
 }
 
-/* sinkBeginForeignInsert starts a COPY FROM (or a routed insert) into a sink. */
+/*
+ * sinkBeginForeignInsert starts a COPY FROM into a sink, or the rows a
+ * statement on a partitioned table routes into it.  PlanForeignModify never
+ * ran for a partition rows are routed to, so an INSERT's ON CONFLICT is
+ * refused here, as postgres_fdw checks it here, and so are an UPDATE moving
+ * rows and MERGE.  COPY's ModifyTableState has no plan.
+ */
 static void
 sinkBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
+	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
+	Oid relid = RelationGetRelid(rinfo->ri_RelationDesc);
+
+	if (mtstate->operation != CMD_INSERT)
+		refuse_routing(relid, mtstate->operation);
+	if (plan != NULL && plan->onConflictAction != ONCONFLICT_NONE)
+		refuse_on_conflict(relid);
 	rinfo->ri_FdwState = begin_insert(rinfo, mtstate->ps.state);
 }
 

@@ -6,11 +6,17 @@
  * A row the target refuses only when the checkpoint commits poisons the
  * checkpoint (see rejects.c); what can be known when the row is written is
  * refused then, so that the writing transaction fails and nothing of it is
- * staged.  The foreign table's insert already checks the target's NOT NULL
- * and CHECK constraints (fdw.c); this adds btree index row size: a key
- * whose index tuple exceeds what a btree page holds (a third of a page,
- * 2704 bytes with 8 kB pages) fails every insert into that index with
- * SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
+ * staged.  The foreign table's insert checks the target's NOT NULL and
+ * CHECK constraints with ExecConstraints (fdw.c), as far as the row decides
+ * them: a target column the sink does not stage (one added after
+ * create_sink) is the load's to fill, with its default, identity or
+ * generated value, so NOT NULL is checked only on columns whose value the
+ * row gives (a staged column, or one generated from staged columns only),
+ * and a CHECK constraint only when every column it reads is such a column;
+ * the rest is the commit's.  This file says which, and adds btree index row
+ * size: a key whose index tuple exceeds what a btree page holds (a third of
+ * a page, 2704 bytes with 8 kB pages) fails every insert into that index
+ * with SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
  * tuple is formed as nbtree forms it (index_form_tuple, which compresses a
  * long value), but only for a row whose key values could be that large:
  * a cheap sum of their sizes comes first, so ordinary rows cost an
@@ -27,8 +33,12 @@
 #include "access/itup.h"
 #include "access/heaptoast.h"
 #include "access/nbtree.h"
+#include "access/sysattr.h"
 #include "access/toast_internals.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "nodes/readfuncs.h"
+#include "optimizer/optimizer.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 #include "write_check.h"
@@ -48,6 +58,143 @@ struct IndexChecks
 	IndexCheck *checks;
 	Size max_item; /* BTMaxItemSize of a page of BLCKSZ */
 };
+
+/*
+ * decided_by_row tells whether an expression over the target's columns (a
+ * CHECK constraint, a generation expression: Vars of varno 1) reads only
+ * columns whose value the row gives: no system column, and a whole-row
+ * reference only when every column is the row's.
+ */
+static bool
+decided_by_row(const char *expression, const bool *from_row, int natts)
+{
+	Bitmapset *read = NULL;
+	int member = -1;
+
+	pull_varattnos(stringToNode(expression), 1, &read);
+	while ((member = bms_next_member(read, member)) >= 0)
+	{
+		AttrNumber attnum = member + FirstLowInvalidHeapAttributeNumber;
+
+		if (attnum < 0)
+			return false;
+		for (int i = 0; attnum == InvalidAttrNumber && i < natts; i++)
+			if (!from_row[i])
+				return false;
+		if (attnum > 0 && !from_row[attnum - 1])
+			return false;
+	}
+	return true;
+}
+
+/* generation_expression is the stored generation expression of attnum. */
+static const char *
+generation_expression(TupleConstr *constr, AttrNumber attnum)
+{
+	for (int d = 0; d < constr->num_defval; d++)
+		if (constr->defval[d].adnum == attnum)
+			return constr->defval[d].adbin;
+	elog(ERROR, "no generation expression found for column number %d", attnum);
+	return NULL;
+}
+
+/*
+ * as_decided returns a copy of the target's relation whose tuple descriptor
+ * keeps only the constraints the row decides: NOT NULL and generation on
+ * the columns from_row, the CHECK constraints check_decided.  A copy, not
+ * checks of our own, so that ExecConstraints raises PostgreSQL's own errors
+ * (the failing row shown as the writer's privileges allow).  Its own
+ * descriptor and pg_class row (relchecks counts the CHECK constraints kept,
+ * as ExecRelCheck requires); the rest is the target's entry, which the
+ * caller keeps open for as long as the copy is used.
+ */
+static Relation
+as_decided(Relation target, const bool *from_row, const bool *check_decided)
+{
+	Relation decided = palloc(sizeof(RelationData));
+	TupleDesc desc = CreateTupleDescCopyConstr(RelationGetDescr(target));
+	TupleConstr *constr = desc->constr;
+	int kept = 0;
+
+	memcpy(decided, target, sizeof(RelationData));
+	decided->rd_rel = palloc(CLASS_TUPLE_SIZE);
+	memcpy(decided->rd_rel, target->rd_rel, CLASS_TUPLE_SIZE);
+	decided->rd_att = desc;
+	constr->has_not_null = false;
+	constr->has_generated_stored = false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (!from_row[i])
+		{
+			attr->attnotnull = false;
+			attr->attgenerated = '\0';
+		}
+		constr->has_not_null |= attr->attnotnull;
+		constr->has_generated_stored |= attr->attgenerated == ATTRIBUTE_GENERATED_STORED;
+	}
+	for (int c = 0; c < constr->num_check; c++)
+		if (check_decided[c])
+			constr->check[kept++] = constr->check[c];
+	constr->num_check = kept;
+	decided->rd_rel->relchecks = kept;
+	return decided;
+}
+
+/*
+ * write_check_decided_target returns the relation a row written into a
+ * sink is checked against with ExecConstraints and
+ * ExecComputeStoredGenerated: the target itself when the row decides every
+ * NOT NULL, CHECK and generated column of it, else a copy of the target's
+ * relation that keeps only those it decides (as_decided).  target_map maps
+ * each target column to the foreign table's column the sink stages it from
+ * (0: none).  A column's value comes from the row when the sink stages it,
+ * or when it is generated from such columns only; a dropped column is NULL
+ * in every row, the loaded one too.  The result lives in the current memory
+ * context and is valid while target is open.
+ */
+Relation
+write_check_decided_target(Relation target, const AttrNumber *target_map)
+{
+	TupleDesc desc = RelationGetDescr(target);
+	TupleConstr *constr = desc->constr;
+	bool *from_row;
+	bool *check_decided;
+	bool every = true;
+
+	if (constr == NULL)
+		return target;
+	from_row = palloc(sizeof(bool) * desc->natts);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		from_row[i] = attr->attisdropped || (attr->attgenerated == '\0' && target_map[i] > 0);
+	}
+	/* a generation expression reads no generated column: the staged ones are known */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (attr->attisdropped || attr->attgenerated == '\0')
+			continue;
+		from_row[i] =
+			decided_by_row(generation_expression(constr, attr->attnum), from_row, desc->natts);
+		every &= from_row[i];
+	}
+	for (int i = 0; i < desc->natts; i++)
+		every &= from_row[i] || !TupleDescAttr(desc, i)->attnotnull;
+	check_decided = palloc(sizeof(bool) * Max(constr->num_check, 1));
+	for (int c = 0; c < constr->num_check; c++)
+	{
+		check_decided[c] = decided_by_row(constr->check[c].ccbin, from_row, desc->natts);
+		every &= check_decided[c];
+	}
+	if (every)
+		return target;
+	return as_decided(target, from_row, check_decided);
+}
 
 /*
  * write_check_begin opens the target's btree indexes on plain columns

@@ -2,7 +2,8 @@
  *
  * write_check.h
  *	  What a sink refuses when a row is written because its commit could
- *	  never load it: a key too large for a btree index of the target.
+ *	  never load it: the target's constraints as far as the row decides
+ *	  them, and a key too large for a btree index of the target.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,7 @@
 
 typedef struct IndexChecks IndexChecks;
 
+extern Relation write_check_decided_target(Relation target, const AttrNumber *target_map);
 extern IndexChecks *write_check_begin(Relation target);
 extern bool write_check_wanted(const IndexChecks *checks);
 extern void write_check_row(IndexChecks *checks, TupleTableSlot *target_slot,
