@@ -19,6 +19,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
+  back_after_crash
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
@@ -32,6 +33,19 @@ sub writers_ready
 	my ($node, $database) = @_;
 	return $node->poll_query_until($database,
 		"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 2 FROM paimon_sink.writers WHERE ready");
+}
+
+# back_after_crash(NODE, DATABASE, OFFSET): waits until the postmaster has
+# reinitialized after a crash it logged past OFFSET (the server log's size
+# before the fault was armed: -s $node->logfile), then until the database's
+# two writers serve (writers_ready); true when they do.  writers_ready
+# alone can answer from the writers of before the crash: a backend that
+# PANICs ends its client's statement before the postmaster has heard of it.
+sub back_after_crash
+{
+	my ($node, $database, $offset) = @_;
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	return writers_ready($node, $database);
 }
 
 # start_node(NAME, [CONF]): a new node (PostgreSQL::Test::Cluster) with CONF

@@ -6,7 +6,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(staged_files staged_files_left start_node writers_ready);
+use PaimonSinkTest qw(back_after_crash staged_files staged_files_left start_node writers_ready);
 use Time::HiRes qw(usleep);
 
 my $node = start_node('crash', 'restart_after_crash = on');
@@ -125,12 +125,14 @@ $node->safe_psql('other', qq{
 	INSERT INTO marker VALUES ('another database');
 	PREPARE TRANSACTION 'paimon_sink:$dboid:$sink_id:78:job-x';
 });
+my $crash_offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
 	INSERT INTO crash_sink (id, note) SELECT g, 'in doubt' FROM generate_series(2001, 2010) g;
 	SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic');
 });
 $node->psql('postgres', "SELECT * FROM paimon_sink.checkpoint('crash_sink')");
-ok(writers_ready($node, 'postgres'), 'back after a crash between PREPARE and COMMIT PREPARED');
+ok(back_after_crash($node, 'postgres', $crash_offset),
+	'back after a crash between PREPARE and COMMIT PREPARED');
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
 	'our in-doubt transaction was committed at committer start');

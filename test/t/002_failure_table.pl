@@ -7,7 +7,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(staged_files staged_files_left start_node try_sql writers_ready);
+use PaimonSinkTest qw(back_after_crash staged_files staged_files_left start_node try_sql writers_ready);
 
 my $node = start_node('failures', "restart_after_crash = on\nlog_min_messages = log");
 
@@ -51,14 +51,16 @@ sub count_note { return sql("SELECT count(*) FROM target WHERE note = '$_[0]'");
 
 # --- before the barrier of N: a crash loses no committed row, shows no aborted one
 insert_rows(50, 'committed before crash');
+my $offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'kill')");
 my ($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'writer died' FROM generate_series(100001, 100010) g");
 isnt($ret, 0, 'a writer killed before its acknowledgement fails the transaction');
-ok(writers_ready($node, 'postgres'), 'cluster and writers are back');
+ok(back_after_crash($node, 'postgres', $offset), 'cluster and writers are back');
+$offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('backend_after_handoff', 'panic')");
 ($ret, $out, $err) = try_sql($node, "INSERT INTO f SELECT g, 'no commit record' FROM generate_series(100011, 100020) g");
 isnt($ret, 0, 'a crash after the hand-off, before the commit record, fails the transaction');
-ok(writers_ready($node, 'postgres'), 'cluster and writers are back after the PANIC');
+ok(back_after_crash($node, 'postgres', $offset), 'cluster and writers are back after the PANIC');
 # burn transaction ids: a reused xid must not make the dead rows look committed
 sql("CREATE TABLE burn (x int)");
 sql("INSERT INTO burn VALUES (1)") for 1 .. 20;
@@ -118,10 +120,11 @@ clean('before PREPARE TRANSACTION');
 # --- after PREPARE, before COMMIT PREPARED: recovery commits the in-doubt transaction
 insert_rows(25, 'in doubt', 'job-d');
 sql("SELECT paimon_sink.prepare_commit('f', 'job-d', 1)");
+$offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-d', 1)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(writers_ready($node, 'postgres'), 'back after the crash');
+ok(back_after_crash($node, 'postgres', $offset), 'back after the crash');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 	'the committer committed the in-doubt transaction at start');

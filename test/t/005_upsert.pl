@@ -9,7 +9,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(start_node try_sql writers_ready);
+use PaimonSinkTest qw(back_after_crash start_node try_sql writers_ready);
 
 my $node = start_node('upsert', "restart_after_crash = on\nlog_min_messages = log\npaimon_sink.handoff_buffer_size = '256kB'");
 
@@ -119,10 +119,11 @@ upsert_versions(21, 30, 2, 'in doubt', 'job-d');
 sql("SELECT paimon_sink.prepare_commit('u', 'job-d', 1)");
 upsert_versions(21, 25, 1, 'in doubt later', 'job-d');
 sql("SELECT paimon_sink.prepare_commit('u', 'job-d', 2)");
+my $offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('u', 'job-d', 2)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(writers_ready($node, 'postgres'), 'back after the crash');
+ok(back_after_crash($node, 'postgres', $offset), 'back after the crash');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'"),
 	'the in-doubt transaction is committed at start');

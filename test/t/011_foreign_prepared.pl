@@ -16,7 +16,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(writers_ready start_node try_sql);
+use PaimonSinkTest qw(back_after_crash writers_ready start_node try_sql);
 
 my $node = start_node('foreign_prepared', "log_min_messages = log\nrestart_after_crash = on");
 
@@ -73,6 +73,7 @@ $node->safe_psql('elsewhere', qq{
 });
 
 # --- one of ours, left in doubt by a crash
+my $crash_offset = -s $node->logfile;
 sql(q{
 	SET paimon_sink.commit_user = 'job-1';
 	INSERT INTO f SELECT g, 'in doubt' FROM generate_series(1, 25) g;
@@ -81,7 +82,7 @@ sql(q{
 });
 my ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.commit('f', 'job-1', 1)");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED of one of ours');
-ok(writers_ready($node, 'postgres'), 'back after the crash');
+ok(back_after_crash($node, 'postgres', $crash_offset), 'back after the crash');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM paimon_sink.in_doubt WHERE ours"),
 	'the committer committed ours');
 is(sql("SELECT count(*) FROM t WHERE note = 'in doubt'"), '25', 'its rows are there once');

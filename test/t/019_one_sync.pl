@@ -10,7 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(start_node writers_ready try_sql background_sql stop_load staged_listing
+use PaimonSinkTest qw(back_after_crash start_node writers_ready try_sql background_sql stop_load staged_listing
   exactly_once lose_page_cache sink_setup book_insert windows_closed);
 use Time::HiRes qw(usleep);
 
@@ -40,11 +40,12 @@ sub check_exact
 sub crashing_insert
 {
 	my ($point, $first, $last, $note) = @_;
+	my $offset = -s $node->logfile;
 	sql("SELECT paimon_sink.inject_fault('$point', 'panic')");
 	my ($ret, $out, $err) = try_sql($node,
 		"BEGIN; SELECT txid_current(); INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g; COMMIT;");
 	isnt($ret, 0, "$point: the transaction fails with the crash");
-	ok(writers_ready($node, 'postgres'), "$point: the cluster and its writers are back");
+	ok(back_after_crash($node, 'postgres', $offset), "$point: the cluster and its writers are back");
 	return $out;
 }
 

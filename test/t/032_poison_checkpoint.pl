@@ -17,7 +17,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(start_node try_sql writers_ready);
+use PaimonSinkTest qw(back_after_crash start_node try_sql writers_ready);
 
 my $node = start_node("poison", "paimon_sink.parallel_load_rows = 0\nrestart_after_crash = on\n");
 
@@ -166,10 +166,11 @@ is(sql("SELECT string_agg(reason || ' ' || coalesce(row_kind, '-') || ' ' || sql
 # a crash between PREPARE and COMMIT PREPARED commits rows and rejects together, once
 sql("INSERT INTO rs SELECT i, 1, 'fine' FROM generate_series(2001, 2010) i;
 	 INSERT INTO rs VALUES (2011, 55, 'fine')");
+my $offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('rs')");
 isnt($ret, 0, 'the cluster crashes between PREPARE and COMMIT PREPARED');
-ok(writers_ready($node, 'postgres'), 'back after the crash');
+ok(back_after_crash($node, 'postgres', $offset), 'back after the crash');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_prepared_xacts"),
 	'recovery commits the transaction in doubt');
 is(sql("SELECT count(*) FROM ev WHERE id > 2000"), '10', "checkpoint 2's good rows are there once");

@@ -24,7 +24,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(start_node try_sql writers_ready);
+use PaimonSinkTest qw(back_after_crash start_node try_sql writers_ready);
 
 my $node = start_node('overwrite', 'restart_after_crash = on');
 my $end = '9223372036854775807';
@@ -101,9 +101,11 @@ sub user_state
 sub crash_after_prepare
 {
 	my ($statement, $what) = @_;
+	my $offset = -s $node->logfile;
 	sql("SELECT paimon_sink.inject_fault('committer_after_prepare', 'panic')");
 	$node->psql('postgres', $statement);
-	ok(writers_ready($node, 'postgres'), 'back after a crash between PREPARE and COMMIT PREPARED');
+	ok(back_after_crash($node, 'postgres', $offset),
+		'back after a crash between PREPARE and COMMIT PREPARED');
 	ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'), $what);
 }
 

@@ -19,7 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql start_node try_sql writers_ready);
+use PaimonSinkTest qw(back_after_crash background_sql start_node try_sql writers_ready);
 
 my $node = start_node('sink_groups', "restart_after_crash = on");
 my $job = 'cdc-39';
@@ -80,10 +80,11 @@ sub state
 sub crash_commit
 {
 	my ($point, $action, $group, $user, $n, $what) = @_;
+	my $offset = -s $node->logfile;
 	sql("SELECT paimon_sink.inject_fault('$point', '$action')");
 	my ($ret) = try_sql($node, "SELECT * FROM paimon_sink.commit('$group', '$user', $n)");
 	isnt($ret, 0, $what);
-	ok(writers_ready($node, 'postgres'), "back after the crash-restart ($what)");
+	ok(back_after_crash($node, 'postgres', $offset), "back after the crash-restart ($what)");
 }
 
 # --- checkpoint 1: both members commit in one call, one snapshot each
