@@ -42,6 +42,7 @@ OBJS = \
 	src/metadata_group.o \
 	src/statement.o \
 	src/sink_ddl.o \
+	src/foreign_table.o \
 	src/sink_group.o \
 	src/api.o \
 	src/restart.o \

@@ -125,8 +125,8 @@ COMMENT ON VIEW paimon_sink.commit_progress IS 'The checkpoints being committed 
 GRANT SELECT ON paimon_sink.commit_progress TO PUBLIC;
 
 -- A failed commit's message may carry the target's data (a trigger's
--- RAISE, a value that does not fit): only members of the sink's owner read
--- it.  The counts by SQLSTATE stay everyone's.
+-- RAISE, a value that does not fit): only members of the sink's owner (its
+-- foreign table's owner) read it.  The counts by SQLSTATE stay everyone's.
 REVOKE SELECT ON paimon_sink.commit_failures FROM PUBLIC;
 CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 	SELECT s.sink_name,
@@ -135,7 +135,7 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 		coalesce(c.failures, 0) AS failures,
 		(SELECT pg_catalog.jsonb_object_agg(f.sqlstate, f.failures) FROM paimon_sink.commit_failures f
 		  WHERE f.sink_id OPERATOR(pg_catalog.=) s.sink_id) AS failures_by_sqlstate,
-		CASE WHEN pg_catalog.pg_has_role(s.owner_role::pg_catalog.oid, 'USAGE') THEN
+		CASE WHEN pg_catalog.pg_has_role(ft.relowner, 'USAGE') THEN
 			(SELECT f.last_message FROM paimon_sink.commit_failures f
 			  WHERE f.sink_id OPERATOR(pg_catalog.=) s.sink_id
 			  ORDER BY f.last_failed_at DESC LIMIT 1) END AS last_failure,
@@ -148,7 +148,8 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 		c.last_committed_at,
 		c.since
 	FROM paimon_sink.sink_definition s
-	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id;
+	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid;
 COMMENT ON VIEW paimon_sink.commit_stats IS
 	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed. The committer writes the counters at most once a second, not in each commit: they lag the commits by up to a second (a committer''s exit loses the last second''s counts).';
 
@@ -320,7 +321,8 @@ CREATE VIEW paimon_sink.rejects WITH (security_barrier) AS
 	SELECT s.sink_name, r.reject_id, r.commit_user, r.checkpoint_id, r.reason, r.row_kind,
 		r.sqlstate, r.message, r.detail, r.constraint_name, r.row_data, r.rejected_at
 	FROM paimon_sink.rejected_row r JOIN paimon_sink.sink_definition s USING (sink_id)
-	WHERE pg_catalog.pg_has_role(s.owner_role, 'MEMBER');
+	JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+	WHERE pg_catalog.pg_has_role(ft.relowner, 'MEMBER');
 COMMENT ON VIEW paimon_sink.rejects IS
 	'The rows commits moved aside (rejected_row), of the sinks whose owner the current role is a member of: sink_name, reject_id, commit_user, checkpoint_id, reason (on_error or reject_failing_rows), row_kind (upsert: +U or -D), sqlstate, message, detail, constraint_name, row_data jsonb, rejected_at.';
 GRANT SELECT ON paimon_sink.rejects TO PUBLIC;
@@ -472,13 +474,15 @@ COMMENT ON COLUMN paimon_sink.commit_user_state.overwritten_partitions IS
 	'Overwrite sinks with dynamic_partition_overwrite: the leaf partitions this commit user''s commits replaced so far, each in the commit that first brought it rows; later commits append to them.';
 
 CREATE OR REPLACE VIEW paimon_sink.sinks AS
-	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table, s.owner_role, s.mode,
+	SELECT s.sink_id, s.sink_name, s.target_table, s.foreign_table,
+		ft.relowner::pg_catalog.regrole AS owner_role, s.mode,
 		s.buckets, s.bucket_key, s.row_kind_column, s.partial_update, s.checkpoint_interval,
 		s.default_commit_user,
 		u.last_prepared_checkpoint, u.last_committed_checkpoint, u.last_snapshot_id,
 		u.last_committed_at, s.created_at, s.on_error, s.ignore_update_before, s.ignore_delete,
 		s.dynamic_partition_overwrite
 	FROM paimon_sink.sink_definition s
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
 	LEFT JOIN paimon_sink.commit_user_state u
 		ON u.sink_id = s.sink_id AND u.commit_user = s.default_commit_user;
 
@@ -511,11 +515,10 @@ $$Registers a sink writing into target (a table the caller may INSERT into), cre
 CREATE TABLE paimon_sink.sink_group (
 	group_id serial PRIMARY KEY,
 	group_name text NOT NULL UNIQUE,
-	owner_role regrole NOT NULL,
 	created_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE paimon_sink.sink_group IS
-	'One row per sink group: its name (never a sink''s), the role that created it, and when.';
+	'One row per sink group: its name (never a sink''s) and when it was created. A group has no owner of its own: the owners of its member sinks govern it (whoever has the rights of every one creates, addresses and drops it), so REASSIGN OWNED moves it with them and no DROP ROLE strands it.';
 CREATE TABLE paimon_sink.sink_group_member (
 	group_id integer NOT NULL REFERENCES paimon_sink.sink_group ON DELETE CASCADE,
 	member_position integer NOT NULL CHECK (member_position OPERATOR(pg_catalog.>=) 1),
@@ -533,24 +536,26 @@ GRANT SELECT ON paimon_sink.sink_group, paimon_sink.sink_group_member TO PUBLIC;
 CREATE FUNCTION paimon_sink.create_sink_group(group_name text, sinks text[])
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_create_sink_group' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.create_sink_group(text, text[]) IS
-$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22004 a NULL name, sinks or element; 22023 bad name, empty sinks or a sink named twice; 0A000 an overwrite sink (a group's commit skips a member's empty checkpoints, which an overwrite job's first may be); 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$Registers a sink group (an atomic multi-table checkpoint; none of Paimon, Iceberg or the XA sinks has one): group_name (a name no sink has) for the existing sinks of this database named in sinks (text[], at least one, each once), in that order, the first being the one the group's checkpoint properties are recorded with. prepare_commit, commit, recover, restart_job, last_commit, last_committed_checkpoint and end_input then take the group's name for sink_name: a checkpoint of one commit user prepared on every member and committed in ONE prepared transaction (PREPARE TRANSACTION / COMMIT PREPARED under one gid), so that either every member's snapshot of it is visible or none. Returns void. Errors: 22004 a NULL name, sinks or element; 22023 bad name, empty sinks or a sink named twice; 0A000 an overwrite sink (a group's commit skips a member's empty checkpoints, which an overwrite job's first may be); 42704 unknown sink; 42501 not the owner (or a member of it) of every sink; 42710 a sink or group of that name exists, or a sink already belongs to a group; 55000 library not preloaded. Privileges: EXECUTE is granted to PUBLIC; the function itself refuses a caller that does not own every member sink. The group has no owner of its own: it follows its members' owners (REASSIGN OWNED moves them), and whoever has the rights of every member's owner addresses and drops it. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.create_sink_group(text, text[]) TO PUBLIC;
 
 CREATE FUNCTION paimon_sink.drop_sink_group(group_name text)
 	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_drop_sink_group' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.drop_sink_group(text) IS
-$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 22004 NULL name; 42704 unknown group; 42501 not the group's creator or a member of that role. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$Drops a sink group; its member sinks, their checkpoints and snapshots stay, each then addressed by its own name again (a prepared checkpoint of the group is committed member by member from then on). Returns void. Errors: 22004 NULL name; 42704 unknown group; 42501 not the owner (or a member of the owner) of every member sink, as for create_sink_group. Privileges: EXECUTE is granted to PUBLIC; the function itself checks the caller. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 GRANT EXECUTE ON FUNCTION paimon_sink.drop_sink_group(text) TO PUBLIC;
 
 CREATE VIEW paimon_sink.sink_groups AS
-	SELECT g.group_name, g.owner_role AS owner,
+	SELECT g.group_name,
+		pg_catalog.array_agg(DISTINCT ft.relowner)::pg_catalog.regrole[] AS owners,
 		pg_catalog.array_agg(s.sink_name ORDER BY m.member_position) AS sinks, g.created_at
 	FROM paimon_sink.sink_group g
 	JOIN paimon_sink.sink_group_member m USING (group_id)
 	JOIN paimon_sink.sink_definition s USING (sink_id)
-	GROUP BY g.group_id, g.group_name, g.owner_role, g.created_at;
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+	GROUP BY g.group_id, g.group_name, g.created_at;
 COMMENT ON VIEW paimon_sink.sink_groups IS
-	'Sink groups: name, creator, member sinks in their order (the first records the group''s properties), created_at.';
+	'Sink groups: name, the owners of its member sinks (regrole[]: a group has none of its own), member sinks in their order (the first records the group''s properties), created_at.';
 GRANT SELECT ON paimon_sink.sink_groups TO PUBLIC;
 
 -- The functions that take a group's name for sink_name say so.
@@ -617,6 +622,89 @@ BEGIN
 	EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', e,
 		pg_catalog.obj_description(e::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||)
 		' Overwrite sinks: for a job (commit user) that has not committed before, the end-of-input commit is its first and replaces the target: an empty job empties it (under dynamic_partition_overwrite an empty one changes nothing), its snapshot recorded with commit_kind OVERWRITE.');
+END
+$$;
+
+-- A sink's owner is its foreign table's owner (issue 28).  0.1 recorded it
+-- apart, in sink_definition.owner_role, which PostgreSQL does not know of:
+-- REASSIGN OWNED moved the foreign table and left the sink with its old
+-- owner, DROP ROLE then went through, and commits ran as a role that no
+-- longer existed (42501 for everyone).  From 0.2 the owner is read from
+-- pg_class.relowner, which pg_shdepend keeps: DROP ROLE refuses a role
+-- that owns a sink (2BP01), REASSIGN OWNED and ALTER FOREIGN TABLE ...
+-- OWNER TO move the sink, and the library refuses any statement that
+-- drops a sink's foreign table without the sink.  Sinks that lost theirs
+-- under 0.1 (DROP FOREIGN TABLE, DROP OWNED) get it back here.
+CREATE FUNCTION paimon_sink.restore_foreign_table(sink_name text, owner regrole DEFAULT NULL)
+	RETURNS regclass AS 'MODULE_PATHNAME', 'paimon_sink_restore_foreign_table' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION paimon_sink.restore_foreign_table(text, regrole) FROM PUBLIC;
+COMMENT ON FUNCTION paimon_sink.restore_foreign_table(text, regrole) IS
+$$The way forward for a sink whose foreign table was dropped (under 0.1, or with the library not loaded; 0.2 refuses such drops), and which so has no owner (a sink's owner is its foreign table's owner): creates its foreign table again, named after the sink in its target's schema, in the layout its rows are staged in (each column with the type modifier, collation and default of the target's column of that name and type), owned by owner (NULL: the target's owner), so that its staged rows and prepared checkpoints commit again; returns it (regclass), with a NOTICE (grant INSERT on it again to the roles that write into the sink). A sink that has its foreign table is left as it is (ALTER FOREIGN TABLE ... OWNER TO gives it another owner) and its foreign table returned. ALTER EXTENSION paimon_sink UPDATE from 0.1 calls it for every sink without one whose target exists, with the sink's recorded owner when that role exists (a WARNING for each, and for one it cannot restore, the update going on). Errors: 22004 NULL sink_name; 42501 not a superuser; 42704 unknown sink or role; 42P01 the target was dropped too (drop the sink: drop_sink(sink_name, force => true)); 42P07 another relation has the sink's name in the target's schema. Privileges: EXECUTE is revoked from PUBLIC, and the function refuses a caller that is not a superuser. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
+-- What the update changes is said as WARNINGs: an extension script's
+-- NOTICEs are not shown.
+DO $$
+DECLARE
+	s record;
+	restored pg_catalog.regclass;
+BEGIN
+	-- the owner each sink had, and the one it has from now on
+	FOR s IN SELECT d.sink_name, d.owner_role::pg_catalog.oid AS recorded, ft.relowner AS owner
+		FROM paimon_sink.sink_definition d
+		JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid
+		WHERE ft.relowner OPERATOR(pg_catalog.<>) d.owner_role::pg_catalog.oid
+		ORDER BY d.sink_name
+	LOOP
+		RAISE WARNING 'sink "%" is owned by role "%" from now on, the owner of its foreign table (it was recorded as %)',
+			s.sink_name, s.owner::pg_catalog.regrole, coalesce((SELECT pg_catalog.quote_ident(r.rolname::pg_catalog.text)
+				FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) s.recorded),
+				'a dropped role, OID ' OPERATOR(pg_catalog.||) s.recorded::pg_catalog.text);
+	END LOOP;
+	-- a sink whose foreign table is gone, with its target there, gets it back
+	FOR s IN SELECT d.sink_name,
+			(SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) d.owner_role::pg_catalog.oid) AS owner
+		FROM paimon_sink.sink_definition d
+		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class ft
+				WHERE ft.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid)
+			AND EXISTS (SELECT FROM pg_catalog.pg_class t
+				WHERE t.oid OPERATOR(pg_catalog.=) d.target_table::pg_catalog.oid)
+		ORDER BY d.sink_name
+	LOOP
+		BEGIN
+			restored := paimon_sink.restore_foreign_table(s.sink_name, s.owner::pg_catalog.regrole);
+			RAISE WARNING 'restored foreign table % of sink "%", owned by role "%"', restored, s.sink_name,
+				(SELECT c.relowner::pg_catalog.regrole FROM pg_catalog.pg_class c
+				  WHERE c.oid OPERATOR(pg_catalog.=) restored)
+				USING HINT = 'Grant INSERT on it again to the roles that write into the sink.';
+		EXCEPTION WHEN OTHERS THEN
+			-- (another relation has its name, say): the update goes on without it
+			RAISE WARNING 'could not restore the foreign table of sink "%": %', s.sink_name, SQLERRM
+				USING HINT = 'The sink has no owner until a superuser calls paimon_sink.restore_foreign_table() for it, or drops it with paimon_sink.drop_sink().';
+		END;
+	END LOOP;
+END
+$$;
+ALTER TABLE paimon_sink.sink_definition DROP COLUMN owner_role;
+COMMENT ON TABLE paimon_sink.sink_definition IS
+	'One row per sink: its target table, foreign table, mode, buckets and own commit user. Its owner is its foreign table''s owner (pg_class.relowner): the view sinks shows it as owner_role.';
+COMMENT ON VIEW paimon_sink.sinks IS
+	'Sinks with the marks of their own commit user. owner_role is the sink''s owner: its foreign table''s owner (NULL when that table was dropped: see restore_foreign_table()).';
+
+-- create_sink, drop_sink and the owner's functions say who the owner is.
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+	note text;
+BEGIN
+	FOR f, note IN SELECT * FROM (VALUES
+		('paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean)'::pg_catalog.regprocedure,
+		 ' Owner: the sink''s owner is its foreign table''s owner, the caller at first: REASSIGN OWNED BY and ALTER FOREIGN TABLE ... OWNER TO give the sink another owner (commits then run with that role''s rights: it needs the rights on the target listed above), and DROP ROLE is refused while the role owns a sink (2BP01, naming it).'),
+		('paimon_sink.drop_sink(text, boolean)'::pg_catalog.regprocedure,
+		 ' The sink''s foreign table goes only with it (or with DROP EXTENSION): a statement that would drop it otherwise (DROP FOREIGN TABLE, DROP OWNED BY its owner, DROP TABLE of the target or DROP SCHEMA ... CASCADE) is refused (2BP01) naming the sink. A sink whose foreign table is gone (see restore_foreign_table()) is dropped by a superuser.')) v
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
+			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) note);
+	END LOOP;
 END
 $$;
 

@@ -347,25 +347,103 @@ catalog_require_sink(const char *name)
 }
 
 /*
+ * no_owner_error raises ERRCODE_UNDEFINED_TABLE for a sink that has no
+ * owner: its foreign table, whose owner is the sink's, was dropped (before
+ * 0.2 nothing stopped it; since, only with the library not loaded).
+ */
+static void
+no_owner_error(const SinkInfo *sink, const char *action)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("cannot %s sink \"%s\": its foreign table was dropped", action, sink->name),
+			 errdetail("A sink's owner is its foreign table's owner, and its commits run with that "
+					   "role's rights; its staged rows and prepared checkpoints are kept."),
+			 errhint("A superuser restores the foreign table with SELECT "
+					 "paimon_sink.restore_foreign_table(%s, owner => 'role'); or drops the sink "
+					 "with paimon_sink.drop_sink(), force => true discarding what it holds.",
+					 quote_literal_cstr(sink->name))));
+}
+
+/*
  * catalog_check_owner raises ERRCODE_INSUFFICIENT_PRIVILEGE unless the
- * current user is the sink's owner or a member of it.
+ * current user is the sink's owner (its foreign table's owner) or a member
+ * of it; a superuser passes even when the sink has no owner (its foreign
+ * table was dropped), anyone else then gets what no_owner_error raises.
  */
 void
 catalog_check_owner(const SinkInfo *sink, const char *action)
 {
+	if (!OidIsValid(sink->owner) && !superuser())
+		no_owner_error(sink, action);
 	if (!has_privs_of_role(GetUserId(), sink->owner))
 	{
-		char *owner = GetUserNameFromId(sink->owner, true);
+		char *owner = GetUserNameFromId(sink->owner, false);
 
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to %s sink \"%s\"", action, sink->name),
 			 errdetail("Only the owner of the sink, role \"%s\", or a member of it may %s it.",
-					   owner ? owner : "(dropped)", action),
+					   owner, action),
 			 errhint(
 				 "Run it as role \"%s\", or have that role granted to this one: GRANT %s TO %s;",
-				 owner ? owner : "(dropped)", owner ? quote_identifier(owner) : "(dropped)",
+				 owner, quote_identifier(owner),
 				 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 	}
+}
+
+/*
+ * catalog_commit_role returns the role a commit of the sink writes into
+ * relid (the target, or a leaf partition an overwrite replaces) as: the
+ * sink's owner, whose triggers and defaults run as for its own statement.
+ * It first checks that role's rights there (needed: ACL_* bits), so that
+ * one missing on the table and on every column fails the commit naming it
+ * and the GRANT that helps (ERRCODE_INSUFFICIENT_PRIVILEGE); a right given
+ * on some columns only is left to PostgreSQL's own check.  Raises what
+ * no_owner_error raises when the sink has no owner.
+ */
+Oid
+catalog_commit_role(const SinkInfo *sink, Oid relid, AclMode needed)
+{
+	static const struct
+	{
+		AclMode mode;
+		const char *name;
+	} rights[] = {{ACL_SELECT, "SELECT"},
+				  {ACL_INSERT, "INSERT"},
+				  {ACL_UPDATE, "UPDATE"},
+				  {ACL_DELETE, "DELETE"}};
+	AclMode have;
+	StringInfoData missing;
+	char *owner;
+	char *relation;
+
+	if (!OidIsValid(sink->owner))
+		no_owner_error(sink, "commit");
+	have = pg_class_aclmask(relid, sink->owner, needed, ACLMASK_ALL);
+	if (have == needed)
+		return sink->owner;
+	initStringInfo(&missing);
+	for (int i = 0; i < lengthof(rights); i++)
+		if ((needed & ~have & rights[i].mode) != 0 &&
+			pg_attribute_aclcheck_all(relid, sink->owner, rights[i].mode, ACLMASK_ANY) !=
+				ACLCHECK_OK)
+			appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
+	if (missing.len == 0)
+		return sink->owner;
+	owner = GetUserNameFromId(sink->owner, false);
+	relation = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+										  get_rel_name(relid));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+		 errmsg("permission denied for table %s", get_rel_name(relid)),
+		 errdetail("Commits of sink \"%s\" run as its owner, role \"%s\" (the owner of its "
+				   "foreign table), which lacks %s on %s.",
+				   sink->name, owner, missing.data, relation),
+		 errhint("GRANT %s ON TABLE %s TO %s; then call commit() or checkpoint() again: nothing "
+				 "of the checkpoint was applied and it stays prepared.",
+				 missing.data, relation, quote_identifier(owner))));
+	return InvalidOid; /* keep the compiler quiet */
 }

@@ -9,6 +9,7 @@
 #ifndef PAIMON_SINK_CATALOG_H
 #define PAIMON_SINK_CATALOG_H
 
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "paimon_sink.h"
 #include "utils/rel.h"
@@ -20,7 +21,7 @@ typedef struct SinkInfo
 	char *name;
 	Oid target;
 	Oid foreign_table;
-	Oid owner;
+	Oid owner; /* its foreign table's owner; InvalidOid when that was dropped */
 	char *mode;
 	int32 buckets;
 	List *bucket_key; /* column names, char * */
@@ -46,6 +47,7 @@ typedef struct SinkInfo
 
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
+extern Oid catalog_commit_role(const SinkInfo *sink, Oid relid, AclMode needed);
 extern Oid catalog_extension_owner(void);
 extern char *catalog_installed_version(void);
 extern bool catalog_extension_changed_here(void);

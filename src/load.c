@@ -559,7 +559,7 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 
 	rel = catalog_open_target(sink, false, RowExclusiveLock);
 	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
-	security_switch_role(sink->owner, &saved);
+	security_switch_role(catalog_commit_role(sink, RelationGetRelid(rel), ACL_INSERT), &saved);
 
 	/* binary COPY needs the staged types: the target must still have them */
 	catalog_check_layout(sink, RelationGetRelid(rel), false);

@@ -35,13 +35,19 @@
 #define SINK_SELECT                                                                                \
 	"SELECT d.sink_id, d.sink_name, d.target_table::pg_catalog.oid AS target_table, "              \
 	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
-	"d.owner_role::pg_catalog.oid AS owner_role, d.mode, d.buckets, d.bucket_key, "                \
+	"f.relowner AS owner_role, d.mode, d.buckets, d.bucket_key, "                                  \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
 	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
 	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
-	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d "
+	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d "                            \
+	"LEFT JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) "                             \
+	"d.foreign_table::pg_catalog.oid "
 
-/* read_sink reads a SinkInfo from a row of SINK_SELECT. */
+/*
+ * read_sink reads a SinkInfo from a row of SINK_SELECT.  The sink's owner
+ * is its foreign table's (InvalidOid while it has none): the one record of
+ * it, which PostgreSQL keeps for DROP ROLE and REASSIGN OWNED.
+ */
 static void *
 read_sink(uint64 row, const void *arg)
 {
@@ -53,6 +59,7 @@ read_sink(uint64 row, const void *arg)
 	info->name = row_text(row, "sink_name");
 	info->target = DatumGetObjectId(row_datum(row, "target_table", NULL));
 	info->foreign_table = DatumGetObjectId(row_datum(row, "foreign_table", NULL));
+	/* NULL (no foreign table) reads as 0, InvalidOid */
 	info->owner = DatumGetObjectId(row_datum(row, "owner_role", NULL));
 	info->mode = row_text(row, "mode");
 	info->buckets = row_int4(row, "buckets");
@@ -140,6 +147,42 @@ metadata_sink_exists(int32 sink_id)
 	return statement_execute(&statement, args, lengthof(args), 0) > 0;
 }
 
+/* read_sink_ownership reads a SinkOwnership (owner 0 when its foreign table is gone). */
+static void *
+read_sink_ownership(uint64 row, const void *arg)
+{
+	SinkOwnership *found = palloc(sizeof(SinkOwnership));
+
+	found->name = row_text(row, "sink_name");
+	found->foreign_table = DatumGetObjectId(row_datum(row, "foreign_table", NULL));
+	found->owner = DatumGetObjectId(row_datum(row, "owner", NULL));
+	return found;
+}
+
+/*
+ * metadata_sink_ownership returns the sinks (SinkOwnership *, by name)
+ * whose foreign table is one of relids (an oid[] Datum, or 0) or is owned by
+ * one of roles (the same), read as the extension's owner under a snapshot
+ * that sees this transaction's changes: a drop_sink earlier in it has
+ * forgotten its sink.
+ */
+List *
+metadata_sink_ownership(Datum relids, Datum roles)
+{
+	static Statement statement = {
+		"SELECT d.sink_name, d.foreign_table::pg_catalog.oid AS foreign_table, c.relowner AS owner "
+		"FROM paimon_sink.sink_definition d LEFT JOIN pg_catalog.pg_class c "
+		"ON c.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid "
+		"WHERE d.foreign_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+		"OR c.relowner OPERATOR(pg_catalog.=) ANY ($2) ORDER BY d.sink_name",
+		SPI_OK_SELECT};
+	Arg args[] = {ARG_DATUM(OIDARRAYOID, relids, relids == (Datum) 0),
+				  ARG_DATUM(OIDARRAYOID, roles, roles == (Datum) 0)};
+
+	return statement_collect(&statement, args, lengthof(args), RUN_AS_OWNER, read_sink_ownership,
+							 NULL);
+}
+
 /*
  * metadata_insert_sink records a new sink (as the extension's owner: the
  * caller's rights were checked) with a random default commit user, and
@@ -150,16 +193,15 @@ metadata_insert_sink(const SinkDefinition *definition)
 {
 	static Statement statement = {
 		"INSERT INTO paimon_sink.sink_definition (sink_name, "
-		"target_table, owner_role, mode, buckets, bucket_key, checkpoint_interval, "
+		"target_table, mode, buckets, bucket_key, checkpoint_interval, "
 		"row_kind_column, partial_update, key_columns, on_error, ignore_update_before, "
 		"ignore_delete, dynamic_partition_overwrite, default_commit_user) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 		"pg_catalog.gen_random_uuid()::pg_catalog.text) RETURNING sink_id",
 		SPI_OK_INSERT_RETURNING};
 	Arg args[] = {
 		ARG_TEXT(definition->name),
 		ARG_OID(definition->target),
-		ARG_OID(definition->owner),
 		ARG_TEXT(definition->mode),
 		ARG_INT4(definition->buckets),
 		ARG_DATUM(TEXTARRAYOID, definition->bucket_key, definition->bucket_key == (Datum) 0),

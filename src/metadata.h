@@ -42,8 +42,7 @@ typedef enum MarkMove
 typedef struct SinkDefinition
 {
 	const char *name;
-	Oid target;
-	Oid owner;
+	Oid target; /* its owner is its foreign table's (foreign_table.c) */
 	const char *mode;
 	int32 buckets;
 	Datum bucket_key;			   /* text[], or (Datum) 0 for none */
@@ -56,6 +55,14 @@ typedef struct SinkDefinition
 	bool ignore_delete;
 	bool dynamic_partition_overwrite;
 } SinkDefinition;
+
+/* A sink with its foreign table and that table's owner, the sink's (0: gone). */
+typedef struct SinkOwnership
+{
+	char *name;
+	Oid foreign_table;
+	Oid owner;
+} SinkOwnership;
 
 /* One committable to record: a sealed file of a checkpoint. */
 typedef struct CommittableEntry
@@ -108,7 +115,6 @@ typedef struct SinkGroup
 {
 	int32 group_id;
 	char *name;
-	Oid owner;	   /* the role that created it */
 	List *members; /* sink ids (an integer List), in the group's order */
 } SinkGroup;
 
@@ -177,6 +183,7 @@ typedef struct LastCommit
 extern bool metadata_sink_by_name(const char *name, SinkInfo *info);
 extern bool metadata_sink_by_id(int32 sink_id, SinkInfo *info);
 extern bool metadata_sink_exists(int32 sink_id);
+extern List *metadata_sink_ownership(Datum relids, Datum roles);
 extern int32 metadata_insert_sink(const SinkDefinition *definition);
 extern void metadata_set_sink_layout(int32 sink_id, Oid foreign_table);
 extern char *metadata_add_default_commit_user(int32 sink_id);
@@ -240,7 +247,7 @@ extern bool metadata_last_commit(int32 sink_id, const char *commit_user, LastCom
 extern SinkGroup *metadata_group_by_name(const char *name);
 extern List *metadata_group_members(int32 group_id);
 extern char *metadata_group_of_sink(int32 sink_id);
-extern int32 metadata_insert_group(const char *name, Oid owner, List *members);
+extern int32 metadata_insert_group(const char *name, List *members);
 extern void metadata_drop_group(int32 group_id);
 
 /* result sets of SQL functions, read under the latest snapshot */

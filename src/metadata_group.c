@@ -25,7 +25,6 @@ read_group(uint64 row, const void *arg)
 
 	group->group_id = row_int4(row, "group_id");
 	group->name = row_text(row, "group_name");
-	group->owner = (Oid) row_int8(row, "owner_role");
 	return group;
 }
 
@@ -47,8 +46,7 @@ SinkGroup *
 metadata_group_by_name(const char *name)
 {
 	static Statement group_statement = {
-		"SELECT g.group_id, g.group_name, g.owner_role::pg_catalog.oid::pg_catalog.int8 "
-		"AS owner_role FROM paimon_sink.sink_group g "
+		"SELECT g.group_id, g.group_name FROM paimon_sink.sink_group g "
 		"WHERE g.group_name OPERATOR(pg_catalog.=) $1",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_TEXT(name)};
@@ -102,22 +100,22 @@ metadata_group_of_sink(int32 sink_id)
 
 /*
  * metadata_insert_group records a group and its members (sink ids, an
- * integer List, in order), as the extension's owner; returns the group's id.  A sink
+ * integer List, in order), as the extension's owner; returns the group's id.
+ * A group has no owner of its own: its members' owners govern it.  A sink
  * of another group fails on sink_group_member's unique sink_id: the caller
  * checks first, for a better message.
  */
 int32
-metadata_insert_group(const char *name, Oid owner, List *members)
+metadata_insert_group(const char *name, List *members)
 {
 	static Statement group_statement = {
-		"INSERT INTO paimon_sink.sink_group (group_name, owner_role) VALUES ($1, $2) "
-		"RETURNING group_id",
+		"INSERT INTO paimon_sink.sink_group (group_name) VALUES ($1) RETURNING group_id",
 		SPI_OK_INSERT_RETURNING};
 	static Statement member_statement = {
 		"INSERT INTO paimon_sink.sink_group_member (group_id, member_position, sink_id) "
 		"VALUES ($1, $2, $3)",
 		SPI_OK_INSERT};
-	Arg group_args[] = {ARG_TEXT(name), ARG_OID(owner)};
+	Arg group_args[] = {ARG_TEXT(name)};
 	int32 group_id = (int32) statement_int8(&group_statement, group_args, lengthof(group_args),
 											RUN_AS_OWNER, "group_id", 0);
 	ListCell *lc;

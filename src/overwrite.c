@@ -126,7 +126,7 @@ delete_rows(const SinkInfo *sink, Oid relid, bool only, Snapshot snapshot)
 	QueryDesc *query;
 	uint64 deleted;
 
-	security_switch_role(sink->owner, &saved);
+	security_switch_role(catalog_commit_role(sink, relid, ACL_DELETE), &saved);
 	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, pg_parse_query(sql)), sql,
 												 NULL, 0, NULL);
 	if (list_length(queries) != 1)

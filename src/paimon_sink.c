@@ -6,8 +6,9 @@
  * _PG_init defines the settings (guc.c) and, when the library is preloaded,
  * registers the WAL resource manager of staged files (staged_wal.c) and,
  * outside a binary upgrade, installs the shared-memory hooks
- * (shmem_hooks.c), the utility hook (version.c) and the transaction
- * callbacks (handoff.c), and registers the launcher (launcher.c).  Kept
+ * (shmem_hooks.c), the utility hook (version.c), the object access hook
+ * (foreign_table.c) and the transaction callbacks (handoff.c), and
+ * registers the launcher (launcher.c).  Kept
  * small, as pg_cron's _PG_init.
  *
  *-------------------------------------------------------------------------
@@ -15,6 +16,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "foreign_table.h"
 #include "guc.h"
 #include "handoff.h"
 #include "launcher.h"
@@ -45,6 +47,7 @@ _PG_init(void)
 	PaimonSinkPreloaded = true;
 	shmem_hooks_install();
 	version_install_utility_hook();
+	foreign_table_install_hook();
 	handoff_register_callbacks();
 	launcher_register();
 }

@@ -30,6 +30,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
+#include "foreign_table.h"
 #include "funcapi.h"
 #include "handoff.h"
 #include "metadata.h"
@@ -551,7 +552,6 @@ insert_sink_definition(const SinkOptions *options)
 	SinkDefinition definition = {
 		.name = options->name,
 		.target = options->target,
-		.owner = GetUserId(),
 		.mode = options->mode,
 		.buckets = options->buckets,
 		.bucket_key = options->bucket_key,
@@ -568,101 +568,6 @@ insert_sink_definition(const SinkOptions *options)
 	};
 
 	return metadata_insert_sink(&definition);
-}
-
-/*
- * run_utility runs a utility statement (DDL on the sink's foreign table) as
- * the caller, in an SPI connection of its own.
- */
-static void
-run_utility(const char *statement)
-{
-	SPI_connect();
-	if (SPI_execute(statement, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not run \"%s\"", statement);
-	SPI_finish();
-}
-
-/*
- * foreign_table_columns returns the column list of the sink's foreign
- * table: the target's columns that are not generated, with their types,
- * collations and defaults, and an upsert sink's row kind column (in the
- * caller's memory context).  Read from pg_catalog as the caller, with SPI.
- */
-static char *
-foreign_table_columns(const SinkOptions *options)
-{
-	/*
-	 * With partial_update a column left out must read as NULL (keep the
-	 * target's value), so only key columns keep their defaults.
-	 */
-	static Statement statement = {
-		"SELECT pg_catalog.string_agg(pg_catalog.format('%I %s%s%s', a.attname, "
-		"pg_catalog.format_type(a.atttypid, a.atttypmod), "
-		"CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) t.typcollation "
-		"THEN ' COLLATE ' OPERATOR(pg_catalog.||) "
-		"a.attcollation::pg_catalog.regcollation::pg_catalog.text ELSE '' END, "
-		"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
-		"THEN pg_catalog.format(' DEFAULT pg_catalog.nextval(%L::pg_catalog.regclass)', "
-		"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
-		"a.attname::pg_catalog.text)) "
-		"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
-		"OPERATOR(pg_catalog.<>) ALL ($3)) "
-		"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
-		"ELSE '' END), ', ' ORDER BY a.attnum) AS columns "
-		"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t "
-		"ON t.oid OPERATOR(pg_catalog.=) a.atttypid "
-		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
-		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
-		"WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 "
-		"AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''",
-		SPI_OK_SELECT};
-	Arg args[] = {ARG_OID(options->target), ARG_BOOL(options->partial_update),
-				  ARG_DATUM(TEXTARRAYOID, options->key_names, options->key_names == (Datum) 0)};
-	List *found = statement_texts(&statement, args, lengthof(args), 0, "columns");
-	char *columns = found == NIL ? NULL : linitial(found);
-
-	if (columns == NULL)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-						errmsg("table \"%s\" has no columns a sink could write",
-							   get_rel_name(options->target))));
-	if (options->row_kind_column != NULL)
-		columns =
-			psprintf("%s, %s pg_catalog.text", columns, quote_identifier(options->row_kind_column));
-	return columns;
-}
-
-/*
- * create_foreign_table creates the sink's foreign table in the target's
- * schema, owned by the caller, so that the target cannot be dropped from
- * under it, with a comment saying what it is for; returns its oid.
- */
-static Oid
-create_foreign_table(const SinkOptions *options, int32 sink_id, const char *columns)
-{
-	Oid namespace = get_rel_namespace(options->target);
-	char *schema = get_namespace_name(namespace);
-	char *foreign_table_name = quote_qualified_identifier(schema, options->name);
-	Oid foreign_table;
-	ObjectAddress foreign_table_address;
-	ObjectAddress target_address;
-
-	/* The caller creates, and so owns, the foreign table. */
-	run_utility(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER paimon_sink OPTIONS (sink_id '%d')",
-						 foreign_table_name, columns, sink_id));
-	CommandCounterIncrement();
-	foreign_table = get_relname_relid(options->name, namespace);
-	/* The target cannot be dropped from under its sink. */
-	ObjectAddressSet(foreign_table_address, RelationRelationId, foreign_table);
-	ObjectAddressSet(target_address, RelationRelationId, options->target);
-	recordDependencyOn(&foreign_table_address, &target_address, DEPENDENCY_NORMAL);
-	run_utility(psprintf(
-		"COMMENT ON FOREIGN TABLE %s IS %s", foreign_table_name,
-		quote_literal_cstr(psprintf(
-			"paimon_sink sink %s: INSERT or COPY rows here; they land in "
-			"%s when a checkpoint commits",
-			options->name, quote_qualified_identifier(schema, get_rel_name(options->target))))));
-	return foreign_table;
 }
 
 /*
@@ -719,7 +624,14 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 						errhint("Choose another name for the sink.")));
 
 	sink_id = insert_sink_definition(&options);
-	foreign_table = create_foreign_table(&options, sink_id, foreign_table_columns(&options));
+	foreign_table = foreign_table_create(&(ForeignTableSpec){
+		.sink_name = options.name,
+		.sink_id = sink_id,
+		.target = options.target,
+		.partial_update = options.partial_update,
+		.key_names = options.key_names,
+		.row_kind_column = options.row_kind_column,
+	});
 	/* its layout is the foreign table's columns, and its commit user has its own row */
 	metadata_set_sink_layout(sink_id, foreign_table);
 	commit_user = metadata_add_default_commit_user(sink_id);
@@ -851,10 +763,7 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	metadata_drop_sink(sink->sink_id);
 	/* its files go once this commits (the committer reads the dropped_sink record) */
 	handoff_wake_committer_at_commit();
-	if (OidIsValid(sink->foreign_table) && get_rel_name(sink->foreign_table) != NULL)
-		run_utility(psprintf(
-			"DROP FOREIGN TABLE %s",
-			quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink->foreign_table)),
-									   get_rel_name(sink->foreign_table))));
+	/* after the sink's rows: the drop guard (foreign_table.c) lets it go */
+	foreign_table_drop(sink->foreign_table);
 	PG_RETURN_VOID();
 }

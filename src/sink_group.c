@@ -13,8 +13,10 @@
  * table; Kafka's transactions span the topics of one producer the same
  * way.  Group and sink names share one namespace, so that a name in the
  * sink_name argument is never ambiguous.  The caller must own every member
- * sink (or be a member of its owner) to create the group or to address it;
- * a sink belongs to at most one group.
+ * sink (or be a member of its owner) to create the group, to address it or
+ * to drop it: a group has no owner of its own, so it follows its members'
+ * owners (REASSIGN OWNED moves them) and no DROP ROLE can strand it; a
+ * sink belongs to at most one group.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,12 +25,10 @@
 #include "catalog.h"
 #include "catalog/pg_type.h"
 #include "metadata.h"
-#include "miscadmin.h"
 #include "names.h"
 #include "paimon_sink.h"
 #include "sink_group.h"
 #include "sql_call.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -231,14 +231,16 @@ paimon_sink_create_sink_group(PG_FUNCTION_ARGS)
 		sink = member_argument(TextDatumGetCString(elements[i]), name, members);
 		members = lappend_int(members, sink->sink_id);
 	}
-	(void) metadata_insert_group(name, GetUserId(), members);
+	(void) metadata_insert_group(name, members);
 	PG_RETURN_VOID();
 }
 
 /*
  * drop_sink_group(group_name text) forgets a group; its member sinks stay.
- * Returns void.  Errors: 42704 unknown group, 42501 not its creator (or a
- * member of that role).
+ * Returns void.  A group has no owner of its own (nothing for DROP ROLE to
+ * strand): whoever has the rights of every member's owner may drop it, as
+ * create it.  Errors: 42704 unknown group, 42501 a member the caller does
+ * not own (what catalog_check_owner raises).
  */
 Datum
 paimon_sink_drop_sink_group(PG_FUNCTION_ARGS)
@@ -253,16 +255,7 @@ paimon_sink_drop_sink_group(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("sink group \"%s\" does not exist", name),
 						errhint("List the groups with SELECT * FROM paimon_sink.sink_groups.")));
-	if (!has_privs_of_role(GetUserId(), group->owner))
-	{
-		char *owner = GetUserNameFromId(group->owner, true);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop sink group \"%s\"", name),
-				 errdetail("Only the role that created it, \"%s\", or a member of it may drop it.",
-						   owner ? owner : "(dropped)")));
-	}
+	(void) sink_group_member_sinks(group, "ungroup");
 	metadata_drop_group(group->group_id);
 	PG_RETURN_VOID();
 }

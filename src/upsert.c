@@ -596,7 +596,9 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	layout.target = catalog_open_target(sink, false, RowExclusiveLock);
 	layout.foreign = catalog_open_target(sink, true, AccessShareLock);
 	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
-	security_switch_role(sink->owner, &saved);
+	security_switch_role(catalog_commit_role(sink, RelationGetRelid(layout.target),
+											 ACL_SELECT | ACL_INSERT | ACL_UPDATE | ACL_DELETE),
+						 &saved);
 	/* a maintenance operation's memory, for the MERGE's join too */
 	(void) set_config_option("work_mem", GetConfigOption("maintenance_work_mem", false, false),
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);

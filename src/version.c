@@ -12,7 +12,10 @@
  * stops that database's workers, which would otherwise hold it open.
  * After any DROP it has the commit look whether the extension went (DROP
  * EXTENSION, DROP SCHEMA paimon_sink CASCADE, DROP OWNED), so that the
- * launcher stops wanting the database's workers.
+ * launcher stops wanting the database's workers.  It also keeps a sink
+ * whole (foreign_table.c): DROP ROLE is refused while the role owns a
+ * sink, and every statement ends refused if it dropped a sink's foreign
+ * table without the sink.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +29,7 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "foreign_table.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "nodes/value.h"
@@ -296,7 +300,9 @@ refuse_untrusted_schema(const char *statement)
 
 /*
  * paimon_sink_process_utility is the ProcessUtility hook: it refuses the
- * statements above, and before DROP DATABASE stops the database's workers.
+ * statements above (and, through foreign_table.c, DROP ROLE of a sink's
+ * owner and any statement that dropped a sink's foreign table without the
+ * sink), and before DROP DATABASE stops the database's workers.
  * DROP DATABASE waits only briefly for other sessions to leave, and our
  * workers are sessions: ask them to stop first (pg_cron's lesson), and
  * want them again should the drop fail.
@@ -308,6 +314,7 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 {
 	Node *statement = pstmt->utilityStmt;
 	volatile Oid stopped_database = InvalidOid; /* read after a longjmp */
+	volatile int level = 0;						/* foreign_table.c's nesting level */
 	/* the script's own statements come through here too: restore, never clear */
 	volatile bool outer_create_extension = in_create_extension;
 
@@ -319,6 +326,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 	if (IsA(statement, AlterExtensionStmt) &&
 		strcmp(((AlterExtensionStmt *) statement)->extname, "paimon_sink") == 0)
 		refuse_untrusted_schema("ALTER EXTENSION paimon_sink UPDATE");
+	if (IsA(statement, DropRoleStmt))
+		foreign_table_refuse_drop_role((DropRoleStmt *) statement);
 	PG_TRY();
 	{
 		if (IsA(statement, CreateExtensionStmt) &&
@@ -336,12 +345,16 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 				shared_stop_database(database_id);
 			}
 		}
+		level = foreign_table_begin_statement();
 		if (previous_process_utility_hook)
 			previous_process_utility_hook(pstmt, queryString, readOnlyTree, context, params,
 										  queryEnv, dest, qc);
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 									dest, qc);
+		/* a sink's foreign table dropped without its sink refuses the statement */
+		foreign_table_end_statement(statement, level);
+		level = 0;
 		in_create_extension = outer_create_extension;
 		/* the extension may be gone with what this dropped: the commit looks */
 		if ((IsA(statement, DropStmt) || IsA(statement, DropOwnedStmt)) && PaimonSinkState != NULL)
@@ -353,6 +366,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 	}
 	PG_CATCH();
 	{
+		if (level > 0)
+			foreign_table_abort_statement(level);
 		in_create_extension = outer_create_extension;
 		if (OidIsValid(stopped_database))
 			(void) shared_want_database(stopped_database, false);

@@ -7,7 +7,7 @@ CREATE TABLE grp_b (id int PRIMARY KEY, a_id int REFERENCES grp_a);
 SELECT sink_name FROM paimon_sink.create_sink('grp_a_sink', 'grp_a');
 SELECT sink_name FROM paimon_sink.create_sink('grp_b_sink', 'grp_b');
 SELECT paimon_sink.create_sink_group('grp', ARRAY['grp_a_sink', 'grp_b_sink']);
-SELECT group_name, owner, sinks FROM paimon_sink.sink_groups;
+SELECT group_name, owners, sinks FROM paimon_sink.sink_groups;
 
 -- unknown group, unknown member, no members, a member twice, NULLs
 SELECT paimon_sink.drop_sink_group('no_such_group');

@@ -253,7 +253,6 @@ $node->safe_psql('postgres', "CREATE TABLE t3 (id int)");
 my $reused = 0;
 for my $n (1 .. $s2 + 1)
 {
-	$node->safe_psql('postgres', "DROP FOREIGN TABLE IF EXISTS s3");
 	$node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('s3') FROM paimon_sink.sinks WHERE sink_name = 's3'");
 	$node->safe_psql('postgres', "SELECT paimon_sink.create_sink('s3', 't3')");
 	$reused = $node->safe_psql('postgres', "SELECT sink_id FROM paimon_sink.sinks WHERE sink_name = 's3'");
