@@ -162,9 +162,11 @@ read_sink_ownership(uint64 row, const void *arg)
 /*
  * metadata_sink_ownership returns the sinks (SinkOwnership *, by name)
  * whose foreign table is one of relids (an oid[] Datum, or 0) or is owned by
- * one of roles (the same), read as the extension's owner under a snapshot
- * that sees this transaction's changes: a drop_sink earlier in it has
- * forgotten its sink.
+ * one of roles (the same), read as the extension's owner under the latest
+ * snapshot, which also sees this transaction's changes: a drop_sink earlier
+ * in it has forgotten its sink, and a sink created since a REPEATABLE READ
+ * or SERIALIZABLE transaction took its snapshot is found (its foreign
+ * table is the catalog's to see, and so to drop).
  */
 List *
 metadata_sink_ownership(Datum relids, Datum roles)
@@ -179,8 +181,8 @@ metadata_sink_ownership(Datum relids, Datum roles)
 	Arg args[] = {ARG_DATUM(OIDARRAYOID, relids, relids == (Datum) 0),
 				  ARG_DATUM(OIDARRAYOID, roles, roles == (Datum) 0)};
 
-	return statement_collect(&statement, args, lengthof(args), RUN_AS_OWNER, read_sink_ownership,
-							 NULL);
+	return statement_collect(&statement, args, lengthof(args), RUN_AS_OWNER | RUN_LATEST,
+							 read_sink_ownership, NULL);
 }
 
 /*
