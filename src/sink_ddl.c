@@ -327,6 +327,16 @@ check_sink_basics(SinkOptions *options)
 		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
 						errmsg("\"%s\" is not a table", get_rel_name(options->target)),
 						errdetail("The target of a sink is an ordinary or partitioned table.")));
+	/* no other session sees it, and its session's end would take the foreign table unchecked */
+	if (get_rel_persistence(options->target) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create a sink on temporary table \"%s\"",
+						get_rel_name(options->target)),
+				 errdetail("Checkpoints are loaded by the committer, which cannot access another "
+						   "session's temporary tables, and the session's end would drop the "
+						   "sink's foreign table with the target."),
+				 errhint("Create the sink on a permanent table.")));
 	if (options->dynamic_partition_overwrite && !options->overwrite)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("dynamic_partition_overwrite needs an overwrite sink"),

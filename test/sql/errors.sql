@@ -158,6 +158,13 @@ SELECT * FROM paimon_sink.create_sink('x', 'orders', bucket_key => '{nope}');
 CREATE VIEW orders_view AS SELECT * FROM orders;
 SELECT * FROM paimon_sink.create_sink('x', 'orders_view');
 \echo :LAST_ERROR_SQLSTATE
+-- a temporary target: the committer could never load it, and the session's
+-- end would drop the foreign table with it, past the drop guard
+CREATE TEMP TABLE temp_target (id int, note text);
+SELECT * FROM paimon_sink.create_sink('x', 'temp_target');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS temp_sinks FROM paimon_sink.sinks WHERE sink_name = 'x';
+DROP TABLE temp_target;
 -- a column whose type (or a type inside it) has no binary I/O cannot be staged
 CREATE TABLE acl_target (id int, acl aclitem);
 SELECT * FROM paimon_sink.create_sink('x', 'acl_target');
