@@ -736,6 +736,8 @@ BEGIN
 		 ' Arguments: an older_than beyond about 146,000 years counts as that long.'),
 		('paimon_sink.create_sink(text, regclass, text, integer, text[], interval, text, boolean, text, boolean, boolean, boolean)'::pg_catalog.regprocedure,
 		 ' Arguments: checkpoint_interval at most 2147483647 ms (about 24 days, the range of paimon_sink.checkpoint_interval), else 22023.'),
+		('paimon_sink.checkpoint(text)'::pg_catalog.regprocedure,
+		 ' Ids: 54000, nothing changed, when the own commit user''s next checkpoint id would be end_input()''s (9223372036854775807, after a prepare_commit of 9223372036854775806 under it): a checkpoint() never ends the input the SQL sessions write.'),
 		('paimon_sink.inject_fault(text, text, integer)'::pg_catalog.regprocedure,
 		 ' Arguments: NULL point or action 22004; times 0 or below -1 22023.'),
 		('paimon_sink.release_fault(text)'::pg_catalog.regprocedure,

@@ -34,6 +34,7 @@
 #include "prepare.h"
 #include "request.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "work.h"
 
@@ -323,6 +324,36 @@ barrier_and_record(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 }
 
 /*
+ * next_own_checkpoint returns the id of the next checkpoint of the sink's
+ * own commit user (checkpoint()): one above what its marks hold, or
+ * end_input()'s id once its input ended, which the checks after refuse.
+ * Raises ERRCODE_PROGRAM_LIMIT_EXCEEDED, nothing changed, when the next id
+ * would be end_input()'s: a checkpoint() must never end the input of the
+ * commit user every SQL session writes with.
+ */
+static int64
+next_own_checkpoint(const SinkInfo *sink, const char *commit_user, const CommitUserMarks *marks)
+{
+	int64 last = Max(marks->last_prepared, marks->last_committed);
+
+	if (last == PAIMON_SINK_END_INPUT_CHECKPOINT)
+		return last;
+	if (last == PAIMON_SINK_END_INPUT_CHECKPOINT - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the own commit user \"%s\" of sink \"%s\" has no checkpoint id left",
+						commit_user, sink->name),
+				 errdetail("Its last checkpoint id is %lld; the next is end_input()'s, which "
+						   "would end the input of the commit user the sink's SQL sessions write "
+						   "with. Nothing was changed.",
+						   (long long) last),
+				 errhint("Commit its staged rows with paimon_sink.end_input(%s, %s); write "
+						 "with another commit user (paimon_sink.commit_user) from then on.",
+						 quote_literal_cstr(sink->name), quote_literal_cstr(commit_user))));
+	return last + 1;
+}
+
+/*
  * prepare_recorded prepares checkpoint_id of commit_user, or with
  * commit_user NULL the next checkpoint of the sink's own commit user,
  * whose name is copied into own_user and whose id is read under the lock
@@ -365,7 +396,7 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	}
 	marks = metadata_commit_user_marks(sink_id, commit_user, true);
 	if (next_own)
-		checkpoint_id = Max(marks.last_prepared, marks.last_committed) + 1;
+		checkpoint_id = next_own_checkpoint(sink, commit_user, &marks);
 	/* the request was checked (request_check): only an id a checkpoint can have drops rows */
 	if (checkpoint_id <= marks.last_committed &&
 		marks.last_committed != PAIMON_SINK_END_INPUT_CHECKPOINT)

@@ -102,6 +102,26 @@ SELECT * FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 2);
 \set VERBOSITY default
 SELECT checkpoint_id, row_count FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 3);
 
+-- checkpoint() numbers the sink's own commit user and never takes
+-- end_input()'s id: after a prepare of the id below it, checkpoint() is
+-- refused, nothing changed (it once ended the input every SQL session
+-- writes with, and every later INSERT failed)
+RESET paimon_sink.commit_user;
+INSERT INTO edge_sink VALUES (10, 'own, at the last id');
+SELECT checkpoint_id, row_count
+  FROM paimon_sink.prepare_commit('edge_sink', NULL, 9223372036854775806);
+INSERT INTO edge_sink VALUES (11, 'own, after it');
+-- (its message names the own commit user, a random UUID)
+\set VERBOSITY sqlstate
+SELECT * FROM paimon_sink.checkpoint('edge_sink');
+\set VERBOSITY default
+INSERT INTO edge_sink VALUES (12, 'still taken');
+SELECT checkpoint_id, row_count, newly_committed
+  FROM paimon_sink.commit('edge_sink', NULL, 9223372036854775806);
+-- the way on that the hint gives: end_input() commits the rest
+SELECT checkpoint_id, row_count FROM paimon_sink.end_input('edge_sink', NULL);
+SELECT id, note FROM edge_target WHERE id >= 10 ORDER BY id;
+
 -- the superuser's fault functions refuse NULLs and odd counts
 RESET ROLE;
 SELECT paimon_sink.inject_fault(NULL, 'error');
