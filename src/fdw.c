@@ -284,7 +284,8 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->target_info = makeNode(ResultRelInfo);
 	/* the target as far as a row decides it: columns the sink does not stage are the load's */
 	InitResultRelInfo(state->target_info,
-					  write_check_decided_target(state->target, layout->target_map), 0, NULL, 0);
+					  write_check_decided_target(state->target, layout->target_map, layout->upsert),
+					  0, NULL, 0);
 	state->target_slot = table_slot_create(state->target, &estate->es_tupleTable);
 	state->index_checks = write_check_begin(state->target);
 	state->whole_rows = names_whole_rows(layout, ExecGetInsertedCols(rinfo, estate));

@@ -13,7 +13,9 @@
  * generated value, so NOT NULL is checked only on columns whose value the
  * row gives (a staged column, or one generated from staged columns only),
  * and a CHECK constraint only when every column it reads is such a column;
- * the rest is the commit's.  This file says which, and adds btree index row
+ * the rest is the commit's.  A BEFORE ROW trigger of the target that the
+ * load fires (on INSERT; an upsert sink's MERGE also fires those on UPDATE)
+ * may change any value first, so then the row decides none of them.  This file says which, and adds btree index row
  * size: a key whose index tuple exceeds what a btree page holds (a third of
  * a page, 2704 bytes with 8 kB pages) fails every insert into that index
  * with SQLSTATE 54000, as nbtree's _bt_check_third_page says it.  The index
@@ -37,6 +39,8 @@
 #include "access/toast_internals.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "nodes/readfuncs.h"
 #include "optimizer/optimizer.h"
 #include "storage/bufpage.h"
@@ -85,6 +89,34 @@ decided_by_row(const char *expression, const bool *from_row, int natts)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * fired_before_row tells whether the load of a sink's rows into target
+ * fires a BEFORE ROW trigger, which may change any value of the row before
+ * PostgreSQL checks it: one on INSERT, or for an upsert sink (whose commit
+ * is a MERGE) also on UPDATE, that is not disabled.  A trigger enabled
+ * for replicas only counts too: the load's session_replication_role is
+ * its database's and role's settings'.
+ */
+static bool
+fired_before_row(Relation target, bool upsert)
+{
+	TriggerDesc *triggers = target->trigdesc;
+
+	if (triggers == NULL)
+		return false;
+	for (int i = 0; i < triggers->numtriggers; i++)
+	{
+		Trigger *trigger = &triggers->triggers[i];
+
+		if (trigger->tgenabled != TRIGGER_DISABLED && TRIGGER_FOR_ROW(trigger->tgtype) &&
+			TRIGGER_FOR_BEFORE(trigger->tgtype) &&
+			(TRIGGER_FOR_INSERT(trigger->tgtype) ||
+			 (upsert && TRIGGER_FOR_UPDATE(trigger->tgtype))))
+			return true;
+	}
+	return false;
 }
 
 /* generation_expression is the stored generation expression of attnum. */
@@ -149,28 +181,33 @@ as_decided(Relation target, const bool *from_row, const bool *check_decided)
  * NOT NULL, CHECK and generated column of it, else a copy of the target's
  * relation that keeps only those it decides (as_decided).  target_map maps
  * each target column to the foreign table's column the sink stages it from
- * (0: none).  A column's value comes from the row when the sink stages it,
- * or when it is generated from such columns only; a dropped column is NULL
- * in every row, the loaded one too.  The result lives in the current memory
- * context and is valid while target is open.
+ * (0: none); upsert tells an upsert sink's.  A column's value comes from
+ * the row when the sink stages it, or when it is generated from such
+ * columns only, and from no row when the load fires a BEFORE ROW trigger
+ * (fired_before_row); a dropped column is NULL in every row, the loaded
+ * one too.  The result lives in the current memory context and is valid
+ * while target is open.
  */
 Relation
-write_check_decided_target(Relation target, const AttrNumber *target_map)
+write_check_decided_target(Relation target, const AttrNumber *target_map, bool upsert)
 {
 	TupleDesc desc = RelationGetDescr(target);
 	TupleConstr *constr = desc->constr;
 	bool *from_row;
 	bool *check_decided;
 	bool every = true;
+	bool triggered;
 
 	if (constr == NULL)
 		return target;
+	triggered = fired_before_row(target, upsert);
 	from_row = palloc(sizeof(bool) * desc->natts);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, i);
 
-		from_row[i] = attr->attisdropped || (attr->attgenerated == '\0' && target_map[i] > 0);
+		from_row[i] =
+			attr->attisdropped || (!triggered && attr->attgenerated == '\0' && target_map[i] > 0);
 	}
 	/* a generation expression reads no generated column: the staged ones are known */
 	for (int i = 0; i < desc->natts; i++)

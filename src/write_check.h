@@ -15,7 +15,8 @@
 
 typedef struct IndexChecks IndexChecks;
 
-extern Relation write_check_decided_target(Relation target, const AttrNumber *target_map);
+extern Relation write_check_decided_target(Relation target, const AttrNumber *target_map,
+										   bool upsert);
 extern IndexChecks *write_check_begin(Relation target);
 extern bool write_check_wanted(const IndexChecks *checks);
 extern void write_check_row(IndexChecks *checks, TupleTableSlot *target_slot,

@@ -109,6 +109,49 @@ SELECT * FROM regen ORDER BY id;
 SELECT paimon_sink.drop_sink('regen_sink');
 DROP TABLE regen;
 
+-- a BEFORE ROW trigger of the target may change any value before the load
+-- checks it: then the row decides no NOT NULL, CHECK or generated column,
+-- and a row the trigger mends is taken (an upsert sink's MERGE also fires
+-- those on UPDATE); a disabled trigger fires at no load
+CREATE TABLE mended (id int PRIMARY KEY, v text NOT NULL, n int CHECK (n > 0),
+  g int GENERATED ALWAYS AS (n * 2) STORED CHECK (g > 0));
+CREATE FUNCTION mend() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.v := coalesce(NEW.v, 'mended');
+	NEW.n := greatest(coalesce(NEW.n, 1), 1);
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER mend BEFORE INSERT ON mended FOR EACH ROW EXECUTE FUNCTION mend();
+SELECT sink_name FROM paimon_sink.create_sink('mended_sink', 'mended');
+INSERT INTO mended_sink (id) VALUES (1);
+INSERT INTO mended_sink VALUES (2, 'given', -5);
+SELECT row_count FROM paimon_sink.checkpoint('mended_sink');
+SELECT * FROM mended ORDER BY id;
+ALTER TABLE mended DISABLE TRIGGER mend;
+INSERT INTO mended_sink (id) VALUES (3);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO mended_sink VALUES (3, 'given', -5);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE mended_upsert (id int PRIMARY KEY, v text NOT NULL);
+INSERT INTO mended_upsert VALUES (1, 'kept');
+CREATE FUNCTION keep_v() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.v := coalesce(NEW.v, OLD.v);
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER keep_v BEFORE UPDATE ON mended_upsert FOR EACH ROW EXECUTE FUNCTION keep_v();
+SELECT sink_name FROM paimon_sink.create_sink('mended_upsert_sink', 'mended_upsert',
+  mode => 'upsert');
+INSERT INTO mended_upsert_sink (id, v) VALUES (1, NULL);
+SELECT row_count FROM paimon_sink.checkpoint('mended_upsert_sink');
+SELECT * FROM mended_upsert ORDER BY id;
+SELECT paimon_sink.drop_sink('mended_sink');
+SELECT paimon_sink.drop_sink('mended_upsert_sink');
+DROP TABLE mended, mended_upsert;
+DROP FUNCTION mend(), keep_v();
+
 SELECT paimon_sink.drop_sink('grown_append_sink');
 SELECT paimon_sink.drop_sink('grown_upsert_sink');
 SELECT paimon_sink.drop_sink('grown_partial_sink');
