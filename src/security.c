@@ -78,8 +78,10 @@ security_forget_session_state(void)
  * SET, and the workers connect with them: search_path would resolve what
  * that role planted; role and session_authorization would run the workers
  * (and own their prepared transactions) as that role; synchronous_commit =
- * off would lose a prepare the job was told of; the others would make the
- * workers' transactions fail.
+ * off would lose a prepare the job was told of; session_replication_role =
+ * replica (a superuser's, or a role's that GRANT SET ON PARAMETER allows)
+ * would load the target without firing its triggers, foreign keys among
+ * them; the others would make the workers' transactions fail.
  */
 static const struct
 {
@@ -96,6 +98,8 @@ static const struct
 	{"idle_in_transaction_session_timeout", "0"},
 	/* an error must end the request, not the committer of every sink */
 	{"exit_on_error", "off"},
+	/* replica would load without the target's triggers and foreign keys */
+	{"session_replication_role", "origin"},
 };
 
 /*

@@ -10,6 +10,9 @@
 #  - default_transaction_read_only, default_transaction_isolation,
 #    statement_timeout, lock_timeout: commits go on;
 #  - exit_on_error: a failed commit does not end the committer;
+#  - session_replication_role = replica (PostgreSQL 15 lets a superuser
+#    GRANT SET ON PARAMETER to the owner): the load still fires the
+#    target's triggers, so its foreign keys hold;
 #  - a session-level advisory lock taken by the target's trigger is not
 #    left held by the committer;
 #  - a writer with more streams open than its descriptor cache holds
@@ -31,7 +34,8 @@ my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 
 # The test's own sessions in the owner's database set back what it gave it.
 my $own_settings = "-c role=none -c session_authorization=$superuser -c default_transaction_read_only=off "
-  . '-c statement_timeout=0 -c lock_timeout=0 -c default_transaction_isolation=read\\ committed';
+  . '-c statement_timeout=0 -c lock_timeout=0 -c default_transaction_isolation=read\\ committed '
+  . '-c session_replication_role=origin';
 sub sql
 {
 	my ($query) = @_;
@@ -48,6 +52,7 @@ sub owned_writers_ready
 $node->safe_psql('postgres', q{
 	CREATE ROLE dbo LOGIN;
 	CREATE DATABASE owned OWNER dbo;
+	GRANT SET ON PARAMETER session_replication_role TO dbo;
 });
 sql(q{
 	CREATE EXTENSION paimon_sink;
@@ -61,6 +66,9 @@ sql(q{
 	SELECT sink_name FROM paimon_sink.create_sink('s', 't');
 	CREATE TABLE many (id int);
 	SELECT sink_name FROM paimon_sink.create_sink('many_sink', 'many');
+	CREATE TABLE parent (id int PRIMARY KEY);
+	CREATE TABLE child (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES parent);
+	SELECT sink_name FROM paimon_sink.create_sink('child_sink', 'child');
 });
 ok(owned_writers_ready(), 'writers serve');
 
@@ -74,6 +82,7 @@ $node->safe_psql('owned', q{
 	ALTER DATABASE owned SET statement_timeout = '1ms';
 	ALTER DATABASE owned SET lock_timeout = '1ms';
 	ALTER DATABASE owned SET exit_on_error = on;
+	ALTER DATABASE owned SET session_replication_role = replica;
 }, extra_params => [ '-U', 'dbo' ]);
 {
 	# only the role is looked at: a 1 ms statement_timeout with exit_on_error
@@ -108,15 +117,29 @@ sql(q{SELECT paimon_sink.release_fault('committer_after_prepare'); SELECT paimon
 $ckpt->finish;
 is($ckpt_out, "1\n", 'and it commits');
 
+my ($ret, $out, $err);
+
 # --- commits go on, and an in-doubt one is still recognised as ours
 sql("INSERT INTO s VALUES (1, 'first')");
 is(sql("SELECT row_count FROM paimon_sink.checkpoint('s')"), '1',
 	'a checkpoint commits under read-only, serializable, 1 ms timeouts');
+# --- the load fires the target's triggers: a foreign key still holds
+sql("INSERT INTO child_sink VALUES (1, 42)");
+{
+	local $ENV{PGOPTIONS} = $own_settings;
+	($ret, $out, $err) = $node->psql('owned', "SELECT * FROM paimon_sink.checkpoint('child_sink')");
+}
+like($err, qr/violates foreign key constraint/,
+	'under session_replication_role = replica given to the database, a row without its parent fails the commit');
+is(sql('SELECT count(*) FROM child'), '0', 'and is not loaded');
+sql(q{
+	INSERT INTO parent VALUES (42);
+	SELECT paimon_sink.drop_sink('child_sink', force => true);
+});
 # --- no advisory lock of the trigger stays with the committer
 is(sql(q{SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 	WHERE l.locktype = 'advisory' AND a.backend_type = 'paimon_sink committer'}), '0',
 	'the trigger\'s session-level advisory lock was released after the load');
-my ($ret, $out, $err);
 {
 	local $ENV{PGOPTIONS} = $own_settings;
 	($ret, $out, $err) = $node->psql('owned', 'SELECT pg_try_advisory_lock(4242)');
