@@ -1,6 +1,7 @@
 # pg_dump of a database with sinks restores their definitions, marks and
 # snapshots: the restored sinks take writes and commit, and a new sink gets
-# an id of its own.  The restore's CREATE EXTENSION starts the workers once
+# an id of its own.  A sink's owner (its foreign table's) comes back with it,
+# and the restored foreign table still goes only with its sink.  The restore's CREATE EXTENSION starts the workers once
 # it commits, however long it takes.
 use strict;
 use warnings;
@@ -14,8 +15,17 @@ my $node = start_node('dump');
 sub sql { my ($db, $query) = @_; return $node->safe_psql($db, $query); }
 
 $node->safe_psql('postgres', 'CREATE DATABASE source_db');
+$node->safe_psql('postgres', 'CREATE ROLE dump_owner LOGIN');
 sql('source_db', q{
 	CREATE EXTENSION paimon_sink;
+	GRANT CREATE ON SCHEMA public TO dump_owner;
+	GRANT EXECUTE ON FUNCTION paimon_sink.create_sink(text, regclass, text, integer, text[], interval,
+		text, boolean, text, boolean, boolean, boolean) TO dump_owner;
+	CREATE TABLE owned_events (id int);
+	GRANT INSERT ON owned_events TO dump_owner;
+	SET ROLE dump_owner;
+	SELECT sink_name FROM paimon_sink.create_sink('owned_sink', 'owned_events');
+	RESET ROLE;
 	CREATE TABLE events (id int, note text);
 	CREATE TABLE accounts (id int PRIMARY KEY, balance int);
 	SELECT sink_name FROM paimon_sink.create_sink('events_sink', 'events', buckets => 2, bucket_key => '{id}');
@@ -36,7 +46,14 @@ $node->command_ok([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-q', '-d', $node->co
 is(sql('restored_db', "SELECT string_agg(sink_name || ':' || mode || ':' || buckets || ':' ||
 		coalesce(checkpoint_interval::text, '-') || ':' || last_committed_checkpoint, ' ' ORDER BY sink_name)
 		FROM paimon_sink.sinks"),
-	'accounts_sink:upsert:1:01:00:00:1 events_sink:append:2:-:1', 'the sinks and their marks are back');
+	'accounts_sink:upsert:1:01:00:00:1 events_sink:append:2:-:1 owned_sink:append:1:-:0',
+	'the sinks and their marks are back');
+is(sql('restored_db', "SELECT owner_role || ' ' || foreign_table FROM paimon_sink.sinks
+		WHERE sink_name = 'owned_sink'"),
+	'dump_owner owned_sink', 'a sink comes back with its owner, through its foreign table');
+my ($ret, $out, $err) = $node->psql('restored_db', 'DROP FOREIGN TABLE owned_sink');
+like($err, qr/because sink "owned_sink" writes through it/,
+	'the restored foreign table goes only with its sink');
 is(sql('restored_db', "SELECT count(*) FROM paimon_sink.snapshots"), '2', 'and their snapshots');
 ok($node->poll_query_until('restored_db', "SELECT count(*) = 2 FROM paimon_sink.writers WHERE ready"),
 	'the restored database gets its writers');
