@@ -29,6 +29,7 @@
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "paimon_sink.h"
 #include "shared_state.h"
 #include "sink_group.h"
@@ -318,7 +319,7 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 		request.mode = RECOVER_RESTORE_AND_FAIL;
 	else
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("invalid recover mode \"%s\"", mode),
+						errmsg("invalid recover mode \"%s\"", paimon_sink_shown(mode)),
 						errhint("Valid modes are: restore, restore_and_fail.")));
 	submit(&request);
 

@@ -18,6 +18,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "pgstat.h"
 #include "shared_state.h"
 #include "storage/latch.h"
@@ -279,14 +280,14 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 								"paimon_sink.clear_faults() disarms.")));
 	if (!known_point(name))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("unknown fault-injection point \"%s\"", name),
+						errmsg("unknown fault-injection point \"%s\"", paimon_sink_shown(name)),
 						errhint("See SELECT point FROM paimon_sink.faults for the points.")));
 	for (int i = 1; action_names[i] != NULL; i++)
 		if (strcmp(action_names[i], action_name) == 0)
 			action = i;
 	if (action < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("unknown fault action \"%s\"", action_name),
+						errmsg("unknown fault action \"%s\"", paimon_sink_shown(action_name)),
 						errhint("Valid actions are: error, fatal, panic, kill, pause, and for the "
 								"I/O points staged_write and staged_fsync: enospc, eio.")));
 

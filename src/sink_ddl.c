@@ -307,14 +307,14 @@ check_sink_basics(SinkOptions *options)
 						 "as interval '1 minute'.")));
 	if (strcmp(options->on_error, "stop") != 0 && strcmp(options->on_error, "reject") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("invalid on_error \"%s\"", options->on_error),
+						errmsg("invalid on_error \"%s\"", paimon_sink_shown(options->on_error)),
 						errhint("Valid values are: stop (a refused row fails the commit), reject "
 								"(it goes into paimon_sink.rejected_row).")));
 	options->upsert = strcmp(options->mode, "upsert") == 0;
 	options->overwrite = strcmp(options->mode, "overwrite") == 0;
 	if (!options->upsert && !options->overwrite && strcmp(options->mode, "append") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("invalid sink mode \"%s\"", options->mode),
+						errmsg("invalid sink mode \"%s\"", paimon_sink_shown(options->mode)),
 						errhint("Valid modes are: append, upsert, overwrite.")));
 	if (options->buckets < 1 || options->buckets > 1024)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -409,7 +409,7 @@ check_upsert_target(SinkOptions *options)
 		strlen(row_kind_column) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid row_kind_column \"%s\"", row_kind_column ? row_kind_column : ""),
+				 errmsg("invalid row_kind_column \"%s\"", paimon_sink_shown(row_kind_column)),
 				 errdetail("It names the foreign table's column of row kinds: 1 to %d characters.",
 						   NAMEDATALEN - 1)));
 	if (get_attnum(target, row_kind_column) != InvalidAttrNumber)
@@ -448,13 +448,15 @@ check_bucket_key(const SinkOptions *options)
 					strcmp(TextDatumGetCString(elements[i]), TextDatumGetCString(elements[j])) == 0)
 					ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 									errmsg("bucket key column \"%s\" is named twice",
-										   TextDatumGetCString(elements[i]))));
+										   paimon_sink_shown(TextDatumGetCString(elements[i])))));
 		for (int i = 0; i < count; i++)
 			if (nulls[i] || get_attnum(target, TextDatumGetCString(elements[i])) <= 0)
-				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-								errmsg("bucket key column \"%s\" does not exist in table \"%s\"",
-									   nulls[i] ? "(null)" : TextDatumGetCString(elements[i]),
-									   get_rel_name(target))));
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("bucket key column \"%s\" does not exist in table \"%s\"",
+								nulls[i] ? "(null)"
+										 : paimon_sink_shown(TextDatumGetCString(elements[i])),
+								get_rel_name(target))));
 		/* A key's versions must meet in one bucket, where their order is known. */
 		for (int i = 0; i < count && options->upsert; i++)
 			if (!name_in_list(options->primary_key, TextDatumGetCString(elements[i])))

@@ -77,6 +77,15 @@ SELECT * FROM paimon_sink.commit('edge_sink', repeat('u', 10000), 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.create_sink(repeat('s', 64), 'edge_target');
 \echo :LAST_ERROR_SQLSTATE
+-- text arguments that are no names are quoted cut too
+SELECT * FROM paimon_sink.recover('edge_sink', 'edge-job', 1, repeat('m', 10000));
+SELECT * FROM paimon_sink.create_sink('x', 'edge_target', mode => repeat('m', 10000));
+SELECT * FROM paimon_sink.create_sink('x', 'edge_target', on_error => repeat('o', 10000));
+SELECT * FROM paimon_sink.create_sink('x', 'edge_target', bucket_key => ARRAY[repeat('k', 10000)]);
+SELECT * FROM paimon_sink.create_sink('x', 'edge_target', bucket_key => ARRAY[repeat('k', 10000),
+	repeat('k', 10000)]);
+SELECT * FROM paimon_sink.create_sink('x', 'edge_target', mode => 'upsert',
+	row_kind_column => repeat('r', 10000));
 -- intervals at their limits: an age beyond any timestamp is no error,
 -- a checkpoint interval beyond the setting's range is
 SELECT count(*) FROM paimon_sink.remove_orphan_files('edge_sink', '178000000 years', true);
@@ -134,6 +143,8 @@ SELECT paimon_sink.inject_fault('committer_before_prepare', 'error', -2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.release_fault(NULL);
 \echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.inject_fault(repeat('p', 10000), 'error');
+SELECT paimon_sink.inject_fault('committer_before_prepare', repeat('a', 10000));
 SELECT count(*) FROM paimon_sink.faults WHERE action <> 'none';
 
 -- the committer served all of it: no process of ours was lost
