@@ -95,9 +95,9 @@ decided_by_row(const char *expression, const bool *from_row, int natts)
  * fired_before_row tells whether the load of a sink's rows into target
  * fires a BEFORE ROW trigger, which may change any value of the row before
  * PostgreSQL checks it: one on INSERT, or for an upsert sink (whose commit
- * is a MERGE) also on UPDATE, that is not disabled.  A trigger enabled
- * for replicas only counts too: the load's session_replication_role is
- * its database's and role's settings'.
+ * is a MERGE) also on UPDATE, that fires in the load's session, whose
+ * session_replication_role the workers pin to origin: enabled, or enabled
+ * always; not one disabled or enabled for replicas only.
  */
 static bool
 fired_before_row(Relation target, bool upsert)
@@ -110,8 +110,9 @@ fired_before_row(Relation target, bool upsert)
 	{
 		Trigger *trigger = &triggers->triggers[i];
 
-		if (trigger->tgenabled != TRIGGER_DISABLED && TRIGGER_FOR_ROW(trigger->tgtype) &&
-			TRIGGER_FOR_BEFORE(trigger->tgtype) &&
+		if ((trigger->tgenabled == TRIGGER_FIRES_ON_ORIGIN ||
+			 trigger->tgenabled == TRIGGER_FIRES_ALWAYS) &&
+			TRIGGER_FOR_ROW(trigger->tgtype) && TRIGGER_FOR_BEFORE(trigger->tgtype) &&
 			(TRIGGER_FOR_INSERT(trigger->tgtype) ||
 			 (upsert && TRIGGER_FOR_UPDATE(trigger->tgtype))))
 			return true;

@@ -131,6 +131,10 @@ SELECT * FROM mended ORDER BY id;
 ALTER TABLE mended DISABLE TRIGGER mend;
 INSERT INTO mended_sink (id) VALUES (3);
 \echo :LAST_ERROR_SQLSTATE
+-- nor does one for replicas only: the committer loads as origin
+ALTER TABLE mended ENABLE REPLICA TRIGGER mend;
+INSERT INTO mended_sink (id) VALUES (3);
+\echo :LAST_ERROR_SQLSTATE
 INSERT INTO mended_sink VALUES (3, 'given', -5);
 \echo :LAST_ERROR_SQLSTATE
 CREATE TABLE mended_upsert (id int PRIMARY KEY, v text NOT NULL);
