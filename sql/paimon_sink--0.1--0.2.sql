@@ -149,7 +149,10 @@ CREATE OR REPLACE VIEW paimon_sink.commit_stats AS
 		c.since
 	FROM paimon_sink.sink_definition s
 	LEFT JOIN paimon_sink.commit_statistics c ON c.sink_id OPERATOR(pg_catalog.=) s.sink_id
-	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid;
+	-- the sink's own foreign table: the relation of that oid, of that sink (not a later one reusing a lost table's oid)
+	LEFT JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+		AND ('sink_id=' OPERATOR(pg_catalog.||) s.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions)
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid;
 COMMENT ON VIEW paimon_sink.commit_stats IS
 	'Per sink, since the server started: commits (snapshots made), commit() calls that found their checkpoint already committed, failures by SQLSTATE and the last one (its message only for members of the sink''s owner), MERGE reruns, the last commit''s milliseconds and the 99th percentile of the retained snapshots'' load times, rows and staged bytes committed. The committer writes the counters at most once a second, not in each commit: they lag the commits by up to a second (a committer''s exit loses the last second''s counts).';
 
@@ -321,7 +324,9 @@ CREATE VIEW paimon_sink.rejects WITH (security_barrier) AS
 	SELECT s.sink_name, r.reject_id, r.commit_user, r.checkpoint_id, r.reason, r.row_kind,
 		r.sqlstate, r.message, r.detail, r.constraint_name, r.row_data, r.rejected_at
 	FROM paimon_sink.rejected_row r JOIN paimon_sink.sink_definition s USING (sink_id)
-	JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+	JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+		AND ('sink_id=' OPERATOR(pg_catalog.||) s.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions)
+	JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid
 	WHERE pg_catalog.pg_has_role(ft.relowner, 'MEMBER');
 COMMENT ON VIEW paimon_sink.rejects IS
 	'The rows commits moved aside (rejected_row), of the sinks whose owner the current role is a member of: sink_name, reject_id, commit_user, checkpoint_id, reason (on_error or reject_failing_rows), row_kind (upsert: +U or -D), sqlstate, message, detail, constraint_name, row_data jsonb, rejected_at.';
@@ -482,7 +487,10 @@ CREATE OR REPLACE VIEW paimon_sink.sinks AS
 		u.last_committed_at, s.created_at, s.on_error, s.ignore_update_before, s.ignore_delete,
 		s.dynamic_partition_overwrite
 	FROM paimon_sink.sink_definition s
-	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+	-- the sink's own foreign table: the relation of that oid, of that sink (not a later one reusing a lost table's oid)
+	LEFT JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+		AND ('sink_id=' OPERATOR(pg_catalog.||) s.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions)
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid
 	LEFT JOIN paimon_sink.commit_user_state u
 		ON u.sink_id = s.sink_id AND u.commit_user = s.default_commit_user;
 
@@ -552,7 +560,10 @@ CREATE VIEW paimon_sink.sink_groups AS
 	FROM paimon_sink.sink_group g
 	JOIN paimon_sink.sink_group_member m USING (group_id)
 	JOIN paimon_sink.sink_definition s USING (sink_id)
-	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+	-- the sink's own foreign table: the relation of that oid, of that sink (not a later one reusing a lost table's oid)
+	LEFT JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) s.foreign_table::pg_catalog.oid
+		AND ('sink_id=' OPERATOR(pg_catalog.||) s.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions)
+	LEFT JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid
 	GROUP BY g.group_id, g.group_name, g.created_at;
 COMMENT ON VIEW paimon_sink.sink_groups IS
 	'Sink groups: name, the owners of its member sinks (regrole[]: a group has none of its own), member sinks in their order (the first records the group''s properties), created_at.';
@@ -635,11 +646,11 @@ $$;
 -- OWNER TO move the sink, and the library refuses any statement that
 -- drops a sink's foreign table without the sink.  Sinks that lost theirs
 -- under 0.1 (DROP FOREIGN TABLE, DROP OWNED) get it back here.
-CREATE FUNCTION paimon_sink.restore_foreign_table(sink_name text, owner regrole DEFAULT NULL)
+CREATE FUNCTION paimon_sink.restore_foreign_table(sink_name text, owner regrole)
 	RETURNS regclass AS 'MODULE_PATHNAME', 'paimon_sink_restore_foreign_table' LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION paimon_sink.restore_foreign_table(text, regrole) FROM PUBLIC;
 COMMENT ON FUNCTION paimon_sink.restore_foreign_table(text, regrole) IS
-$$The way forward for a sink whose foreign table was dropped (under 0.1, or with the library not loaded; 0.2 refuses such drops), and which so has no owner (a sink's owner is its foreign table's owner): creates its foreign table again, named after the sink in its target's schema, in the layout its rows are staged in (each column with the type modifier, collation and default of the target's column of that name and type), owned by owner (NULL: the target's owner), so that its staged rows and prepared checkpoints commit again; returns it (regclass), with a NOTICE (grant INSERT on it again to the roles that write into the sink). A sink that has its foreign table is left as it is (ALTER FOREIGN TABLE ... OWNER TO gives it another owner) and its foreign table returned. ALTER EXTENSION paimon_sink UPDATE from 0.1 calls it for every sink without one whose target exists, with the sink's recorded owner when that role exists (a WARNING for each, and for one it cannot restore, the update going on). Errors: 22004 NULL sink_name; 42501 not a superuser; 42704 unknown sink or role; 42P01 the target was dropped too (drop the sink: drop_sink(sink_name, force => true)); 42P07 another relation has the sink's name in the target's schema. Privileges: EXECUTE is revoked from PUBLIC, and the function refuses a caller that is not a superuser. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$The way forward for a sink whose foreign table was dropped (under 0.1, or with the library not loaded; 0.2 refuses such drops), and which so has no owner (a sink's owner is its foreign table's owner): creates its foreign table again, named after the sink in its target's schema, in the layout its rows are staged in (each column with the type modifier, collation and default of the target's column of that name and type), owned by owner (the role the sink's commits then run as, its target's triggers included: never guessed, 22004 when NULL), so that its staged rows and prepared checkpoints commit again; returns it (regclass), with a NOTICE (grant INSERT on it again to the roles that write into the sink). A sink that has its foreign table is left as it is (ALTER FOREIGN TABLE ... OWNER TO gives it another owner) and its foreign table returned. ALTER EXTENSION paimon_sink UPDATE from 0.1 calls it for every sink without one whose target exists, with the sink's recorded owner when that role exists (a WARNING for each, and for one it cannot restore or whose recorded owner was dropped, the update going on). Errors: 22004 NULL sink_name or owner; 42501 not a superuser; 42704 unknown sink or role; 42P01 the target was dropped too (drop the sink: drop_sink(sink_name, force => true)); 42P07 another relation has the sink's name in the target's schema. Privileges: EXECUTE is revoked from PUBLIC, and the function refuses a caller that is not a superuser. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 
 -- What the update changes is said as WARNINGs: an extension script's
 -- NOTICEs are not shown.
@@ -651,7 +662,9 @@ BEGIN
 	-- the owner each sink had, and the one it has from now on
 	FOR s IN SELECT d.sink_name, d.owner_role::pg_catalog.oid AS recorded, ft.relowner AS owner
 		FROM paimon_sink.sink_definition d
-		JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid
+		JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid
+			AND ('sink_id=' OPERATOR(pg_catalog.||) d.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions)
+		JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid
 		WHERE ft.relowner OPERATOR(pg_catalog.<>) d.owner_role::pg_catalog.oid
 		ORDER BY d.sink_name
 	LOOP
@@ -660,16 +673,25 @@ BEGIN
 				FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) s.recorded),
 				'a dropped role, OID ' OPERATOR(pg_catalog.||) s.recorded::pg_catalog.text);
 	END LOOP;
-	-- a sink whose foreign table is gone, with its target there, gets it back
+	-- a sink whose foreign table is gone (or whose oid another relation took
+	-- since), with its target there, gets it back, owned by the role it
+	-- recorded; with that role dropped too, nobody is guessed: a superuser
+	-- names the owner the commits will run as
 	FOR s IN SELECT d.sink_name,
 			(SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) d.owner_role::pg_catalog.oid) AS owner
 		FROM paimon_sink.sink_definition d
-		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class ft
-				WHERE ft.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid)
+		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_foreign_table fd
+				WHERE fd.ftrelid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid
+					AND ('sink_id=' OPERATOR(pg_catalog.||) d.sink_id) OPERATOR(pg_catalog.=) ANY (fd.ftoptions))
 			AND EXISTS (SELECT FROM pg_catalog.pg_class t
 				WHERE t.oid OPERATOR(pg_catalog.=) d.target_table::pg_catalog.oid)
 		ORDER BY d.sink_name
 	LOOP
+		IF s.owner IS NULL THEN
+			RAISE WARNING 'sink "%" has no foreign table and its recorded owner was dropped: it has no owner', s.sink_name
+				USING HINT = pg_catalog.format('A superuser gives it one with SELECT paimon_sink.restore_foreign_table(%L, ''role''), naming the role its commits should run as, or drops it with paimon_sink.drop_sink(%L, force => true).', s.sink_name, s.sink_name);
+			CONTINUE;
+		END IF;
 		BEGIN
 			restored := paimon_sink.restore_foreign_table(s.sink_name, s.owner::pg_catalog.regrole);
 			RAISE WARNING 'restored foreign table % of sink "%", owned by role "%"', restored, s.sink_name,
@@ -741,7 +763,7 @@ BEGIN
 		('paimon_sink.inject_fault(text, text, integer)'::pg_catalog.regprocedure,
 		 ' Arguments: NULL point or action 22004; times 0 or below -1 22023.'),
 		('paimon_sink.release_fault(text)'::pg_catalog.regprocedure,
-		 ' Arguments: NULL point 22004.')) v
+		 ' Arguments: NULL point 22004; an unknown point 22023.')) v
 	LOOP
 		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
 			pg_catalog.obj_description(f::pg_catalog.oid, 'pg_proc'::pg_catalog.name) OPERATOR(pg_catalog.||) note);

@@ -330,7 +330,7 @@ paimon_sink_inject_fault(PG_FUNCTION_ARGS)
 
 /*
  * release_fault(point text) lets a process paused at the point go on.
- * Superuser only (42501); 22004 for a NULL point.
+ * Superuser only (42501); 22004 for a NULL point, 22023 for an unknown one.
  */
 Datum
 paimon_sink_release_fault(PG_FUNCTION_ARGS)
@@ -341,6 +341,10 @@ paimon_sink_release_fault(PG_FUNCTION_ARGS)
 
 	require_superuser();
 	name = point_argument(fcinfo, 0);
+	if (!known_point(name))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("unknown fault-injection point \"%s\"", paimon_sink_shown(name)),
+						errhint("See SELECT point FROM paimon_sink.faults for the points.")));
 	table = &PaimonSinkState->faults;
 	SpinLockAcquire(&table->mutex);
 	for (int i = 0; i < FAULT_POINT_COUNT; i++)

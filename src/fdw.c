@@ -53,6 +53,7 @@
 #include "optimizer/planmain.h"
 #include "parser/parsetree.h"
 #include "port/pg_bswap.h"
+#include "security.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -251,6 +252,32 @@ names_whole_rows(const SinkLayout *layout, Bitmapset *inserted)
 	return true;
 }
 
+/*
+ * refuse_from_worker refuses (ERRCODE_FEATURE_NOT_SUPPORTED) rows written
+ * into a sink by one of paimon_sink's workers: a commit whose load writes
+ * into a sink (its foreign table a partition of the target, a trigger of
+ * the target inserting into one) could never end, for its transaction is
+ * prepared and a transaction that wrote to a sink cannot be; each retry
+ * would fail the same way at its PREPARE, naming neither cause.
+ */
+static void
+refuse_from_worker(Relation rel, const SinkInfo *sink)
+{
+	if (security_in_worker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a sink's commit cannot write into sink \"%s\"", sink->name),
+				 errdetail("The load of a checkpoint wrote into foreign table \"%s\": its target "
+						   "routes rows to it as a partition, or a trigger of the target inserts "
+						   "into it. The commit's transaction is prepared, and a transaction "
+						   "that wrote to a sink cannot be.",
+						   RelationGetRelationName(rel)),
+				 errhint("Detach foreign table \"%s\" from the target's partitions, or keep the "
+						 "target's triggers from writing into sinks; the checkpoint waits "
+						 "and commits once they do.",
+						 RelationGetRelationName(rel))));
+}
+
 /* Set up the insert state of a statement (INSERT or COPY). */
 static SinkInsertState *
 begin_insert(ResultRelInfo *rinfo, EState *estate)
@@ -265,6 +292,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	 * locks); its lock takes in invalidations, so the layout is read after.
 	 */
 	layout = fdw_sink_of_foreign_table(RelationGetRelid(rel), NULL, NULL);
+	refuse_from_worker(rel, &layout->sink);
 	state->target = catalog_open_target(&layout->sink, false, AccessShareLock);
 	layout = fdw_sink_of_foreign_table(RelationGetRelid(rel), rel, state->target);
 	state->layout = layout;

@@ -466,20 +466,6 @@ foreign_table_refuse_drop_role(DropRoleStmt *statement)
 				 quote_literal_cstr(first->name))));
 }
 
-/* relation_owner returns a relation's owner (pg_class.relowner). */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
  * layout_array returns a sink's recorded layout: its column names (text[])
  * or, with types, their types (oid[]).
@@ -503,9 +489,11 @@ layout_array(const SinkInfo *sink, bool types)
  * it (regclass): named after the sink, in the target's schema, with the
  * layout the sink stages rows in (each column with the type modifier,
  * collation and default of the target's column of that name and type),
- * owned by owner (NULL: the target's owner).  A sink that has its foreign
- * table is left as it is.  For a superuser: ERRCODE_INSUFFICIENT_PRIVILEGE
- * otherwise; ERRCODE_UNDEFINED_OBJECT for an unknown sink or role,
+ * owned by owner (never NULL: ERRCODE_NULL_VALUE_NOT_ALLOWED; the role
+ * the commits will run as is named, not guessed).  A sink that has its
+ * foreign table is left as it is.  For a superuser:
+ * ERRCODE_INSUFFICIENT_PRIVILEGE otherwise; ERRCODE_UNDEFINED_OBJECT for an
+ * unknown sink or role,
  * ERRCODE_UNDEFINED_TABLE when the target was dropped too, and what CREATE
  * FOREIGN TABLE raises (42P07: another relation has the name).  Run by the
  * update to 0.2, it keeps the new table out of the extension's members.
@@ -536,7 +524,18 @@ paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS)
 						errdetail("Its staged rows and prepared checkpoints have nowhere to go."),
 						errhint("Drop the sink with paimon_sink.drop_sink(%s, force => true).",
 								quote_literal_cstr(sink->name))));
-	owner = PG_ARGISNULL(1) ? relation_owner(sink->target) : PG_GETARG_OID(1);
+	/* no default: the owner's rights are what the sink's commits run with */
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the owner of the restored foreign table of sink \"%s\" must not be NULL",
+						sink->name),
+				 errdetail("A sink's owner is its foreign table's owner, and its commits run with "
+						   "that role's rights, its target's triggers included."),
+				 errhint("Name the role that should own the sink: it needs INSERT on the target "
+						 "(an upsert sink also SELECT, UPDATE and DELETE; an overwrite sink "
+						 "DELETE).")));
+	owner = PG_GETARG_OID(1);
 	if (GetUserNameFromId(owner, true) == NULL)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("role with OID %u does not exist", owner)));

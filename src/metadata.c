@@ -32,6 +32,18 @@
 
 /* ---------------------------------------------------------------- sinks */
 
+/*
+ * The sink's own foreign table, f (none: its columns NULL): the relation
+ * of the recorded oid only when it is that sink's foreign table (its
+ * option sink_id), not a later relation that took the oid of one lost
+ * under 0.1 (a dump carries the dangling number).
+ */
+#define SINK_OWN_FOREIGN_TABLE                                                                     \
+	"LEFT JOIN pg_catalog.pg_foreign_table fd ON fd.ftrelid OPERATOR(pg_catalog.=) "               \
+	"d.foreign_table::pg_catalog.oid AND ('sink_id=' OPERATOR(pg_catalog.||) d.sink_id) "          \
+	"OPERATOR(pg_catalog.=) ANY (fd.ftoptions) "                                                   \
+	"LEFT JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) fd.ftrelid "
+
 #define SINK_SELECT                                                                                \
 	"SELECT d.sink_id, d.sink_name, d.target_table::pg_catalog.oid AS target_table, "              \
 	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
@@ -39,9 +51,7 @@
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
 	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
 	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
-	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d "                            \
-	"LEFT JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) "                             \
-	"d.foreign_table::pg_catalog.oid "
+	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
 
 /*
  * read_sink reads a SinkInfo from a row of SINK_SELECT.  The sink's owner
@@ -172,11 +182,10 @@ List *
 metadata_sink_ownership(Datum relids, Datum roles)
 {
 	static Statement statement = {
-		"SELECT d.sink_name, d.foreign_table::pg_catalog.oid AS foreign_table, c.relowner AS owner "
-		"FROM paimon_sink.sink_definition d LEFT JOIN pg_catalog.pg_class c "
-		"ON c.oid OPERATOR(pg_catalog.=) d.foreign_table::pg_catalog.oid "
+		"SELECT d.sink_name, d.foreign_table::pg_catalog.oid AS foreign_table, f.relowner AS owner "
+		"FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
 		"WHERE d.foreign_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
-		"OR c.relowner OPERATOR(pg_catalog.=) ANY ($2) ORDER BY d.sink_name",
+		"OR f.relowner OPERATOR(pg_catalog.=) ANY ($2) ORDER BY d.sink_name",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_DATUM(OIDARRAYOID, relids, relids == (Datum) 0),
 				  ARG_DATUM(OIDARRAYOID, roles, roles == (Datum) 0)};

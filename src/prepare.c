@@ -64,12 +64,17 @@ check_checkpoint_id(const char *commit_user, int64 checkpoint_id, int64 last_pre
 					"commit user \"%s\"",
 					(long long) checkpoint_id, (long long) last_committed, commit_user),
 			 dropped > 0
-				 ? errdetail("Checkpoint ids of a commit user increase; committed ones are "
-							 "final. The %lld rows staged for it were dropped, as a replay of "
-							 "what checkpoint %lld committed; rows that were no replay must be "
-							 "written again, then prepared as checkpoint %lld or later.",
-							 (long long) dropped, (long long) checkpoint_id,
-							 (long long) last_committed + 1)
+				 ? errdetail_plural("Checkpoint ids of a commit user increase; committed ones are "
+									"final. The %lld row staged for it was dropped, as a replay of "
+									"what checkpoint %lld committed; a row that was no replay must "
+									"be written again, then prepared as checkpoint %lld or later.",
+									"Checkpoint ids of a commit user increase; committed ones are "
+									"final. The %lld rows staged for it were dropped, as a replay "
+									"of what checkpoint %lld committed; rows that were no replay "
+									"must be written again, then prepared as checkpoint %lld or "
+									"later.",
+									(unsigned long) Min(dropped, ULONG_MAX), (long long) dropped,
+									(long long) checkpoint_id, (long long) last_committed + 1)
 				 : errdetail("Checkpoint ids of a commit user increase; committed ones are final."),
 			 errhint("A job restarted without its state must not go on under commit user \"%s\": "
 					 "restore its state and call paimon_sink.recover(), or start it with a new "

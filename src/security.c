@@ -102,6 +102,9 @@ static const struct
 	{"session_replication_role", "origin"},
 };
 
+/* Whether this process is one of paimon_sink's workers (its settings pinned). */
+static bool in_worker = false;
+
 /*
  * security_pin_worker_settings sets, for the rest of a worker's life, the
  * session user to the committer's role and the settings of worker_settings,
@@ -123,12 +126,23 @@ security_pin_worker_settings(void)
 		SetConfigOption(worker_settings[i].name, worker_settings[i].value, PGC_SUSET,
 						PGC_S_SESSION);
 	CommitTransactionCommand();
+	in_worker = true;
 	if (GetUserId() != security_committer_role() || GetSessionUserId() != security_committer_role())
 		ereport(FATAL,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("paimon_sink worker could not run as role \"%s\"",
 						GetUserNameFromId(security_committer_role(), true)),
 				 errdetail("Its transactions and their gids must be the committer's role's.")));
+}
+
+/*
+ * security_in_worker tells whether this process is one of paimon_sink's
+ * workers (committer, loader, writer): what runs in it runs for a sink.
+ */
+bool
+security_in_worker(void)
+{
+	return in_worker;
 }
 
 /*

@@ -30,6 +30,7 @@ typedef struct RoleSwitch
 extern void security_switch_role(Oid role, RoleSwitch *saved);
 extern void security_restore_role(const RoleSwitch *saved);
 extern void security_pin_worker_settings(void);
+extern bool security_in_worker(void);
 extern void security_forget_session_state(void);
 extern Oid security_committer_role(void);
 

@@ -776,6 +776,8 @@ paimon_sink_drop_sink(PG_FUNCTION_ARGS)
 	/* its files go once this commits (the committer reads the dropped_sink record) */
 	handoff_wake_committer_at_commit();
 	/* after the sink's rows: the drop guard (foreign_table.c) lets it go */
-	foreign_table_drop(sink->foreign_table);
+	/* only its own: a lost foreign table's oid may be another relation's now */
+	if (OidIsValid(sink->owner))
+		foreign_table_drop(sink->foreign_table);
 	PG_RETURN_VOID();
 }

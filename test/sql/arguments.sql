@@ -106,9 +106,8 @@ SELECT paimon_sink.last_committed_checkpoint('edge_sink', 'edge-job');
 -- a prepare of a committed id (a replay) still drops what was staged for
 -- it, and says how many rows and how to send them again
 INSERT INTO edge_sink VALUES (3, 'replayed');
-\set VERBOSITY verbose
 SELECT * FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 2);
-\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
 SELECT checkpoint_id, row_count FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 3);
 
 -- checkpoint() numbers the sink's own commit user and never takes
@@ -142,6 +141,8 @@ SELECT paimon_sink.inject_fault('committer_before_prepare', 'error', 0);
 SELECT paimon_sink.inject_fault('committer_before_prepare', 'error', -2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.release_fault(NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.release_fault('no_such_point');
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.inject_fault(repeat('p', 10000), 'error');
 SELECT paimon_sink.inject_fault('committer_before_prepare', repeat('a', 10000));

@@ -162,3 +162,28 @@ SELECT paimon_sink.drop_sink('victim_sink');
 DROP TABLE victim;
 RESET ROLE;
 DROP SCHEMA hostile CASCADE;
+
+-- a commit whose load would write into a sink (a trigger of the target
+-- inserting into another sink) fails, naming the cause, and waits: the
+-- commit's transaction is prepared, and one that wrote to a sink cannot be
+SET ROLE regress_sink_owner;
+CREATE TABLE audit_target (k int, v text);
+SELECT sink_name FROM paimon_sink.create_sink('audit_sink', 'audit_target');
+CREATE TABLE cycle_target (k int, v text);
+SELECT sink_name FROM paimon_sink.create_sink('cycle_sink', 'cycle_target');
+CREATE FUNCTION cycle_audit() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO public.audit_sink VALUES (NEW.k, 'audit'); RETURN NEW; END$$;
+CREATE TRIGGER cycle_audit AFTER INSERT ON cycle_target FOR EACH ROW EXECUTE FUNCTION cycle_audit();
+INSERT INTO cycle_sink VALUES (1, 'waits');
+SELECT row_count FROM paimon_sink.checkpoint('cycle_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM cycle_target;
+DROP TRIGGER cycle_audit ON cycle_target;
+SELECT checkpoint_id, row_count FROM paimon_sink.checkpoint('cycle_sink');
+SELECT k, v FROM cycle_target;
+SELECT row_count FROM paimon_sink.checkpoint('audit_sink');
+SELECT paimon_sink.drop_sink('cycle_sink');
+SELECT paimon_sink.drop_sink('audit_sink');
+DROP TABLE cycle_target, audit_target;
+DROP FUNCTION cycle_audit();
+RESET ROLE;

@@ -90,7 +90,7 @@ my %script = (
 		"SELECT paimon_sink.create_sink_group('g_%T', ARRAY['%S']);
 		 SELECT paimon_sink.drop_sink_group('g_%T')" ],
 	'the table `rejected_row`' => ['SELECT count(*) FROM paimon_sink.rejected_row'],
-	'`restore_foreign_table`' => ["SELECT paimon_sink.restore_foreign_table('%S')"],
+	'`restore_foreign_table`' => ["SELECT paimon_sink.restore_foreign_table('%S', 'postgres')"],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
 	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`, `sink_groups`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }

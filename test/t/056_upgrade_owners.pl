@@ -11,12 +11,14 @@
 #   blocked DROP FOREIGN TABLE, and another table took its name.
 # This library then starts on the same data directory, and ALTER EXTENSION
 # paimon_sink UPDATE must give each sink a live owner: moved the owner of
-# its foreign table, lost and dropped their foreign tables back (owned by
-# the recorded owner when it exists, else the target's owner), out of the
-# extension's members and tied to their targets, so that every pending row
-# commits once; gone, with nothing left to commit into, is a superuser's to
-# drop; blocked is left to a superuser's restore_foreign_table() (the
-# update warns and goes on).  Afterwards DROP ROLE is refused while the
+# its foreign table, dropped its foreign table back (owned by the recorded
+# owner, who exists), out of the extension's members and tied to its
+# target, so that every pending row commits once; lost, whose recorded
+# owner is gone too, is left to a superuser's restore_foreign_table() that
+# names the owner its commits will run as (the update never guesses one:
+# it warns, saying how); gone, with nothing left to commit into, is a
+# superuser's to drop; blocked is left to a superuser's
+# restore_foreign_table() (the update warns and goes on).  Afterwards DROP ROLE is refused while the
 # role owns a sink.
 use strict;
 use warnings;
@@ -121,14 +123,19 @@ sub upgrade_from
 		"$version: it says the moved sink's owner is its foreign table's");
 	like($err, qr/WARNING:  01000: restored foreign table (public\.)?dropped of sink "dropped", owned by role "ops_c"/,
 		"$version: it restores a foreign table dropped by its owner, owned by that owner");
-	like($err, qr/WARNING:  01000: restored foreign table (public\.)?lost of sink "lost", owned by role "tgt_owner"/,
-		"$version: and one whose owner is gone, owned by the target's owner");
+	like($err, qr/WARNING:  01000: sink "lost" has no foreign table and its recorded owner was dropped: it has no owner.*HINT:  A superuser gives it one with SELECT paimon_sink\.restore_foreign_table\('lost', 'role'\)/s,
+		"$version: and names no owner for one whose recorded owner is gone, saying how to give it one");
 	like($err, qr/WARNING:  01000: could not restore the foreign table of sink "blocked": relation "blocked" already exists.*HINT:  The sink has no owner until a superuser calls paimon_sink\.restore_foreign_table\(\)/s,
 		"$version: and goes on past one it cannot restore, saying what to do");
 	ok(writers_ready($new, 'postgres'), "$version: writers serve after the update");
 	is($sql->("SELECT string_agg(sink_name || ':' || coalesce(owner_role::text, '-'), ' ' ORDER BY sink_name)
 			FROM paimon_sink.sinks"),
-		'blocked:- dropped:ops_c gone:- lost:tgt_owner moved:ops2', "$version: each sink has its owner");
+		'blocked:- dropped:ops_c gone:- lost:- moved:ops2', "$version: each sink has its owner, or none guessed");
+	($ret, $out, $err) = try_sql($new, "SELECT paimon_sink.restore_foreign_table('lost', NULL)");
+	like($err, qr/22004: the owner of the restored foreign table of sink "lost" must not be NULL/,
+		"$version: restore_foreign_table() takes no NULL owner");
+	($ret, $out, $err) = try_sql($new, "SELECT paimon_sink.restore_foreign_table('lost', owner => 'tgt_owner')");
+	is($ret . ' ' . $out, '0 lost', "$version: a superuser restores it, naming its owner") or diag($err);
 	is($sql->("SELECT count(*) FROM pg_attribute WHERE attrelid = 'paimon_sink.sink_definition'::regclass
 			AND attname = 'owner_role' AND NOT attisdropped"), '0',
 		"$version: the catalog no longer records the owner apart");
@@ -174,7 +181,7 @@ sub upgrade_from
 		"$version: nothing pending but the sink with no target");
 
 	# the sink with no target: a superuser drops it, nothing else can
-	like((try_sql($new, "SELECT paimon_sink.restore_foreign_table('gone')"))[2],
+	like((try_sql($new, "SELECT paimon_sink.restore_foreign_table('gone', owner => 'ops_d')"))[2],
 		qr/42P01: the target table of sink "gone" was dropped.*drop_sink\('gone', force => true\)/s,
 		"$version: a sink whose target is gone cannot be restored");
 	like((try_sql($new, "SELECT paimon_sink.drop_sink('gone', force => true)", 'ops_d'))[2],
