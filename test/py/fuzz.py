@@ -27,7 +27,9 @@ database "fuzz".  Each round:
   fz_owner2, fz_writer, fz_hostile), in random order:
   - write transactions: INSERT of one row and of many, INSERT ... SELECT,
     COPY (text and csv), into a sink's foreign table and through the
-    routing parent (both partitions), 1-4 statements, under a commit user
+    routing parent (both partitions), an UPDATE of the routing parent that
+    moves rows from the ordinary partition into the sink's, 1-4
+    statements, under a commit user
     and writer id of the session (the sink's own, jobs J1, J2, job-<n>, or
     settings the server refuses), ~15% rolled back, savepoints rolled back
     and released, payloads '' , NULL, 10 kB, non-ASCII, ids unique for the
@@ -115,6 +117,9 @@ checks, so that each known fault is shown found in seconds:
                         reassigned, dropped owned, dropped
   add-column-not-null   ALTER TABLE target ADD COLUMN c text NOT NULL
                         DEFAULT 'x', then writes
+  null-arguments        every function of the schema (from the catalog)
+                        with each argument NULL in turn, and all NULL, as
+                        the superuser and as a sink owner
 
 Output: a line per round, a summary of the distinct failures, and as the
 last line
@@ -183,7 +188,7 @@ FAULT_POINTS = ["writer_after_receive", "writer_after_ack", "writer_before_wal",
 VIEWS = ["sinks", "snapshots", "pending_checkpoints", "commit_stats", "commit_progress", "in_doubt", "writers",
          "faults", "checkpoint_schedule", "rejects", "sink_groups"]
 SCENARIOS = ["prepare-zero", "prepare-negative", "on-conflict-router", "reassign-drop-role",
-             "add-column-not-null"]
+             "add-column-not-null", "null-arguments"]
 INF = float("inf")
 CRASH_RE = re.compile(r"\(PID (\d+)\) was terminated by signal (\d+)")
 SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer")
@@ -197,6 +202,11 @@ note = RUN.note
 
 class Abort(Exception):
     """The run cannot go on (setup, a hang, a server that does not come back)."""
+
+
+class Retry(Exception):
+    """A check phase lost the server (a crash-restart under it): wait for it
+    and run the phase again."""
 
 
 class NotConnected(Exception):
@@ -465,6 +475,7 @@ class Session(threading.Thread):
         except psycopg2.Error as e:
             rec.add(stmt if args is None else "%s  %% %r" % (stmt, args))
             self.finish(rec, "not connected: " + describe(e))
+            self.stop.wait(0.2)    # a restart, a role dropped: no storm of attempts
             return None
 
     def sql(self, role, stmt, args=None, kind="call", touched=(), cus=()):
@@ -947,18 +958,18 @@ class Session(threading.Thread):
         upsert = sink["mode"] == "upsert"
         ft = sink["ft"]
         shape = self.rng.choice(["values1", "valuesN", "select", "copy", "csv", "router", "router_copy",
-                                 "router_select"])
+                                 "router_select", "router_move"])
         part = 1
         rel = ft
         if shape.startswith("router"):
             rel = "fz_router"
-            part = self.rng.choice([1, 1, 0])
+            part = 0 if shape == "router_move" else self.rng.choice([1, 1, 0])
             upsert = False
         cols = "id, part, payload" + (", %s" % psycopg2.extensions.quote_ident(sink["rkc"], cur) if upsert else "")
         kinds = [self.rng.choice(["+I", None, "+U"]) for _ in ids]
         payloads = [self.payload() for _ in ids]
         target = "public.%s" % psycopg2.extensions.quote_ident(rel, cur)
-        if shape in ("values1", "router"):
+        if shape in ("values1", "router", "router_move"):
             for i, p, k in zip(ids, payloads, kinds):
                 self.execute(cur, rec, "INSERT INTO %s (%s) VALUES (%%s, %%s, %%s%s)" % (
                     target, cols, ", %s" if upsert else ""), [i, part, p] + ([k] if upsert else []))
@@ -985,6 +996,14 @@ class Session(threading.Thread):
                          copy_data="\n".join(lines) + "\n")
         self.execute(cur, rec, "SELECT public.fz_record(%s::bigint[], %s::regclass, %s, %s, %s::text[], %s)",
                      (ids, target, part, self.idx, [md5_of(p) for p in payloads], self.round))
+        if shape == "router_move":
+            # an UPDATE that moves the rows into the partition of part 1 (the
+            # sink's foreign table: BeginForeignInsert), the ordinary partition
+            # pruned; the ledger follows them
+            self.execute(cur, rec, "UPDATE public.fz_router SET part = 1 WHERE part = 0 AND id = ANY(%s::bigint[])",
+                         (ids,))
+            self.execute(cur, rec, "SELECT public.fz_record(%s::bigint[], %s::regclass, 1, %s, %s::text[], %s)",
+                         (ids, target, self.idx, [md5_of(p) for p in payloads], self.round))
         return rel == ft
 
     def invalid_row(self, cur, rec, sinks):
@@ -1266,7 +1285,7 @@ class Session(threading.Thread):
         ckpt = self.marks(s["name"], None)[1] + 1
         gid = "paimon_sink:%s:%d:%d:%s" % (self.fz.dboid, s["sink_id"], ckpt, s["default_commit_user"])
         if self.rng.random() < 0.5:
-            gid += "~" + "%08x" % self.rng.randrange(1 << 32)
+            gid += "~" + "%016x" % self.rng.randrange(1 << 64)   # the committer's form
         rec = self.begin(HOSTILE, "hostile", touched=(s["name"],))
         try:
             with self.conn(HOSTILE).cursor() as cur:
@@ -1326,6 +1345,7 @@ class Scenario(Session):
         """__init__ names the sequence."""
         super().__init__(fz, 1, seed, stop)
         self.scenario = name
+        self.done = threading.Event()
 
     def write(self, role, sink, n, cu="", router=False):
         """write commits n ledgered rows into sink (or through the routing
@@ -1355,6 +1375,7 @@ class Scenario(Session):
             getattr(self, "s_" + self.scenario.replace("-", "_"))()
         except Exception:
             self.world.harness_errors.append("%s: %s" % (self.name, traceback.format_exc()))
+        self.done.set()
         self.stop.wait()
         for role in list(self.conns):
             self.drop(role)
@@ -1397,6 +1418,41 @@ class Scenario(Session):
         """a NOT NULL column with a default added to the target, then writes."""
         self.ddl(SUPER, "ALTER TABLE public.fz_ta ADD COLUMN c text NOT NULL DEFAULT 'x'", touched=("fz_a",))
         self.write(OWNER, "fz_a", 2)
+
+    # a valid value of each argument, by its name (else by its type), for the sweep
+    SWEEP_BY_NAME = {"sink_name": "fz_b", "group_name": "fz_g", "commit_user": "J1", "checkpoint_id": 1,
+                     "restored_checkpoint_id": 1, "writer_id": 0, "timeout_ms": 1000, "mode": "restore",
+                     "point": "committer_maintenance", "action": "error", "times": 1, "retain_last": 100,
+                     "target": "public.fz_scratch", "sinks": ["fz_b"], "on_error": "stop",
+                     "row_kind_column": "_row_kind"}
+    SWEEP_BY_TYPE = {"text": "x", "bigint": 1, "integer": 1, "boolean": False, "interval": "1 day",
+                     "regclass": "public.fz_scratch", "text[]": ["x"], "jsonb": "{}", "oid": 0}
+
+    def s_null_arguments(self):
+        """every function of the schema paimon_sink (read from the catalog, so
+        that a new one is covered too) called as the superuser and as a sink
+        owner with each of its arguments NULL in turn, the others valid, and
+        with every argument NULL; a crash or a lost row is the finding."""
+        self.write(OWNER2, "fz_b", 3, cu="J1")
+        ok, fns = self.sql(SUPER, "SELECT p.proname, coalesce(p.proargnames[1:p.pronargs], '{}'), "
+                                  "ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t) "
+                                  "FROM pg_proc p WHERE p.pronamespace = 'paimon_sink'::regnamespace "
+                                  "AND p.prorettype <> 'trigger'::regtype AND p.pronargs > 0 ORDER BY 1",
+                           kind="sweep")
+        for name, argnames, types in (fns if ok else []):
+            argnames = list(argnames) + [""] * (len(types) - len(argnames))
+            valid = [self.SWEEP_BY_NAME.get(a, self.SWEEP_BY_TYPE.get(t)) for a, t in zip(argnames, types)]
+            if name == "create_sink":
+                valid[0] = "fz_sweep"
+            stmt = "SELECT * FROM paimon_sink.%s(%s)" % (name, ", ".join("%%s::%s" % t for t in types))
+            variants = [valid[:i] + [None] + valid[i + 1:] for i in range(len(types))] + [[None] * len(types)]
+            for args in variants:
+                for role in (SUPER, OWNER2):
+                    if name in ("drop_sink", "drop_sink_group") and args[0] is not None:
+                        continue     # the sweep keeps its sink
+                    ok, res = self.sql(role, stmt, args, touched=("fz_b",), cus=("J1",))
+                    if not ok and unknown_outcome(res):
+                        self.fz.wait_ready()     # a crash: the next call needs the server back
 
 
 # ----------------------------------------------------------------------------
@@ -1485,7 +1541,10 @@ BEGIN
            CASE WHEN s.sink_id IS NULL THEN NULL
                 ELSE coalesce(nullif(current_setting('paimon_sink.commit_user'), ''), s.default_commit_user) END,
            current_setting('paimon_sink.writer_id')::int, extract(epoch FROM now()), u.md5
-      FROM unnest(ids, md5s) AS u(id, md5);
+      FROM unnest(ids, md5s) AS u(id, md5)
+    -- a row moved by an UPDATE of the routing parent: where it is now
+    ON CONFLICT (id) DO UPDATE SET dest = excluded.dest, sink_id = excluded.sink_id,
+        commit_user = excluded.commit_user, writer_id = excluded.writer_id;
 END
 $$;
 GRANT EXECUTE ON FUNCTION public.fz_record(bigint[], regclass, int, int, text[], int) TO PUBLIC;
@@ -1601,6 +1660,7 @@ class Fuzz:
         self.fuzz_kills = collections.Counter()
         self.failures = []
         self.harness_errors = 0
+        self.probes = 0
         self.log_offsets = {}
         self.ctl = None
         self.dboid = None
@@ -1661,6 +1721,19 @@ class Fuzz:
         writers of the database serve (after a kill); Abort when not."""
         if not self.ctl.wait_writers_ready(seconds, app="fuzz-ready"):
             raise Abort("the server or its writers did not come back within %d s" % seconds)
+
+    def release_pauses(self, paused):
+        """release_pauses releases a fault point that has held a process for
+        more than 1-2 s (a pause the superuser armed: its release is the
+        fuzz's to make, as test/soak does); paused maps point to when it was
+        first seen paused."""
+        now = time.monotonic()
+        for point, pid in self.ctl.query("SELECT point, paused_pid FROM paimon_sink.faults "
+                                         "WHERE paused_pid IS NOT NULL", timeout_ms=5000):
+            first = paused.setdefault((point, pid), now)
+            if now - first > self.rng.uniform(1, 2):
+                log("  release_fault(%s): pid %d paused there %.1f s" % (point, pid, now - first))
+                self.ctl.query("SELECT paimon_sink.release_fault(%s)", (point,), timeout_ms=5000)
 
     def refresh(self):
         """refresh reads the sinks, groups and commit users' marks into the world."""
@@ -1727,13 +1800,25 @@ class Fuzz:
         for t in sessions + ([killer] if killer else []):
             t.start()
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        # a scenario runs to its end (at most 5 minutes), and at least seconds
+        paused = {}
+        while time.monotonic() < deadline or (scenario and not sessions[0].done.is_set()
+                                              and time.monotonic() < deadline + 300):
             try:
                 self.refresh()
+                self.release_pauses(paused)
             except psycopg2.Error:
                 pass
             time.sleep(0.5)
         stop.set()
+        # faults off first: a process paused at a point the superuser armed
+        # holds its session until released
+        for _ in range(20):
+            try:
+                self.ctl.query("SELECT paimon_sink.clear_faults()", timeout_ms=5000)
+                break
+            except psycopg2.Error:
+                time.sleep(0.5)
         failures = []
         hang = time.monotonic() + 90
         for t in sessions + ([killer] if killer else []):
@@ -1745,6 +1830,9 @@ class Fuzz:
             if killer.error:
                 raise Abort(killer.error)
         if stuck:
+            for t in sessions:
+                if t.is_alive() and t.current is not None:
+                    log("  %s is stuck in: %s" % (t.name, t.current.line(self.world.t0)[:1000]))
             self.diagnose()
             raise Abort("round %d: %s did not stop within 90 s (a hang)" % (n, ", ".join(stuck)))
         for s in sessions:
@@ -1753,12 +1841,12 @@ class Fuzz:
         self.wait_ready()
         drain_session = Session(self, 0, self.cfg.seed, stop)
         self.traces.append(drain_session)
-        failures += self.repair_and_drain(n, drain_session)
+        failures += self.phase("drain", n, lambda: self.repair_and_drain(n, drain_session))
         if self.cfg.tamper and n == 1:
             self.tamper()
-        failures += self.check_in_doubt(n)
-        failures += self.check_ledger(n)
-        failures += self.probe(n, drain_session)
+        failures += self.phase("in doubt", n, lambda: self.check_in_doubt(n))
+        failures += self.phase("ledger", n, lambda: self.check_ledger(n))
+        failures += self.phase("probe", n, lambda: self.probe(n, drain_session))
         failures += self.check_accepted(n)
         crashes = self.check_logs(n, sessions)
         failures += crashes
@@ -1788,6 +1876,20 @@ class Fuzz:
         self.failures += failures
         self.teardown(n)
         return failures
+
+    def phase(self, what, n, fn, attempts=3):
+        """phase runs a check phase (fn returns its failures); when it loses
+        the server (a crash-restart under it: Retry, or a connection that
+        fails) it waits for the server and runs it again, at most attempts
+        times, then records that as a failure of its own."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn()
+            except (Retry, psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+                log("  %s: lost the server (%s); waiting for it, then again" % (what, describe(e)))
+                self.wait_ready()
+        return [Failure(n, what, "-", "the %s lost the server %d times (a crash-restart each time: see the crashes)"
+                        % (what, attempts))]
 
     # ---- recovery and drain -----------------------------------------------------------
     def repair_and_drain(self, n, d):
@@ -1829,6 +1931,8 @@ class Fuzz:
         def call(stmt, args, cu=None):
             """call runs one drain call; a failure is recorded once per stream."""
             ok, res = d.sql(SUPER, stmt, args, kind="drain", touched=(name,), cus=(cu,))
+            if not ok and unknown_outcome(res):
+                raise Retry(describe(res))
             if not ok:
                 fn = re.search(r"paimon_sink\.(\w+)", stmt).group(1)
                 if failures:
@@ -2050,7 +2154,8 @@ class Fuzz:
             if not s["ft"] or not s["target"] or s["mode"] not in ("append", "upsert") \
                     or s["target"] not in LEDGERED_TARGETS:
                 continue
-            pid = n * ID_ROUND + PROBE_SESSION * ID_SESSION + s["sink_id"]
+            self.probes += 1
+            pid = n * ID_ROUND + PROBE_SESSION * ID_SESSION + self.probes
             rec = d.begin(SUPER, "probe", touched=(s["name"],))
             err = None
             states = self.world.snapshot()[3]
@@ -2085,6 +2190,8 @@ class Fuzz:
                 err = describe(e)
                 d.finish(rec, "ERROR " + err)
                 d.drop(SUPER)
+                if unknown_outcome(e):
+                    raise Retry(err)
             if err:
                 failures.append(Failure(n, "probe", s["name"], "sink %s (owner %s) does not take a row and commit "
                                         "it: %s" % (s["name"], s["owner"], err), sinks=(s["name"],)))
@@ -2176,42 +2283,52 @@ class Fuzz:
 
     # ---- teardown ----------------------------------------------------------------------
     def teardown(self, n):
-        """teardown drops the round's groups, sinks and tables and empties the
-        ledger; a sink that cannot be dropped takes the extension with it
+        """teardown runs teardown_once, again after a crash-restart under it
+        (three times at most); Abort when it cannot."""
+        for attempt in range(3):
+            try:
+                return self.teardown_once()
+            except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+                log("  teardown: lost the server (%s); waiting for it, then again" % describe(e))
+                self.wait_ready()
+            except psycopg2.Error as e:
+                raise Abort("round %d: teardown failed: %s" % (n, describe(e)))
+        raise Abort("round %d: teardown lost the server three times" % n)
+
+    def teardown_once(self):
+        """teardown_once drops the round's groups, sinks and tables and empties
+        the ledger; a sink that cannot be dropped takes the extension with it
         (DROP EXTENSION CASCADE, CREATE EXTENSION)."""
-        try:
-            self.ctl.query("SELECT paimon_sink.clear_faults()")
-            for (gid,) in self.ctl.query("SELECT gid FROM pg_prepared_xacts WHERE owner IS DISTINCT FROM "
-                                         "current_user OR gid = 'paimon_sink:tamper'"):
-                self.ctl.query("ROLLBACK PREPARED %s" % sql_quote(gid))
-            for (g,) in self.ctl.query("SELECT group_name FROM paimon_sink.sink_group"):
-                self.ctl.query("SELECT paimon_sink.drop_sink_group(%s)", (g,))
+        self.ctl.query("SELECT paimon_sink.clear_faults()")
+        for (gid,) in self.ctl.query("SELECT gid FROM pg_prepared_xacts WHERE owner IS DISTINCT FROM "
+                                     "current_user OR gid = 'paimon_sink:tamper'"):
+            self.ctl.query("ROLLBACK PREPARED %s" % sql_quote(gid))
+        for (g,) in self.ctl.query("SELECT group_name FROM paimon_sink.sink_group"):
+            self.ctl.query("SELECT paimon_sink.drop_sink_group(%s)", (g,))
+        left = []
+        for attempt in range(3):
             left = []
-            for attempt in range(3):
-                left = []
-                for (name,) in self.ctl.query("SELECT sink_name FROM paimon_sink.sink_definition"):
-                    try:
-                        self.ctl.query("SELECT paimon_sink.drop_sink(%s, true)", (name,), timeout_ms=60000)
-                    except psycopg2.Error as e:
-                        left.append("%s: %s" % (name, describe(e)))
-                if not left:
-                    break
-                time.sleep(2)
-            if left:
-                log("  teardown: sinks that drop_sink(force) cannot drop: %s; DROP EXTENSION paimon_sink CASCADE"
-                    % "; ".join(left))
-                self.ctl.query("DROP EXTENSION paimon_sink CASCADE", timeout_ms=60000)
-            self.ctl.query("DO $$DECLARE t record; BEGIN FOR t IN SELECT c.oid::regclass AS r FROM pg_class c "
-                           "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') "
-                           "AND c.relname LIKE 'fz\\_%' AND c.relname <> 'fz_ledger' AND NOT c.relispartition LOOP "
-                           "EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', t.r); END LOOP; END$$")
-            self.ctl.query("DO $$DECLARE t record; BEGIN FOR t IN SELECT c.oid::regclass AS r FROM pg_class c "
-                           "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'f' LOOP "
-                           "EXECUTE format('DROP FOREIGN TABLE IF EXISTS %s CASCADE', t.r); END LOOP; END$$")
-            self.ctl.query("DELETE FROM public.fz_ledger")
-            self.init_db()
-        except psycopg2.Error as e:
-            raise Abort("round %d: teardown failed: %s" % (n, describe(e)))
+            for (name,) in self.ctl.query("SELECT sink_name FROM paimon_sink.sink_definition"):
+                try:
+                    self.ctl.query("SELECT paimon_sink.drop_sink(%s, true)", (name,), timeout_ms=60000)
+                except psycopg2.Error as e:
+                    left.append("%s: %s" % (name, describe(e)))
+            if not left:
+                break
+            time.sleep(2)
+        if left:
+            log("  teardown: sinks that drop_sink(force) cannot drop: %s; DROP EXTENSION paimon_sink CASCADE"
+                % "; ".join(left))
+            self.ctl.query("DROP EXTENSION paimon_sink CASCADE", timeout_ms=60000)
+        self.ctl.query("DO $$DECLARE t record; BEGIN FOR t IN SELECT c.oid::regclass AS r FROM pg_class c "
+                       "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') "
+                       "AND c.relname LIKE 'fz\\_%' AND c.relname <> 'fz_ledger' AND NOT c.relispartition LOOP "
+                       "EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', t.r); END LOOP; END$$")
+        self.ctl.query("DO $$DECLARE t record; BEGIN FOR t IN SELECT c.oid::regclass AS r FROM pg_class c "
+                       "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'f' LOOP "
+                       "EXECUTE format('DROP FOREIGN TABLE IF EXISTS %s CASCADE', t.r); END LOOP; END$$")
+        self.ctl.query("DELETE FROM public.fz_ledger")
+        self.init_db()
 
     def diagnose(self):
         """diagnose writes the sessions and the sink state into logs/diagnosis."""
