@@ -1034,10 +1034,16 @@ class Session(threading.Thread):
             choices.append(("ON CONFLICT through the routing parent into the partition of sink %s" % part1[0][0],
                             "INSERT INTO public.fz_router (id, part, payload) VALUES (%s, 1, 'oc') "
                             "ON CONFLICT DO NOTHING", (an_id(part1[0][1]),)))
-        if sink["target"] in ("fz_ta", "fz_tu"):
+        # the sink as it is now (the cache may be a moment old: a sink of that
+        # name dropped and made again on another target, in another mode)
+        now = self.execute(cur, rec, "SELECT d.mode, a.attnotnull FROM paimon_sink.sink_definition d "
+                                     "JOIN pg_catalog.pg_attribute a ON a.attrelid = d.target_table "
+                                     "AND a.attname = 'id' WHERE d.foreign_table = %s::regclass", (ft,))
+        mode, notnull = now[0] if now else (None, False)
+        if notnull:
             choices.append(("a NULL key into a sink whose target's key is NOT NULL",
                             "INSERT INTO %s (id, part, payload) VALUES (NULL, 1, 'null key')" % ft, None))
-        if sink["mode"] == "upsert":
+        if mode == "upsert" and sink["mode"] == "upsert":
             rkc = psycopg2.extensions.quote_ident(sink["rkc"], cur)
             choices.append(("a bad row kind into an upsert sink",
                             "INSERT INTO %s (id, part, payload, %s) VALUES (%%s, 1, 'bad kind', %%s)" % (ft, rkc),
@@ -1181,7 +1187,10 @@ class Session(threading.Thread):
                             (list(LEDGERED_TARGETS),), kind="ddl")
         if ok and rows:
             t, c = self.rng.choice(rows)
-            self.ddl(SUPER, "ALTER TABLE public.%s DROP COLUMN %s" % (t, c))
+            # checked again under the table's lock: a create_sink meanwhile may carry it now
+            self.ddl(SUPER, "DO $$BEGIN LOCK TABLE public.%s IN ACCESS EXCLUSIVE MODE; IF NOT EXISTS (SELECT 1 "
+                            "FROM paimon_sink.sink_definition d WHERE '%s' = ANY(d.column_names)) THEN "
+                            "ALTER TABLE public.%s DROP COLUMN %s; END IF; END$$" % (t, c, t, c))
         ok, rows = self.sql(SUPER, "SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE "
                                    "conname ~ '^c[0-9]' AND connamespace = 'public'::regnamespace", kind="ddl")
         if ok and rows:
