@@ -64,7 +64,7 @@ database "fuzz".  Each round:
     OWNED BY an owner TO the other (and DROP OWNED, DROP ROLE), the
     hostile role's PREPARE TRANSACTION under a paimon_sink: gid, and rarely
     DROP TABLE of a target;
-  - a killer thread (unless --no-kills): in ~70% of the rounds one kill at
+  - a killer thread (unless --no-kills): in ~80% of the rounds one kill at
     a random moment, a SIGKILL to a backend of a session or to a worker of
     paimon_sink (committer, writer, loader, launcher), or pg_ctl stop -m
     immediate and a start.
@@ -120,6 +120,11 @@ checks, so that each known fault is shown found in seconds:
   null-arguments        every function of the schema (from the catalog)
                         with each argument NULL in turn, and all NULL, as
                         the superuser and as a sink owner
+  prepare-max           the sink's own commit user prepared at
+                        9223372036854775807 (not by end_input), more rows,
+                        then checkpoint()
+  end-input-race        a transaction writing under commit user E commits
+                        after end_input(s, 'E') ran in another session
 
 Output: a line per round, a summary of the distinct failures, and as the
 last line
@@ -188,7 +193,7 @@ FAULT_POINTS = ["writer_after_receive", "writer_after_ack", "writer_before_wal",
 VIEWS = ["sinks", "snapshots", "pending_checkpoints", "commit_stats", "commit_progress", "in_doubt", "writers",
          "faults", "checkpoint_schedule", "rejects", "sink_groups"]
 SCENARIOS = ["prepare-zero", "prepare-negative", "on-conflict-router", "reassign-drop-role",
-             "add-column-not-null", "null-arguments"]
+             "add-column-not-null", "null-arguments", "prepare-max", "end-input-race"]
 INF = float("inf")
 CRASH_RE = re.compile(r"\(PID (\d+)\) was terminated by signal (\d+)")
 SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer")
@@ -1433,6 +1438,42 @@ class Scenario(Session):
         self.ddl(SUPER, "ALTER TABLE public.fz_ta ADD COLUMN c text NOT NULL DEFAULT 'x'", touched=("fz_a",))
         self.write(OWNER, "fz_a", 2)
 
+    def s_prepare_max(self):
+        """the sink's own commit user prepared at 9223372036854775807 by a plain
+        prepare_commit (not end_input), more rows, then checkpoint()."""
+        self.write(OWNER, "fz_a", 2)
+        self.sql(OWNER, "SELECT * FROM paimon_sink.checkpoint('fz_a')", touched=("fz_a",))
+        self.write(OWNER, "fz_a", 2)
+        self.sql(OWNER, "SELECT * FROM paimon_sink.prepare_commit('fz_a', NULL, 9223372036854775807)",
+                 touched=("fz_a",))
+        self.write(OWNER, "fz_a", 2)
+        self.sql(OWNER, "SELECT * FROM paimon_sink.checkpoint('fz_a')", touched=("fz_a",))
+
+    def s_end_input_race(self):
+        """a transaction writes under commit user E, end_input(s, 'E') runs in
+        another session, then the transaction commits."""
+        rec = self.begin(OWNER, "write", touched=("fz_a",), cus=("E",))
+        ids = self.take_ids(2)
+        conn = self.connected(OWNER, rec, "BEGIN", None)
+        other = self.fz.h.server(default_app="fuzz-s1-other")
+        other = Server(other.host, other.port, user=OWNER, dbname=DB, app_prefix="fuzz-s1-")
+        try:
+            with conn.cursor() as cur:
+                self.execute(cur, rec, "SET paimon_sink.commit_user = 'E'")
+                rec.cu_setting = "E"
+                self.execute(cur, rec, "BEGIN")
+                self.execute(cur, rec, "INSERT INTO public.fz_a (id, part, payload) "
+                                       "SELECT g, 1, 'p' FROM unnest(%s::bigint[]) g", (ids,))
+                self.execute(cur, rec, "SELECT public.fz_record(%s::bigint[], 'public.fz_a'::regclass, 1, %s, "
+                                       "%s::text[], %s)", (ids, self.idx, [md5_of("p")] * len(ids), self.round))
+                rec.add("-- meanwhile, another session: SELECT * FROM paimon_sink.end_input('fz_a', 'E') -> %s"
+                        % len(other.query("SELECT * FROM paimon_sink.end_input('fz_a', 'E')")))
+                self.execute(cur, rec, "COMMIT")
+            self.finish(rec, "committed (%d ids)" % len(ids))
+        except psycopg2.Error as e:
+            self.finish(rec, "ERROR " + describe(e))
+            self.drop(OWNER)
+
     # a valid value of each argument, by its name (else by its type), for the sweep
     SWEEP_BY_NAME = {"sink_name": "fz_b", "group_name": "fz_g", "commit_user": "J1", "checkpoint_id": 1,
                      "restored_checkpoint_id": 1, "writer_id": 0, "timeout_ms": 1000, "mode": "restore",
@@ -1474,7 +1515,7 @@ class Scenario(Session):
 # ----------------------------------------------------------------------------
 
 class Killer(threading.Thread):
-    """Killer makes at most one kill in a round (in ~70% of them), at a
+    """Killer makes at most one kill in a round (in ~80% of them), at a
     random moment: SIGKILL to a session's backend or to a worker of
     paimon_sink, or an immediate stop and a start."""
 
@@ -1482,7 +1523,7 @@ class Killer(threading.Thread):
         """__init__ draws whether and when."""
         super().__init__(daemon=True, name="killer")
         self.fz, self.rng, self.stop = fz, rng, stop
-        self.at = rng.uniform(0.2, 0.8) * seconds if rng.random() < 0.7 else None
+        self.at = rng.uniform(0.2, 0.8) * seconds if rng.random() < 0.8 else None
         self.kind = rng.choices(["backend", "worker", "immediate"], [40, 35, 25])[0]
         self.error = None
 
@@ -1966,7 +2007,7 @@ class Fuzz:
         for cu, (lp, lc) in m.items():
             if lp > lc:
                 call("SELECT * FROM paimon_sink.commit(%s, %s, %s)", (name, cu, lp), cu)
-        own_ended = m.get(s["default_commit_user"], (0, 0))[1] >= I64_MAX
+        own_ended = marks().get(s["default_commit_user"], (0, 0))[1] >= I64_MAX   # (a commit just now may end it)
         for _ in range(0 if own_ended else 10):
             ok, rows = call("SELECT count(*) FROM paimon_sink.checkpoint(%s)", (name,), s["default_commit_user"])
             if not ok or rows[0][0] == 0:
