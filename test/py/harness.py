@@ -158,7 +158,8 @@ def keep_logs(work, server_logs, prefix):
     directory."""
     if not work or not os.path.isdir(work):
         return
-    keep = tempfile.mkdtemp(prefix=prefix)
+    # /tmp itself: under test/check TMPDIR is inside the temp dir the cleanup removes
+    keep = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
     for f in glob.glob(os.path.join(work, "logs", "*")):
         if os.path.isfile(f):
             shutil.copy2(f, keep)
