@@ -29,11 +29,11 @@ database "fuzz".  Each round:
     COPY (text and csv), into a sink's foreign table and through the
     routing parent (both partitions), an UPDATE of the routing parent that
     moves rows from the ordinary partition into the sink's, 1-4
-    statements, under a commit user
-    and writer id of the session (the sink's own, jobs J1, J2, job-<n>, or
-    settings the server refuses), ~15% rolled back, savepoints rolled back
-    and released, payloads '' , NULL, 10 kB, non-ASCII, ids unique for the
-    run and the edge ids -1, 0, int32 and int64 limits once a round; rows
+    statements, under a commit user and writer id of the session (the
+    sink's own, jobs J1, J2, job-<n>, or settings the server refuses),
+    ~15% rolled back, savepoints rolled back and released, payloads '',
+    NULL, 10 kB, non-ASCII, ids unique for the run and the edge ids -1, 0,
+    int32 and int64 limits once a round; rows
     the documentation says are refused when written (a NULL key, a bad row
     kind, ON CONFLICT through the foreign table and through the routing
     parent, with a committed id or a new one, a foreign table on the
@@ -100,11 +100,13 @@ database "fuzz".  Each round:
   emptied; when a sink cannot be dropped, DROP EXTENSION ... CASCADE and
   CREATE EXTENSION again.
 
-For each failure the run's log (logs/fuzz.log, kept with the server log
-when the run fails) gets a reproduction: the seed and round, and the calls
-of each session that named the sink or stream concerned (for a crash, the
-calls in flight when it happened), as runnable SQL with the role, commit
-user and outcome.
+For each failure (the first three of each kind, and every loss of rows
+from a sink whose drain did not fail) the run's log (logs/fuzz.log, kept
+with the server log when the run fails) gets a reproduction: the seed and
+round, and the calls of each session that named the sink or stream
+concerned (for a crash, the calls on the backend that died and those in
+flight when it happened, the committer's requests that lost their answer
+first), as runnable SQL with the role, commit user and outcome.
 
 --scenario NAME (repeatable; "all" for each; "list" lists them) runs
 instead of random sessions one directed sequence per round, with the same
@@ -1715,6 +1717,7 @@ class Fuzz:
         self.fuzz_kills = collections.Counter()
         self.failures = []
         self.harness_errors = 0
+        self.reproduced = collections.Counter()
         self.probes = 0
         self.log_offsets = {}
         self.ctl = None
@@ -1925,9 +1928,15 @@ class Fuzz:
             n, " (%s)" % scenario if scenario else "", time.time() - t_start, sum(len(s.trace) for s in sessions),
             counts["write"], counts["ddl"], ",".join("%s:%d" % kv for kv in sorted(kills.items())) or "0", nc, ni,
             "ok" if not failures else "FAIL"))
+        undrained = set().union(*(f.sinks for f in failures if f.kind == "drain"))
         for f in failures:
             log("  %s %s: %s" % ("CRASH" if f.kind == "crash" else "INVARIANT", f.kind, f.detail))
-            self.reproduction(f, sessions + [drain_session])
+            # the first three of each kind of failure get their reproduction (a
+            # long run repeats them by the hundred), and every loss of rows from
+            # a sink whose drain did not fail (no commit failing for them all)
+            self.reproduced[f.signature()] += 1
+            if self.reproduced[f.signature()] <= 3 or f.kind == "missing" and not f.sinks & undrained:
+                self.reproduction(f, sessions + [drain_session])
         self.failures += failures
         self.teardown(n)
         return failures
