@@ -11,6 +11,7 @@
 #   ps_copy_tree "$PS_REPO_ROOT" "$PS_WORK/src"
 #   ps_build_install "$PS_WORK/src" # make COPT=-Werror && make install
 #   ps_cluster_start demo           # initdb (once) + start, unix socket only
+#                                   # (PS_SERVER_ENV: extra environment for it)
 #   ps_cluster_psql demo -c 'select 1'
 #   ps_cluster_stop demo            # fast stop (cleanup uses immediate)
 #   ps_copy_py                      # test/py/*.py into $PS_WORK/py
@@ -340,13 +341,33 @@ ps_cluster_running() {
 	ps_as_pg pg_ctl status -D "$data" >/dev/null 2>&1
 }
 
-# ps_cluster_start NAME -- create if needed and start (idempotent).
+# ps_server_env -- the words of PS_SERVER_ENV, one per line: extra
+# environment (VAR=value, separated by blanks; a value holds no blank) that
+# ps_cluster_start gives pg_ctl start and so the postmaster and every
+# process it starts, such as a sanitizer runtime preloaded by the caller:
+#   PS_SERVER_ENV="LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libasan.so.8 ASAN_OPTIONS=detect_leaks=0"
+# Fails, naming it, on a word that is not VAR=value.
+ps_server_env() {
+	local w
+	local -a words=()
+	read -ra words <<<"${PS_SERVER_ENV:-}"
+	for w in "${words[@]}"; do
+		[[ $w =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || ps_die "PS_SERVER_ENV: \"$w\" is not VAR=value"
+		printf '%s\n' "$w"
+	done
+}
+
+# ps_cluster_start NAME -- create if needed and start (idempotent), with
+# PS_SERVER_ENV's environment (see ps_server_env).
 ps_cluster_start() {
-	local name=${1:-main} cdir
+	local name=${1:-main} cdir senv
+	local -a server_env=()
 	ps_cluster_create "$name"
 	ps_cluster_running "$name" && return 0
 	cdir=$(_ps_cdir "$name")
-	if ! ps_as_pg pg_ctl start -D "$cdir/data" -l "$cdir/server.log" -w -t 60 >/dev/null; then
+	senv=$(ps_server_env) || return 1
+	[[ -n $senv ]] && mapfile -t server_env <<<"$senv"
+	if ! ps_as_pg "${server_env[@]}" pg_ctl start -D "$cdir/data" -l "$cdir/server.log" -w -t 60 >/dev/null; then
 		tail -n 40 "$cdir/server.log" >&2 || true
 		ps_die "could not start cluster $name"
 	fi

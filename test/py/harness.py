@@ -1,8 +1,9 @@
 """harness -- what paimon_sink's Python test programs share.
 
-test/py/job.py and test/py/bench.py (run as the invoking user, root or not)
-and test/py/soak.py and test/py/demo_ckpt.py (run as the server's OS user
-inside a cluster their bash wrapper made) import it from beside them; the
+test/py/job.py, test/py/bench.py, test/py/cdc.py and test/py/fuzz.py (run
+as the invoking user, root or not) and test/py/soak.py and
+test/py/demo_ckpt.py (run as the server's OS user inside a cluster their
+bash wrapper made) import it from beside them; the
 wrappers of the last two copy this folder into their temp dir, so that the
 OS user postgres can read it wherever the checkout is.  It holds:
 
@@ -70,6 +71,21 @@ PGBIN = os.environ.get("PS_PGBIN") or "/usr/lib/postgresql/15/bin"
 WRITERS_READY_SQL = ("SELECT count(*) FILTER (WHERE ready) = "
                      "current_setting('paimon_sink.writers_per_database')::int "
                      "AND count(*) FILTER (WHERE NOT ready) = 0 FROM paimon_sink.writers")
+
+
+def server_env():
+    """server_env returns the environment to start a server with: this
+    process's, plus the VAR=value words of PS_SERVER_ENV (blank-separated,
+    as test/lib/cluster.sh's ps_server_env reads them), such as a sanitizer
+    runtime the caller preloads into the postmaster; a word that is not
+    VAR=value raises ValueError."""
+    env = dict(os.environ)
+    for word in (os.environ.get("PS_SERVER_ENV") or "").split():
+        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
+            raise ValueError('PS_SERVER_ENV: "%s" is not VAR=value' % word)
+        k, v = word.split("=", 1)
+        env[k] = v
+    return env
 
 
 def pg_user():
@@ -142,7 +158,8 @@ def keep_logs(work, server_logs, prefix):
     directory."""
     if not work or not os.path.isdir(work):
         return
-    keep = tempfile.mkdtemp(prefix=prefix)
+    # /tmp itself: under test/check TMPDIR is inside the temp dir the cleanup removes
+    keep = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
     for f in glob.glob(os.path.join(work, "logs", "*")):
         if os.path.isfile(f):
             shutil.copy2(f, keep)
@@ -444,8 +461,8 @@ class Cluster(ClusterFolder):
             f.write(conf)
 
     def start(self):
-        """start starts the cluster (ps_cluster_start) and waits until it
-        accepts connections."""
+        """start starts the cluster (ps_cluster_start, which gives the server
+        PS_SERVER_ENV's environment) and waits until it accepts connections."""
         self.sh("ps_cluster_start", self.name)
 
     def cleanup(self):
@@ -518,14 +535,14 @@ class Node(ClusterFolder):
         self.cdir = cdir
         self.name = name or os.path.basename(cdir)
 
-    def run(self, prog, *args, timeout=120):
-        """run runs PostgreSQL's program prog (of PGBIN) with args and returns
-        its output (stdout and stderr); a failure raises RuntimeError with
-        the output."""
+    def run(self, prog, *args, timeout=120, env=None):
+        """run runs PostgreSQL's program prog (of PGBIN) with args (and env
+        for its environment, when given) and returns its output (stdout and
+        stderr); a failure raises RuntimeError with the output."""
         cmd = [os.path.join(PGBIN, prog)] + [str(a) for a in args]
         try:
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=timeout)
+                               timeout=timeout, env=env)
         except subprocess.TimeoutExpired as e:
             raise RuntimeError("%s: timed out after %ds: %s" % (" ".join(cmd), timeout, e.output or ""))
         if r.returncode != 0:
@@ -533,9 +550,10 @@ class Node(ClusterFolder):
         return r.stdout
 
     def start(self, timeout=60):
-        """start starts the node (pg_ctl start -w) with its log in server_log."""
+        """start starts the node (pg_ctl start -w) with its log in server_log,
+        and PS_SERVER_ENV's environment (server_env)."""
         self.run("pg_ctl", "start", "-D", self.datadir, "-l", self.server_log, "-w", "-t", timeout,
-                 timeout=timeout + 30)
+                 timeout=timeout + 30, env=server_env())
 
     def stop(self, mode="fast", timeout=60):
         """stop stops the node with pg_ctl stop -m mode (fast, immediate, ...)
