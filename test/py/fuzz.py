@@ -1670,11 +1670,12 @@ ROUND_SQL_OWNER2 = "SELECT * FROM paimon_sink.create_sink('fz_b', 'public.fz_tb'
 
 CATALOG_SQL = """
 SELECT d.sink_id, d.sink_name, f.relname, t.relname, d.mode, d.row_kind_column, d.default_commit_user,
-       d.owner_role::oid, r.rolname
+       s.owner_role::oid, r.rolname
   FROM paimon_sink.sink_definition d
+  JOIN paimon_sink.sinks s ON s.sink_id = d.sink_id
   LEFT JOIN pg_class f ON f.oid = d.foreign_table
   LEFT JOIN pg_class t ON t.oid = d.target_table
-  LEFT JOIN pg_roles r ON r.oid = d.owner_role
+  LEFT JOIN pg_roles r ON r.oid = s.owner_role
 """
 
 
