@@ -29,6 +29,7 @@ OBJS = \
 	src/handoff_queue.o \
 	src/liveness.o \
 	src/handoff_failure.o \
+	src/stream_lock.o \
 	src/fdw.o \
 	src/fdw_session.o \
 	src/value_encoding.o \
@@ -79,7 +80,7 @@ REGRESS = setup append errors upsert retract upgrade wal properties overwrite si
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
-ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop
+ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 

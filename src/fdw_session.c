@@ -27,6 +27,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/typcache.h"
 #include "version.h"
 
@@ -244,20 +245,22 @@ fdw_sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 /*
  * read_commit_user_state returns the commit user's fence epoch now (see
  * recover()), 0 for a commit user the sink has never seen, and refuses a
- * commit user whose input has ended, since its rows could never be committed.
+ * commit user whose input has ended (end_input() prepared its checkpoint),
+ * since its rows could never be committed.
  */
 static uint64
 read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 {
 	CommitUserMarks marks;
 	bool found = metadata_read_commit_user(sink->sink_id, commit_user, true, &marks);
-	bool ended = found && marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT;
+	bool ended = found && (marks.last_committed == PAIMON_SINK_END_INPUT_CHECKPOINT ||
+						   marks.last_prepared == PAIMON_SINK_END_INPUT_CHECKPOINT);
 
 	if (ended)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("commit user \"%s\" of sink \"%s\" has ended its input", commit_user,
 							   sink->name),
-						errdetail("end_input() committed its last checkpoint; rows written now "
+						errdetail("end_input() prepared its last checkpoint; rows written now "
 								  "could never be committed."),
 						errhint("Write with a new commit user (paimon_sink.commit_user).")));
 	return found ? marks.fence_epoch : 0;
@@ -308,6 +311,39 @@ session_epochs_invalidate(Datum arg, Oid relid)
 	epoch_invalidations++;
 	foreach (lc, session_epochs)
 		((SessionEpoch *) lfirst(lc))->current = false;
+}
+
+/*
+ * fdw_session_refuse_ended refuses (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+ * at a transaction's hand-off a commit user whose input ended since the
+ * session last read its state: handoff.c calls it holding the commit user's
+ * lock (stream_lock.c), after taking in invalidations, so that end_input()
+ * has either taken this transaction's rows or is seen here.  The state is
+ * read only when an invalidation came since (end_input() sends one as it
+ * prepares); the fence epoch is left to the next write (a zombie's rows are
+ * fenced at the barrier whether its commit succeeds or not).
+ */
+void
+fdw_session_refuse_ended(int32 sink_id, const pg_uuid_t *sink_uuid, const char *commit_user)
+{
+	ListCell *lc;
+	SinkInfo sink;
+
+	foreach (lc, session_epochs)
+	{
+		SessionEpoch *entry = lfirst(lc);
+
+		if (memcmp(&entry->sink_uuid, sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+			strcmp(entry->commit_user, commit_user) == 0 && entry->current)
+			return;
+	}
+	/* at a commit's pre-commit no snapshot is active: the reads take one */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	/* a dropped sink: drop_sink and the writers see to its rows */
+	if (metadata_sink_by_id(sink_id, &sink) &&
+		memcmp(&sink.sink_uuid, sink_uuid, sizeof(pg_uuid_t)) == 0)
+		(void) read_commit_user_state(&sink, commit_user);
+	PopActiveSnapshot();
 }
 
 /*

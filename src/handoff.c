@@ -42,6 +42,7 @@
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "fault.h"
+#include "fdw_session.h"
 #include "handoff.h"
 #include "handoff_queue.h"
 #include "liveness.h"
@@ -52,6 +53,8 @@
 #include "shared_state.h"
 #include "storage/buffile.h"
 #include "storage/latch.h"
+#include "stream_lock.h"
+#include "utils/inval.h"
 #include "utils/resowner.h"
 #include "utils/memutils.h"
 #include "utils/lsyscache.h"
@@ -92,6 +95,7 @@ struct PendingStream
 	bool routed;		 /* its writer and bucket are picked (handoff_queue_route) */
 	int32 routed_bucket; /* the bucket it is handed off under */
 	uint64 fence_epoch;	 /* the lowest any statement of it saw */
+	bool locked;		 /* holds its commit user's lock (stream_lock.c) */
 	List *chunks;		 /* PendingChunk * */
 	uint64 rows;
 	List *marks; /* SavepointMark *, innermost last */
@@ -574,6 +578,26 @@ route_stream(PendingStream *stream)
 	stream->routed = true;
 }
 
+/*
+ * lock_stream takes, before a stream's first hand-off, the lock that orders
+ * the transaction against end_input() of the stream's commit user
+ * (stream_lock.c), then takes in what committed meanwhile and refuses the
+ * commit user if its input ended since the transaction's first write
+ * (fdw_session_refuse_ended): its rows could never commit.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE for that, and what a lock wait
+ * raises.
+ */
+static void
+lock_stream(PendingStream *stream)
+{
+	if (stream->locked)
+		return;
+	stream_lock_for_write(stream->id.sink_id, stream->id.commit_user);
+	AcceptInvalidationMessages();
+	fdw_session_refuse_ended(stream->id.sink_id, &stream->id.sink_uuid, stream->id.commit_user);
+	stream->locked = true;
+}
+
 /* Send one chunk of a stream's rows; streamed: while the transaction runs. */
 static void
 send_chunk(ActiveHandoff *handoff, PendingStream *stream, PendingChunk *chunk,
@@ -610,6 +634,7 @@ stream_rows(PendingStream *stream)
 	PendingChunk *last = llast(stream->chunks);
 	ListCell *lc;
 
+	lock_stream(stream);
 	route_stream(stream);
 	handoff = writer_handoff(stream->writer_index);
 	foreach (lc, stream->chunks)
@@ -645,8 +670,12 @@ send_pending_rows(void)
 	ListCell *lc;
 
 	foreach (lc, pending_streams)
-		if (((PendingStream *) lfirst(lc))->rows > 0)
-			route_stream(lfirst(lc));
+	{
+		if (((PendingStream *) lfirst(lc))->rows == 0)
+			continue;
+		lock_stream(lfirst(lc));
+		route_stream(lfirst(lc));
+	}
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		ActiveHandoff *handoff = writer_handoffs ? writer_handoffs[w] : NULL;

@@ -512,8 +512,7 @@ metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64
 
 	(void) statement_execute(&statements[move], args, lengthof(args), 0);
 	/* what the sessions that write for the commit user refuse on */
-	if (move == MARK_NEW_FENCE_EPOCH ||
-		(move == MARK_RAISE_COMMITTED && checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT))
+	if (move == MARK_NEW_FENCE_EPOCH || checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		invalidate_commit_users();
 }
 

@@ -33,6 +33,7 @@
 #include "metadata.h"
 #include "prepare.h"
 #include "request.h"
+#include "stream_lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -394,6 +395,9 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	Assert(!next_own || own_user != NULL);
 	work_begin();
 	sink = work_require_sink(sink_id);
+	/* every transaction writing under the commit user is over, and new ones wait */
+	if (!next_own && checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
+		stream_lock_for_end_input(sink_id, sink->name, commit_user);
 	if (next_own)
 	{
 		strlcpy(own_user, sink->default_commit_user, PAIMON_SINK_COMMIT_USER_MAXLEN + 1);
