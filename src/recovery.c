@@ -474,40 +474,52 @@ recovery_remove_dropped_sinks(void)
 }
 
 /*
- * restore_fence begins the restore of a commit user of a sink to
- * checkpoint "restored" (negative: its last committed one, which it
- * returns): a stale restore is refused, then the failed attempt is fenced.
+ * restore_fence begins the restore of a commit user of sinks (one sink, or
+ * a group's members, an integer List of sink ids) to checkpoint "restored"
+ * (negative: the first sink's last committed one, which it returns): a
+ * stale restore of any of them is refused, then the failed attempt is
+ * fenced on every one, in one transaction, so that a refused restore
+ * fences none (rows of its transactions would be left out of every later
+ * checkpoint, though the call that did it failed).
  */
 static int64
-restore_fence(int32 sink_id, const char *commit_user, int64 restored)
+restore_fence(List *sink_ids, const char *commit_user, int64 restored)
 {
-	int64 last_committed;
+	ListCell *lc;
 
 	work_begin();
-	(void) work_require_sink(sink_id);
-	last_committed = metadata_commit_user_marks(sink_id, commit_user, true).last_committed;
-	/* restart_job() without a checkpoint of its own: where the commit user stands now */
-	if (restored < 0)
-		restored = last_committed;
-	if (restored < last_committed)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("stale restore: checkpoint %lld is below the last committed "
-							   "checkpoint %lld of commit user \"%s\"",
-							   (long long) restored, (long long) last_committed, commit_user),
-						errdetail("Replaying from checkpoint %lld would commit the rows of "
-								  "checkpoints %lld to %lld a second time; nothing was changed.",
-								  (long long) restored, (long long) restored + 1,
-								  (long long) last_committed),
-						errhint("Restore the job from checkpoint %lld or later, or move its source "
-								"past what checkpoint %lld committed.",
-								(long long) last_committed, (long long) last_committed)));
+	foreach (lc, sink_ids)
+	{
+		int64 last_committed;
+
+		(void) work_require_sink(lfirst_int(lc));
+		last_committed =
+			metadata_commit_user_marks(lfirst_int(lc), commit_user, true).last_committed;
+		/* restart_job() without a checkpoint of its own: where the commit user stands now */
+		if (restored < 0)
+			restored = last_committed;
+		if (restored < last_committed)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("stale restore: checkpoint %lld is below the last committed "
+							"checkpoint %lld of commit user \"%s\"",
+							(long long) restored, (long long) last_committed, commit_user),
+					 errdetail("Replaying from checkpoint %lld would commit the rows of "
+							   "checkpoints %lld to %lld a second time; nothing was changed.",
+							   (long long) restored, (long long) restored + 1,
+							   (long long) last_committed),
+					 errhint("Restore the job from checkpoint %lld or later, or move its source "
+							 "past what checkpoint %lld committed.",
+							 (long long) last_committed, (long long) last_committed)));
+	}
 
 	/*
 	 * Fence the failed attempt first: batches of transactions that began
 	 * writing before this commit are left out of every later checkpoint,
 	 * even those that reach a writer after the discard below.
 	 */
-	metadata_move_marks(MARK_NEW_FENCE_EPOCH, sink_id, commit_user, 0);
+	foreach (lc, sink_ids)
+		metadata_move_marks(MARK_NEW_FENCE_EPOCH, lfirst_int(lc), commit_user, 0);
 	work_end();
 	return restored;
 }
@@ -627,7 +639,8 @@ void
 recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
 				 CommitterRequest *request)
 {
-	restored = request->checkpoint_id = restore_fence(sink_id, commit_user, restored);
+	restored = request->checkpoint_id =
+		restore_fence(list_make1_int(sink_id), commit_user, restored);
 	commit_up_to(sink_id, commit_user, restored, request);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	restore_discard(sink_id, commit_user, restored, request);
@@ -636,8 +649,9 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 
 /*
  * recovery_restore_group serves recover() of a sink group: every member's
- * commit user is fenced and checked as recovery_restore does (a negative
- * "restored" is the first member's last committed checkpoint), their
+ * commit user is checked, then fenced, as recovery_restore does, all or
+ * none (a negative "restored" is the first member's last committed
+ * checkpoint), their
  * prepared checkpoints up to "restored" are committed together, in one
  * prepared transaction (commit_group_up_to), and then what each staged or
  * prepared after it is discarded.
@@ -649,9 +663,7 @@ recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, 
 	List *members = commit_group_members(group_id);
 	ListCell *lc;
 
-	foreach (lc, members)
-		restored = restore_fence(lfirst_int(lc), commit_user, restored);
-	request->checkpoint_id = restored;
+	restored = request->checkpoint_id = restore_fence(members, commit_user, restored);
 	commit_group_up_to(group_id, commit_user, restored, request);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	foreach (lc, members)

@@ -619,6 +619,13 @@ paimon_sink_create_sink(PG_FUNCTION_ARGS)
 	sql_require_prepared_transactions();
 	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "create_sink must return a row");
+	/*
+	 * Held to the end: the layout is read from the target's columns, and an
+	 * ALTER TABLE committing meanwhile (a column dropped) would leave the
+	 * sink a column its target no longer has.
+	 */
+	if (OidIsValid(options.target))
+		LockRelationOid(options.target, AccessShareLock);
 	check_sink_basics(&options);
 	check_upsert_target(&options);
 	check_bucket_key(&options);

@@ -1063,6 +1063,14 @@ class Session(threading.Thread):
             rec.add("-- refused: %s" % describe(e))
             self.execute(cur, rec, "ROLLBACK TO SAVEPOINT bad")
             return
+        # a DETACH meanwhile sends part 1 to the default partition, a plain
+        # table that takes ON CONFLICT: taken only when fz_a is still attached
+        if "routing parent" in what and not self.execute(
+                cur, rec, "SELECT 1 FROM pg_catalog.pg_inherits WHERE inhparent = 'public.fz_router'::regclass "
+                          "AND inhrelid = pg_catalog.to_regclass('public.fz_a')"):
+            rec.add("-- taken by the default partition: fz_a was detached meanwhile")
+            self.execute(cur, rec, "ROLLBACK TO SAVEPOINT bad")
+            return
         rec.add("-- ACCEPTED: %s" % what)
         if "routing parent" not in what:
             what += " (sink %s)" % sink["name"]

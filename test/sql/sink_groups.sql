@@ -87,3 +87,33 @@ SELECT paimon_sink.drop_sink('grp_a_sink');
 SELECT paimon_sink.drop_sink('grp_c_sink');
 DROP TABLE grp_b, grp_a, grp_c;
 RESET ROLE;
+
+-- a group's restore refused as stale for one member fences none: the
+-- other member's fence epoch stays, so its writers' rows still commit
+SET ROLE regress_sink_owner;
+CREATE TABLE fence_a (id int PRIMARY KEY);
+CREATE TABLE fence_b (id int PRIMARY KEY);
+SELECT sink_name FROM paimon_sink.create_sink('fence_a_sink', 'fence_a');
+SELECT sink_name FROM paimon_sink.create_sink('fence_b_sink', 'fence_b');
+SET paimon_sink.commit_user = 'job-f';
+INSERT INTO fence_a_sink VALUES (1);
+INSERT INTO fence_b_sink VALUES (1);
+SELECT count(*) FROM paimon_sink.prepare_commit('fence_a_sink', 'job-f', 1);
+SELECT count(*) FROM paimon_sink.commit('fence_a_sink', 'job-f', 1);
+SELECT count(*) FROM paimon_sink.prepare_commit('fence_b_sink', 'job-f', 2);
+SELECT count(*) FROM paimon_sink.commit('fence_b_sink', 'job-f', 2);
+SELECT paimon_sink.create_sink_group('fence_grp', ARRAY['fence_a_sink', 'fence_b_sink']);
+INSERT INTO fence_a_sink VALUES (2);
+SELECT * FROM paimon_sink.recover('fence_grp', 'job-f', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT s.sink_name, u.fence_epoch FROM paimon_sink.commit_user_state u
+  JOIN paimon_sink.sink_definition s USING (sink_id)
+ WHERE u.commit_user = 'job-f' ORDER BY 1;
+SELECT paimon_sink.drop_sink_group('fence_grp');
+SELECT count(*) FROM paimon_sink.prepare_commit('fence_a_sink', 'job-f', 3);
+SELECT count(*) FROM paimon_sink.commit('fence_a_sink', 'job-f', 3);
+SELECT id FROM fence_a ORDER BY id;
+SELECT paimon_sink.drop_sink('fence_a_sink');
+SELECT paimon_sink.drop_sink('fence_b_sink');
+DROP TABLE fence_a, fence_b;
+RESET ROLE;
