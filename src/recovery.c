@@ -474,16 +474,13 @@ recovery_remove_dropped_sinks(void)
 }
 
 /*
- * restore_fence begins the restore of a commit user of sinks (one sink, or
+ * restore_check begins the restore of a commit user of sinks (one sink, or
  * a group's members, an integer List of sink ids) to checkpoint "restored"
  * (negative: the first sink's last committed one, which it returns): a
- * stale restore of any of them is refused, then the failed attempt is
- * fenced on every one, in one transaction, so that a refused restore
- * fences none (rows of its transactions would be left out of every later
- * checkpoint, though the call that did it failed).
+ * stale restore of any of them is refused, before anything changed.
  */
 static int64
-restore_fence(List *sink_ids, const char *commit_user, int64 restored)
+restore_check(List *sink_ids, const char *commit_user, int64 restored)
 {
 	ListCell *lc;
 
@@ -494,7 +491,7 @@ restore_fence(List *sink_ids, const char *commit_user, int64 restored)
 
 		(void) work_require_sink(lfirst_int(lc));
 		last_committed =
-			metadata_commit_user_marks(lfirst_int(lc), commit_user, true).last_committed;
+			metadata_commit_user_marks(lfirst_int(lc), commit_user, false).last_committed;
 		/* restart_job() without a checkpoint of its own: where the commit user stands now */
 		if (restored < 0)
 			restored = last_committed;
@@ -512,16 +509,33 @@ restore_fence(List *sink_ids, const char *commit_user, int64 restored)
 							 "past what checkpoint %lld committed.",
 							 (long long) last_committed, (long long) last_committed)));
 	}
-
-	/*
-	 * Fence the failed attempt first: batches of transactions that began
-	 * writing before this commit are left out of every later checkpoint,
-	 * even those that reach a writer after the discard below.
-	 */
-	foreach (lc, sink_ids)
-		metadata_move_marks(MARK_NEW_FENCE_EPOCH, lfirst_int(lc), commit_user, 0);
 	work_end();
 	return restored;
+}
+
+/*
+ * restore_fence fences the failed attempt of a commit user of sinks (the
+ * List of restore_check), in one transaction, once its checkpoints up to
+ * the restored one are committed: batches of transactions that began
+ * writing before this commit are left out of every later checkpoint, even
+ * those that reach a writer after the discard that follows.  After the
+ * commit, so that a restore that fails before it (a stale one, a commit
+ * its target refuses) fences none: their rows would be left out though
+ * the call failed.
+ */
+static void
+restore_fence(List *sink_ids, const char *commit_user)
+{
+	ListCell *lc;
+
+	work_begin();
+	foreach (lc, sink_ids)
+	{
+		(void) work_require_sink(lfirst_int(lc));
+		(void) metadata_commit_user_marks(lfirst_int(lc), commit_user, true);
+		metadata_move_marks(MARK_NEW_FENCE_EPOCH, lfirst_int(lc), commit_user, 0);
+	}
+	work_end();
 }
 
 /*
@@ -639,9 +653,11 @@ void
 recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mode,
 				 CommitterRequest *request)
 {
-	restored = request->checkpoint_id =
-		restore_fence(list_make1_int(sink_id), commit_user, restored);
+	List *sink_ids = list_make1_int(sink_id);
+
+	restored = request->checkpoint_id = restore_check(sink_ids, commit_user, restored);
 	commit_up_to(sink_id, commit_user, restored, request);
+	restore_fence(sink_ids, commit_user);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	restore_discard(sink_id, commit_user, restored, request);
 	restore_end(commit_user, mode, request);
@@ -649,12 +665,12 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 
 /*
  * recovery_restore_group serves recover() of a sink group: every member's
- * commit user is checked, then fenced, as recovery_restore does, all or
- * none (a negative "restored" is the first member's last committed
- * checkpoint), their
+ * commit user is checked as recovery_restore does (a negative "restored"
+ * is the first member's last committed checkpoint), their
  * prepared checkpoints up to "restored" are committed together, in one
- * prepared transaction (commit_group_up_to), and then what each staged or
- * prepared after it is discarded.
+ * prepared transaction (commit_group_up_to), then every member is fenced,
+ * in one transaction, and what each staged or prepared after it is
+ * discarded.
  */
 void
 recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, int mode,
@@ -663,8 +679,9 @@ recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, 
 	List *members = commit_group_members(group_id);
 	ListCell *lc;
 
-	restored = request->checkpoint_id = restore_fence(members, commit_user, restored);
+	restored = request->checkpoint_id = restore_check(members, commit_user, restored);
 	commit_group_up_to(group_id, commit_user, restored, request);
+	restore_fence(members, commit_user);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	foreach (lc, members)
 		restore_discard(lfirst_int(lc), commit_user, restored, request);

@@ -130,6 +130,21 @@ SELECT checkpoint_id, row_count, newly_committed
 SELECT checkpoint_id, row_count FROM paimon_sink.end_input('edge_sink', NULL);
 SELECT id, note FROM edge_target WHERE id >= 10 ORDER BY id;
 
+-- a restore that fails before its end fences nothing: its commit of the
+-- restored checkpoint refused by the target (a duplicate key) leaves the
+-- commit user's fence epoch as it was, so no writer's rows are left out
+CREATE TABLE fence_target (id int PRIMARY KEY);
+SELECT sink_name FROM paimon_sink.create_sink('fence_sink', 'fence_target');
+SET paimon_sink.commit_user = 'fence-job';
+INSERT INTO fence_sink VALUES (1);
+INSERT INTO fence_sink VALUES (1);
+SELECT count(*) FROM paimon_sink.prepare_commit('fence_sink', 'fence-job', 1);
+SELECT * FROM paimon_sink.recover('fence_sink', 'fence-job', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence_epoch FROM paimon_sink.commit_user_state WHERE commit_user = 'fence-job';
+SELECT paimon_sink.drop_sink('fence_sink', force => true);
+DROP TABLE fence_target;
+
 -- the superuser's fault functions refuse NULLs and odd counts
 RESET ROLE;
 SELECT paimon_sink.inject_fault(NULL, 'error');
