@@ -34,7 +34,7 @@ PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
 	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format
-	postgresql-15-wal2json clang-14 libclang-rt-14-dev)
+	postgresql-15-wal2json clang-14 libclang-rt-14-dev sqlsmith)
 # The system PostgreSQL's library folder, where Debian's packages (wal2json)
 # put their plugins.
 PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/15/lib
