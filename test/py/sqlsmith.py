@@ -29,6 +29,12 @@ a throwaway cluster with a database "smith" in which
   sqlsmith reaches prepare_commit, commit, checkpoint, restart_job,
   recover, ... from any place of a query.
 
+sqlsmith (1.4) runs each query in BEGIN ... ROLLBACK: its writes into the
+sinks are rolled back (the session side of a write, then its abort), and
+the functions that refuse a transaction block (prepare_commit, commit,
+checkpoint, recover, restart_job, ...) get only as far as their argument
+checks and that refusal (25001); test/fuzz calls them outside one.
+
 Then it runs sqlsmith connected as smith_owner (--exclude-catalog: the
 relations it draws from are the extension's views and tables and
 smith_owner's, the functions every function of the cluster) in rounds of
