@@ -87,9 +87,51 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
+# SANITIZE=1: the library built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, for a server started with the sanitizer
+# runtime preloaded (PostgreSQL's binary is not instrumented;
+# test/lib/cluster.sh's ps_sanitizer_env prints that environment, and
+# test/check's suite sanitize uses it).  Built by clang (PostgreSQL's
+# $(CLANG), the one its JIT uses), whose runtime libclang_rt.asan carries
+# UBSan's handlers too: one runtime, one report file per process.  gcc
+# links two, libasan and libubsan, whose internals interpose each other:
+# UBSan's reports ignore log_path and its start sends ASan's to stderr.
+# UBSan reports and goes on (the harness fails the run on any report); ASan
+# stops the process.  No bitcode: the JIT must not inline uninstrumented
+# copies of our code.  With it, paimon_sink_sanitizer_init.so
+# (test/lib/sanitizer_init.c), which the preload needs for the runtime to
+# start at all (see there).
+ifeq ($(SANITIZE),1)
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+override CC = $(or $(CLANG),clang)
+override with_llvm = no
+# the runtime as a dependency found by rpath: ldd names it, and the library
+# refuses to load without it rather than run uninstrumented checks blind
+SHLIB_LINK += $(SANITIZE_FLAGS) -shared-libsan -Wl,-rpath,$(shell $(CC) --print-runtime-dir)
+endif
+SANITIZER_INIT = test/lib/paimon_sink_sanitizer_init$(DLSUFFIX)
+# The objects of one build mode are never linked into the other: a change of
+# SANITIZE rebuilds them (.build_mode holds the mode of the objects).
+BUILD_MODE := sanitize=$(if $(filter 1,$(SANITIZE)),1,0)
+ifneq ($(BUILD_MODE),$(shell cat .build_mode 2>/dev/null))
+$(shell echo '$(BUILD_MODE)' >.build_mode)
+endif
+EXTRA_CLEAN = .build_mode $(SANITIZER_INIT)
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+ifeq ($(SANITIZE),1)
+# PostgreSQL's CFLAGS are gcc's: without the flags clang does not know, with
+# the warnings PostgreSQL's configure turns off for clang and the one its
+# bitcode build does (its headers' gnu_printf: the gcc build checks formats); no
+# _FORTIFY_SOURCE, whose checked copies of memcpy & co. ASan does not see
+override CFLAGS := $(filter-out -Wimplicit-fallthrough=3 -Wcast-function-type -fexcess-precision=standard \
+	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wno-unused-command-line-argument \
+	-Wno-compound-token-split-by-macro -Wno-ignored-attributes $(SANITIZE_FLAGS)
+override CPPFLAGS := $(CPPFLAGS) -U_FORTIFY_SOURCE
+endif
 
 # the shared TAP helpers (test/perl/PaimonSinkTest.pm); after PGXS, which empties it
 PROVE_FLAGS += -I ./test/perl
@@ -106,7 +148,20 @@ endif
 
 # Every object depends on every header: shared-memory layouts must agree;
 # and on the control file, whose version is compiled in.
-$(OBJS): $(wildcard $(srcdir)/src/*.h) $(srcdir)/paimon_sink.control
+$(OBJS): $(wildcard $(srcdir)/src/*.h) $(srcdir)/paimon_sink.control .build_mode
+
+ifeq ($(SANITIZE),1)
+all: $(SANITIZER_INIT)
+install: install-sanitizer-init
+
+# not instrumented itself: it runs before the ASan runtime is initialized
+$(SANITIZER_INIT): $(srcdir)/test/lib/sanitizer_init.c
+	$(CC) $(CFLAGS_SL) -Wall -O2 -g -shared -o $@ $< -ldl
+
+.PHONY: install-sanitizer-init
+install-sanitizer-init: $(SANITIZER_INIT) installdirs
+	$(INSTALL_SHLIB) $(SANITIZER_INIT) '$(DESTDIR)$(pkglibdir)/'
+endif
 
 .PHONY: check-format
 check-format:

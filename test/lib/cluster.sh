@@ -18,7 +18,9 @@
 #
 # Everything PostgreSQL-side runs as the unprivileged OS user "postgres"
 # when we are root (the server refuses to run as root), with a clean
-# environment.  Settings: KEEP_TMP=1 keeps the temp dir after the run.
+# environment.  Settings: KEEP_TMP=1 keeps the temp dir after the run;
+# PS_SANITIZE=1 starts every cluster (ps_cluster_start) with the sanitizer
+# runtime preloaded (see "Sanitizer builds" below).
 
 if [[ -n ${PS_CLUSTER_SH_LOADED:-} ]]; then
 	return 0
@@ -32,7 +34,7 @@ PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
 	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format
-	postgresql-15-wal2json)
+	postgresql-15-wal2json clang-14 libclang-rt-14-dev sqlsmith)
 # The system PostgreSQL's library folder, where Debian's packages (wal2json)
 # put their plugins.
 PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/15/lib
@@ -137,6 +139,187 @@ ps_build_install() {
 	"${mk[@]}" COPT="$copt" install || return 1
 }
 
+# ps_use_pgbin BINDIR -- from now on use the PostgreSQL whose binaries are
+# in BINDIR (PS_PGBIN, PS_PG_CONFIG, PS_PATH and PATH), e.g. a copy that
+# ps_pg_copy made.
+ps_use_pgbin() {
+	PS_PGBIN=$1
+	PS_PG_CONFIG=$PS_PGBIN/pg_config
+	PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	export PATH="$PS_PATH:$PATH"
+}
+
+# ps_pg_copy DEST -- a relocatable copy of the PostgreSQL of PS_PG_CONFIG
+# (its bindir, pkglibdir and sharedir at their absolute paths below DEST),
+# without any paimon_sink files; prints the copy's bindir.  PostgreSQL finds
+# its lib and share dirs relative to its binaries, so the copy runs from
+# there, and "make install DESTDIR=DEST" of an extension built against
+# PS_PG_CONFIG installs into it.
+ps_pg_copy() {
+	local dest=$1 bindir pkglibdir sharedir dir got
+	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-15)"
+	bindir=$("$PS_PG_CONFIG" --bindir)
+	pkglibdir=$("$PS_PG_CONFIG" --pkglibdir)
+	sharedir=$("$PS_PG_CONFIG" --sharedir)
+	mkdir -p "$dest"
+	# Physical path: the copied pg_config reports paths with symlinks resolved.
+	dest=$(cd -- "$dest" && pwd -P)
+	for dir in "$bindir" "$pkglibdir" "$sharedir"; do
+		mkdir -p "$dest$dir"
+		cp -a "$dir/." "$dest$dir/"
+	done
+	# The PostgreSQL copied may have a version of paimon_sink installed.
+	rm -rf "$dest$pkglibdir"/paimon_sink* "$dest$pkglibdir"/bitcode/paimon_sink* \
+		"$dest$sharedir"/extension/paimon_sink*
+	chmod -R a+rX "$dest"
+	got=$("$dest$bindir/pg_config" --pkglibdir)
+	[[ $got == "$dest$pkglibdir" ]] ||
+		ps_die "the copied PostgreSQL is not relocatable: $dest$bindir/pg_config --pkglibdir prints $got, not $dest$pkglibdir"
+	printf '%s\n' "$dest$bindir"
+}
+
+# --------------------------------------------------------------------------
+# Sanitizer builds
+#
+# "make SANITIZE=1" builds the library with AddressSanitizer and
+# UndefinedBehaviorSanitizer (clang's, whose one runtime libclang_rt.asan
+# has both; see the Makefile for why not gcc's).  PostgreSQL's own binary is
+# not instrumented, so a server runs such a library only with the runtime
+# preloaded into the postmaster (LD_PRELOAD; every backend and worker is a
+# fork of it and inherits it), with the options ps_sanitizer_env prints.
+# Each report is a file sanitizer.PID in a log folder; ps_sanitizer_reports
+# prints them and fails.
+#
+# PS_SANITIZE=1: ps_cluster_start starts clusters that way, reports into
+# PS_SANITIZER_LOGDIR if set (test/check sets it), else the cluster's folder
+# (clusters/NAME/sanitizer).  The PostgreSQL of PS_PGBIN must have a
+# SANITIZE=1 build installed: ps_sanitize_install makes one in its own copy
+# of PostgreSQL, never replacing the build other runs use.  A program that
+# starts servers itself passes the lines of "ps_sanitizer_env DIR" into the
+# environment of pg_ctl (test/py/harness.py: server_env, which Node.start
+# uses).  The same environment as one PS_SERVER_ENV (see ps_server_env),
+# for a program that takes that, such as test/fuzz:
+#   PS_SERVER_ENV="$(ps_sanitizer_env DIR | paste -sd ' ')" test/fuzz ...
+#
+# What it finds: reads and writes out of bounds of stack and global objects
+# and of malloc'd memory, use after free of malloc'd memory, wild pointers
+# (a SEGV becomes a report with its stack), and undefined behaviour (null,
+# misaligned or out-of-bounds pointers, shifts, bad bool and enum values,
+# ...) in our code.  Not a palloc'd chunk overrun inside a memory context's
+# block: PostgreSQL's allocator takes blocks from malloc and carves them.
+# --------------------------------------------------------------------------
+
+# ps_sanitize_install DIR DEST -- build the source tree DIR (a copy: it is
+# cleaned) with SANITIZE=1 (COPT as ps_build_install) and install it into
+# a copy of the PostgreSQL of PS_PG_CONFIG made under DEST (ps_pg_copy);
+# prints the copy's bindir (for ps_use_pgbin or PS_PGBIN), build output on
+# stderr.
+ps_sanitize_install() {
+	local dir=$1 dest=$2 copt=${PS_COPT--Werror} bindir
+	local -a mk=(make -C "$dir" --no-print-directory PG_CONFIG="$PS_PG_CONFIG" SANITIZE=1)
+	bindir=$(ps_pg_copy "$dest") || return 1
+	{
+		"${mk[@]}" clean >/dev/null &&
+			"${mk[@]}" -j"$(nproc 2>/dev/null || echo 2)" COPT="$copt" &&
+			"${mk[@]}" COPT="$copt" install DESTDIR="$(cd -- "$dest" && pwd -P)"
+	} >&2 || return 1
+	chmod -R a+rX "$dest"
+	printf '%s\n' "$bindir"
+}
+
+# ps_sanitizer_runtimes -- print what a server running the installed
+# paimon_sink.so of PS_PG_CONFIG (a SANITIZE=1 build) must preload, in
+# order: the sanitizer runtime it is linked with (it must come first in the
+# process), then paimon_sink_sanitizer_init.so (installed with it; see
+# test/lib/sanitizer_init.c).  Fails when the library is no SANITIZE=1
+# build.
+ps_sanitizer_runtimes() {
+	local libdir lib rt init
+	libdir=$("$PS_PG_CONFIG" --pkglibdir)
+	lib=$libdir/paimon_sink.so
+	init=$libdir/paimon_sink_sanitizer_init.so
+	[[ -f $lib ]] || {
+		ps_log "ERROR: $lib is not installed"
+		return 1
+	}
+	rt=$(ldd "$lib" | awk '$1 ~ /^libclang_rt\.asan/ && $3 ~ /^\// { print $3 }')
+	if [[ -z $rt || ! -f $init ]]; then
+		ps_log "ERROR: $lib is not a SANITIZE=1 build (it links no libclang_rt.asan, or $init is missing): make SANITIZE=1 && make SANITIZE=1 install, or use ps_sanitize_install"
+		return 1
+	fi
+	printf '%s\n' "$rt" "$init"
+}
+
+# ps_sanitizer_env LOGDIR -- print, one VAR=value a line, the environment
+# of a postmaster that runs the SANITIZE=1 build of PS_PG_CONFIG, its
+# reports going to files LOGDIR/sanitizer.PID (LOGDIR is created, writable
+# by the server's OS user).  The options:
+#   detect_leaks=0       PostgreSQL frees by memory context and process exit
+#   abort_on_error=1     an ASan report ends the process with SIGABRT, which
+#                        the postmaster treats as a crash (as the SIGSEGV
+#                        it replaces), not as an exit code 1 it would ignore
+#   handle_abort=0       a PANIC's abort() is PostgreSQL's, not a report
+#   allocator_may_return_null=1   a huge malloc fails as it would without
+#                        ASan (PostgreSQL says "out of memory"), no report
+#   quarantine_size_mb=64  freed memory held back to catch use after free,
+#                        per process: the default 256 MB times dozens of
+#                        backends and workers is too much for a test box
+#   detect_stack_use_after_return=0  (fake stacks per process: memory)
+#   UBSan: print_stacktrace=1, halt_on_error=0 (report and go on: the run
+#   fails on the report; one fault does not hide the next)
+# PostgreSQL's signal handlers stay its own: the runtime takes only SIGSEGV,
+# SIGBUS and SIGFPE (a report with the stack), and PostgreSQL sets SIGFPE's
+# after it.  ASan reserves its shadow memory (1/8 of the address space)
+# without committing it and never poisons shared memory, so shared_buffers
+# and huge pages need nothing; fork() keeps the runtime's state in each child.
+ps_sanitizer_env() {
+	local dir=$1 runtimes sym= f
+	runtimes=$(ps_sanitizer_runtimes) || return 1
+	mkdir -p "$dir"
+	chmod 1777 "$dir"
+	for f in /usr/lib/llvm-*/bin/llvm-symbolizer; do
+		[[ -x $f ]] && sym=":external_symbolizer_path=$f"
+	done
+	printf 'LD_PRELOAD=%s\n' "$(paste -sd : <<<"$runtimes")"
+	printf 'ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:handle_abort=0:allocator_may_return_null=1:quarantine_size_mb=64:detect_stack_use_after_return=0:log_path=%s/sanitizer%s\n' "$dir" "$sym"
+	printf 'UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=0:report_error_type=1:log_path=%s/sanitizer%s\n' "$dir" "$sym"
+}
+
+# ps_sanitizer_reports DIR... -- print every sanitizer report in the
+# folders DIR (files sanitizer.PID, as ps_sanitizer_env names them) and in
+# the server logs below them (*.log, postmaster.log: a report a process
+# wrote to stderr), each with its file's name; fails (1) if there is any,
+# succeeds quietly if there is none.
+ps_sanitizer_reports() {
+	local d f n=0 re='^==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: |^SUMMARY: [A-Za-z]+Sanitizer'
+	for d in "$@"; do
+		[[ -d $d ]] || continue
+		while IFS= read -r -d '' f; do
+			n=$((n + 1))
+			echo "----- sanitizer report $f"
+			cat "$f"
+		done < <(find "$d" -type f -name 'sanitizer.*' -print0 | sort -z)
+		while IFS= read -r -d '' f; do
+			if grep -qE "$re" "$f"; then
+				n=$((n + 1))
+				echo "----- sanitizer report in $f"
+				grep -E -A 30 "$re" "$f" | head -n 200
+			fi
+		done < <(find "$d" -type f \( -name '*.log' -o -name 'postmaster.log' \) -print0 | sort -z)
+	done
+	if ((n > 0)); then
+		echo "sanitizer: $n report(s)"
+		return 1
+	fi
+	return 0
+}
+
+# ps_sanitizer_logdir NAME -- where the sanitizer reports of cluster NAME
+# go: PS_SANITIZER_LOGDIR, or the cluster's folder's sanitizer/.
+ps_sanitizer_logdir() {
+	printf '%s\n' "${PS_SANITIZER_LOGDIR:-$(_ps_cdir "${1:-main}")/sanitizer}"
+}
+
 # ps_releases -- print "VERSION COMMIT" for each released version listed in
 # test/releases, in file order (comments and blank lines dropped).  Fails,
 # naming the line, on a malformed or duplicate entry.
@@ -212,7 +395,8 @@ ps_as_pg_in() {
 	local -a envv
 	envv=(env -i -C "$dir" PATH="$PS_PATH" HOME="${PS_WORK:-/tmp}" USER="$PS_PG_USER"
 		LOGNAME="$PS_PG_USER" LANG=C.UTF-8 TMPDIR="${PS_WORK:-/tmp}/tmp"
-		PS_WORK="${PS_WORK:-}" KEEP_TMP="${KEEP_TMP:-}")
+		PS_WORK="${PS_WORK:-}" KEEP_TMP="${KEEP_TMP:-}"
+		PS_SANITIZE="${PS_SANITIZE:-}" PS_SANITIZER_LOGDIR="${PS_SANITIZER_LOGDIR:-}")
 	if ps_is_root; then
 		ps_run_timed runuser -u "$PS_PG_USER" -- "${envv[@]}" "$@"
 	else
@@ -345,7 +529,7 @@ ps_cluster_running() {
 # environment (VAR=value, separated by blanks; a value holds no blank) that
 # ps_cluster_start gives pg_ctl start and so the postmaster and every
 # process it starts, such as a sanitizer runtime preloaded by the caller:
-#   PS_SERVER_ENV="LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libasan.so.8 ASAN_OPTIONS=detect_leaks=0"
+#   PS_SERVER_ENV="$(ps_sanitizer_env DIR | paste -sd ' ')"
 # Fails, naming it, on a word that is not VAR=value.
 ps_server_env() {
 	local w
@@ -358,7 +542,9 @@ ps_server_env() {
 }
 
 # ps_cluster_start NAME -- create if needed and start (idempotent), with
-# PS_SERVER_ENV's environment (see ps_server_env).
+# PS_SERVER_ENV's environment (see ps_server_env); with PS_SANITIZE=1 and no
+# LD_PRELOAD in PS_SERVER_ENV, with the sanitizer runtime preloaded
+# (ps_sanitizer_env, reports into ps_sanitizer_logdir NAME).
 ps_cluster_start() {
 	local name=${1:-main} cdir senv
 	local -a server_env=()
@@ -366,7 +552,11 @@ ps_cluster_start() {
 	ps_cluster_running "$name" && return 0
 	cdir=$(_ps_cdir "$name")
 	senv=$(ps_server_env) || return 1
-	[[ -n $senv ]] && mapfile -t server_env <<<"$senv"
+	if [[ ${PS_SANITIZE:-} == 1 && $senv != *LD_PRELOAD=* ]]; then
+		senv+=$'\n'$(ps_sanitizer_env "$(ps_sanitizer_logdir "$name")") ||
+			ps_die "PS_SANITIZE=1: no sanitizer environment for cluster $name"
+	fi
+	[[ -n ${senv//$'\n'/} ]] && mapfile -t server_env < <(grep . <<<"$senv")
 	if ! ps_as_pg "${server_env[@]}" pg_ctl start -D "$cdir/data" -l "$cdir/server.log" -w -t 60 >/dev/null; then
 		tail -n 40 "$cdir/server.log" >&2 || true
 		ps_die "could not start cluster $name"

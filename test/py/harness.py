@@ -19,6 +19,10 @@ OS user postgres can read it wherever the checkout is.  It holds:
 * RunLog: a job program's log (lines with the seconds since its start, on
   stdout and into a log file; details only into the file), and keep_logs,
   which keeps a failed run's logs and the server log past the cleanup;
+* the sanitizer runs (PS_SANITIZE=1, see test/lib/cluster.sh): the
+  environment of a server that runs the SANITIZE=1 build (sanitizer_env,
+  which server_env adds for Node.start; Cluster.start's cluster.sh does it
+  itself) and the reports it wrote (sanitizer_reports);
 * the small helpers the programs wrote each for themselves: a one-line
   error text, closing a connection quietly, nearest-rank percentiles, the
   installed library's identity, the staged files left in a data directory.
@@ -73,18 +77,23 @@ WRITERS_READY_SQL = ("SELECT count(*) FILTER (WHERE ready) = "
                      "AND count(*) FILTER (WHERE NOT ready) = 0 FROM paimon_sink.writers")
 
 
-def server_env():
+def server_env(cdir=None):
     """server_env returns the environment to start a server with: this
     process's, plus the VAR=value words of PS_SERVER_ENV (blank-separated,
     as test/lib/cluster.sh's ps_server_env reads them), such as a sanitizer
     runtime the caller preloads into the postmaster; a word that is not
-    VAR=value raises ValueError."""
+    VAR=value raises ValueError.  With PS_SANITIZE=1 and no LD_PRELOAD in
+    PS_SERVER_ENV, also sanitizer_env's, reports into sanitizer_logdir(cdir)
+    (the server's folder), as ps_cluster_start does."""
     env = dict(os.environ)
-    for word in (os.environ.get("PS_SERVER_ENV") or "").split():
+    words = (os.environ.get("PS_SERVER_ENV") or "").split()
+    for word in words:
         if not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
             raise ValueError('PS_SERVER_ENV: "%s" is not VAR=value' % word)
         k, v = word.split("=", 1)
         env[k] = v
+    if os.environ.get("PS_SANITIZE") == "1" and not any(w.startswith("LD_PRELOAD=") for w in words):
+        env.update(sanitizer_env(sanitizer_logdir(cdir or os.getcwd())))
     return env
 
 
@@ -308,6 +317,40 @@ def stage_files(datadir):
     return sorted(glob.glob(os.path.join(datadir, "pg_paimon_sink", "*", "*", "*.stage")))
 
 
+def sanitizer_env(logdir):
+    """sanitizer_env returns, as a dict to add to the environment of
+    pg_ctl start, what a server running the SANITIZE=1 build of PS_PGBIN's
+    PostgreSQL needs (test/lib/cluster.sh's ps_sanitizer_env: the runtimes
+    preloaded, their options), its reports going to files in logdir; it
+    raises RuntimeError when the installed library is no SANITIZE=1 build.
+    Clusters started through Cluster.start get it by themselves when
+    PS_SANITIZE=1; a program that starts a server itself passes it."""
+    r = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$1"; ps_sanitizer_env "$2"', "sanitizer-env",
+                        CLUSTER_SH, logdir], stdout=subprocess.PIPE, text=True)
+    env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    if r.returncode != 0 or "LD_PRELOAD" not in env:
+        raise RuntimeError("no sanitizer environment (is a SANITIZE=1 build installed? see above)")
+    return env
+
+
+def sanitizer_logdir(cdir):
+    """sanitizer_logdir returns where the sanitizer reports of the server
+    whose folder is cdir go under PS_SANITIZE=1: PS_SANITIZER_LOGDIR, or
+    cdir/sanitizer (test/lib/cluster.sh's ps_sanitizer_logdir)."""
+    return os.environ.get("PS_SANITIZER_LOGDIR") or os.path.join(cdir, "sanitizer")
+
+
+def sanitizer_reports(*folders):
+    """sanitizer_reports returns the sanitizer report files (sanitizer.PID)
+    of the servers whose folders (or ClusterFolders) are given, sorted: a
+    run under PS_SANITIZE=1 fails when there is any."""
+    out = []
+    for folder in folders:
+        d = sanitizer_logdir(folder if isinstance(folder, str) else folder.cdir)
+        out += glob.glob(os.path.join(d, "sanitizer.*"))
+    return sorted(set(out))
+
+
 class Server:
     """Server connects to one running cluster as its OS user (trust over
     the unix socket in host), to database postgres unless told otherwise."""
@@ -428,7 +471,8 @@ class Cluster(ClusterFolder):
         cmd = ["bash", "-c", 'set -euo pipefail; source "$1"; shift; "$@"', self.label + "-sh",
                CLUSTER_SH] + list(args)
         if capture:
-            return subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=check, text=True).stdout
+            return subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=stderr, check=check,
+                                  text=True).stdout
         return subprocess.run(cmd, env=env, stdout=stdout, stderr=stderr, check=check).returncode
 
     def create_workdir(self):
@@ -551,9 +595,10 @@ class Node(ClusterFolder):
 
     def start(self, timeout=60):
         """start starts the node (pg_ctl start -w) with its log in server_log,
-        and PS_SERVER_ENV's environment (server_env)."""
+        and server_env(cdir)'s environment (PS_SERVER_ENV's; under
+        PS_SANITIZE=1 the sanitizer runtime preloaded)."""
         self.run("pg_ctl", "start", "-D", self.datadir, "-l", self.server_log, "-w", "-t", timeout,
-                 timeout=timeout + 30, env=server_env())
+                 timeout=timeout + 30, env=server_env(self.cdir))
 
     def stop(self, mode="fast", timeout=60):
         """stop stops the node with pg_ctl stop -m mode (fast, immediate, ...)
