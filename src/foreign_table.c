@@ -36,6 +36,7 @@
 #include "access/xact.h"
 #include "catalog.h"
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
@@ -410,6 +411,92 @@ foreign_table_end_statement(Node *statement, int level)
 					   "while rows wait to commit, unless force => true), then run the "
 					   "statement again.",
 					   quote_literal_cstr(first->name))));
+}
+
+/*
+ * refuse_layout_change raises ERRCODE_FEATURE_NOT_SUPPORTED for a change of
+ * a sink's foreign table that its rows' layout or its tie to the sink
+ * would not survive (what, a phrase: "add a column to").
+ */
+static void
+refuse_layout_change(Oid relid, const char *what)
+{
+	List *sinks = metadata_sink_ownership(oid_array(list_make1_oid(relid)), (Datum) 0);
+	const char *name = sinks != NIL ? ((SinkOwnership *) linitial(sinks))->name : "?";
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s foreign table %s of sink \"%s\"", what, qualified_name(relid), name),
+			 errdetail("Its columns are the layout the sink stages rows in, and its option sink_id "
+					   "ties it to the sink: rows already staged are loaded in that layout."),
+			 errhint("Commit what is staged and create a sink for the other layout with "
+					 "paimon_sink.create_sink(). The table's name, schema, owner, grants and "
+					 "defaults may change freely.")));
+}
+
+/*
+ * foreign_table_refuse_alter refuses (ERRCODE_FEATURE_NOT_SUPPORTED) an
+ * ALTER FOREIGN TABLE (or ALTER TABLE) of a sink's foreign table that adds,
+ * drops, renames or retypes a column, changes its options, or gives it a
+ * parent or a type: the staged rows' layout and the load depend on its
+ * columns, and writes would fail until it was undone.  Owner, name,
+ * schema, grants, defaults and constraints stay free to change.  A
+ * statement on another relation, or while the extension is not there,
+ * passes.
+ */
+void
+foreign_table_refuse_alter(Node *statement)
+{
+	Oid relid;
+	ListCell *lc;
+
+	if (!OidIsValid(get_extension_oid("paimon_sink", true)))
+		return;
+	if (IsA(statement, RenameStmt))
+	{
+		RenameStmt *rename = (RenameStmt *) statement;
+
+		if (rename->renameType != OBJECT_COLUMN || rename->relation == NULL)
+			return;
+		relid = RangeVarGetRelid(rename->relation, NoLock, true);
+		if (OidIsValid(relid) && is_sink_table(relid))
+			refuse_layout_change(relid, "rename a column of");
+		return;
+	}
+	if (!IsA(statement, AlterTableStmt) || ((AlterTableStmt *) statement)->relation == NULL)
+		return;
+	relid = RangeVarGetRelid(((AlterTableStmt *) statement)->relation, NoLock, true);
+	if (!OidIsValid(relid) || !is_sink_table(relid))
+		return;
+	foreach (lc, ((AlterTableStmt *) statement)->cmds)
+	{
+		AlterTableCmd *command = lfirst(lc);
+
+		switch (command->subtype)
+		{
+			case AT_AddColumn:
+				refuse_layout_change(relid, "add a column to");
+				break;
+			case AT_DropColumn:
+				refuse_layout_change(relid, "drop a column of");
+				break;
+			case AT_AlterColumnType:
+				refuse_layout_change(relid, "change a column's type in");
+				break;
+			case AT_AlterColumnGenericOptions:
+			case AT_GenericOptions:
+				refuse_layout_change(relid, "change the options of");
+				break;
+			case AT_AddInherit:
+			case AT_DropInherit:
+			case AT_AddOf:
+			case AT_DropOf:
+				refuse_layout_change(relid, "change the parent or type of");
+				break;
+			default:
+				break;
+		}
+	}
 }
 
 /*

@@ -30,6 +30,7 @@ extern int foreign_table_begin_statement(void);
 extern void foreign_table_end_statement(Node *statement, int level);
 extern void foreign_table_abort_statement(int level);
 extern void foreign_table_refuse_drop_role(DropRoleStmt *statement);
+extern void foreign_table_refuse_alter(Node *statement);
 extern Datum paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_FOREIGN_TABLE_H */

@@ -328,6 +328,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		refuse_untrusted_schema("ALTER EXTENSION paimon_sink UPDATE");
 	if (IsA(statement, DropRoleStmt))
 		foreign_table_refuse_drop_role((DropRoleStmt *) statement);
+	if (IsA(statement, AlterTableStmt) || IsA(statement, RenameStmt))
+		foreign_table_refuse_alter(statement);
 	PG_TRY();
 	{
 		if (IsA(statement, CreateExtensionStmt) &&

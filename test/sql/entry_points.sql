@@ -133,7 +133,8 @@ COPY hostile.hijack FROM STDIN;
 2	hijacked
 \.
 \echo :LAST_ERROR_SQLSTATE
--- its own sink's foreign table, pointed at the victim's id
+-- its own sink's foreign table cannot be pointed at the victim's id (0A000):
+-- its rows stay its own sink's
 CREATE TABLE hostile.own (k int, v text);
 SELECT sink_name FROM paimon_sink.create_sink('own_sink', 'hostile.own');
 SELECT sink_id AS own_id FROM paimon_sink.sink_definition WHERE sink_name = 'own_sink' \gset

@@ -193,23 +193,29 @@ SELECT paimon_sink.drop_sink('orders_sink', force => true);
 SELECT count(*) FROM paimon_sink.sinks WHERE sink_name = 'orders_sink';
 SELECT count(*) FROM orders;
 RESET ROLE;
--- the sink's layout is fixed at create_sink: altering the foreign table or
--- a staged column's type in the target fails clearly, never misloads
+-- the sink's layout is fixed at create_sink: altering the foreign table's
+-- columns is refused (0A000), and a staged column's type changed in the
+-- target fails clearly, never misloads
 SET ROLE regress_sink_owner;
 CREATE TABLE layout (id int, a int, b int NOT NULL);
 SELECT sink_name FROM paimon_sink.create_sink('layout_sink', 'layout');
 INSERT INTO layout_sink VALUES (1, 10, 20);
 ALTER FOREIGN TABLE layout_sink RENAME COLUMN a TO tmp;
-ALTER FOREIGN TABLE layout_sink RENAME COLUMN b TO a;
-ALTER FOREIGN TABLE layout_sink RENAME COLUMN tmp TO b;
-INSERT INTO layout_sink VALUES (2, 30, 40);
 \echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE layout_sink ADD COLUMN c int;
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE layout_sink ALTER COLUMN b TYPE bigint;
+\echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE layout_sink DROP COLUMN a, ALTER COLUMN b SET DEFAULT 1;
+\echo :LAST_ERROR_SQLSTATE
+-- what leaves the layout alone is free
+ALTER FOREIGN TABLE layout_sink ALTER COLUMN b SET DEFAULT 1;
+ALTER FOREIGN TABLE layout_sink RENAME TO layout_sink_renamed;
+ALTER FOREIGN TABLE layout_sink_renamed RENAME TO layout_sink;
+INSERT INTO layout_sink VALUES (2, 30, 40);
 -- what was staged loads in the layout it was staged in
 SELECT row_count FROM paimon_sink.checkpoint('layout_sink');
 SELECT id, a, b FROM layout;
-ALTER FOREIGN TABLE layout_sink RENAME COLUMN a TO tmp;
-ALTER FOREIGN TABLE layout_sink RENAME COLUMN b TO a;
-ALTER FOREIGN TABLE layout_sink RENAME COLUMN tmp TO b;
 ALTER TABLE layout ALTER COLUMN a TYPE text;
 INSERT INTO layout_sink VALUES (3, 50, NULL);
 \echo :LAST_ERROR_SQLSTATE
