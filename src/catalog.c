@@ -394,6 +394,37 @@ catalog_check_owner(const SinkInfo *sink, const char *action)
 }
 
 /*
+ * catalog_missing_rights returns which of the rights needed (ACL_SELECT,
+ * ACL_INSERT, ACL_UPDATE, ACL_DELETE bits) role lacks on relation relid, as
+ * a GRANT lists them ("INSERT, DELETE"), or NULL when it has them all: on
+ * the table, or on some of its columns (a right given on columns only is
+ * left to PostgreSQL's own check at the statement, which names the one).
+ */
+char *
+catalog_missing_rights(Oid relid, Oid role, AclMode needed)
+{
+	static const struct
+	{
+		AclMode mode;
+		const char *name;
+	} rights[] = {{ACL_SELECT, "SELECT"},
+				  {ACL_INSERT, "INSERT"},
+				  {ACL_UPDATE, "UPDATE"},
+				  {ACL_DELETE, "DELETE"}};
+	AclMode have = pg_class_aclmask(relid, role, needed, ACLMASK_ALL);
+	StringInfoData missing;
+
+	if (have == needed)
+		return NULL;
+	initStringInfo(&missing);
+	for (int i = 0; i < lengthof(rights); i++)
+		if ((needed & ~have & rights[i].mode) != 0 &&
+			pg_attribute_aclcheck_all(relid, role, rights[i].mode, ACLMASK_ANY) != ACLCHECK_OK)
+			appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
+	return missing.len > 0 ? missing.data : NULL;
+}
+
+/*
  * catalog_commit_role returns the role a commit of the sink writes into
  * relid (the target, or a leaf partition an overwrite replaces) as: the
  * sink's owner, whose triggers and defaults run as for its own statement.
@@ -406,31 +437,14 @@ catalog_check_owner(const SinkInfo *sink, const char *action)
 Oid
 catalog_commit_role(const SinkInfo *sink, Oid relid, AclMode needed)
 {
-	static const struct
-	{
-		AclMode mode;
-		const char *name;
-	} rights[] = {{ACL_SELECT, "SELECT"},
-				  {ACL_INSERT, "INSERT"},
-				  {ACL_UPDATE, "UPDATE"},
-				  {ACL_DELETE, "DELETE"}};
-	AclMode have;
-	StringInfoData missing;
+	char *missing;
 	char *owner;
 	char *relation;
 
 	if (!OidIsValid(sink->owner))
 		no_owner_error(sink, "commit");
-	have = pg_class_aclmask(relid, sink->owner, needed, ACLMASK_ALL);
-	if (have == needed)
-		return sink->owner;
-	initStringInfo(&missing);
-	for (int i = 0; i < lengthof(rights); i++)
-		if ((needed & ~have & rights[i].mode) != 0 &&
-			pg_attribute_aclcheck_all(relid, sink->owner, rights[i].mode, ACLMASK_ANY) !=
-				ACLCHECK_OK)
-			appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
-	if (missing.len == 0)
+	missing = catalog_missing_rights(relid, sink->owner, needed);
+	if (missing == NULL)
 		return sink->owner;
 	owner = GetUserNameFromId(sink->owner, false);
 	relation = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
@@ -441,9 +455,9 @@ catalog_commit_role(const SinkInfo *sink, Oid relid, AclMode needed)
 		 errmsg("permission denied for table %s", get_rel_name(relid)),
 		 errdetail("Commits of sink \"%s\" run as its owner, role \"%s\" (the owner of its "
 				   "foreign table), which lacks %s on %s.",
-				   sink->name, owner, missing.data, relation),
+				   sink->name, owner, missing, relation),
 		 errhint("GRANT %s ON TABLE %s TO %s; then call commit() or checkpoint() again: nothing "
 				 "of the checkpoint was applied and it stays prepared.",
-				 missing.data, relation, quote_identifier(owner))));
+				 missing, relation, quote_identifier(owner))));
 	return InvalidOid; /* keep the compiler quiet */
 }

@@ -47,6 +47,7 @@ typedef struct SinkInfo
 
 extern SinkInfo *catalog_require_sink(const char *name);
 extern void catalog_check_owner(const SinkInfo *sink, const char *action);
+extern char *catalog_missing_rights(Oid relid, Oid role, AclMode needed);
 extern Oid catalog_commit_role(const SinkInfo *sink, Oid relid, AclMode needed);
 extern Oid catalog_extension_owner(void);
 extern char *catalog_installed_version(void);

@@ -179,27 +179,12 @@ check_create_rights(Oid target, bool upsert, bool overwrite)
 {
 	AclMode needed = ACL_INSERT | (upsert ? ACL_SELECT | ACL_UPDATE | ACL_DELETE : 0) |
 					 (overwrite ? ACL_DELETE : 0);
-	AclMode have = pg_class_aclmask(target, GetUserId(), needed, ACLMASK_ALL);
+	char *missing = catalog_missing_rights(target, GetUserId(), needed);
 	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
 	Oid schema = get_rel_namespace(target);
 	ForeignServer *server = GetForeignServerByName("paimon_sink", false);
 
-	if (have != needed)
-	{
-		static const struct
-		{
-			AclMode mode;
-			const char *name;
-		} rights[] = {{ACL_SELECT, "SELECT"},
-					  {ACL_INSERT, "INSERT"},
-					  {ACL_UPDATE, "UPDATE"},
-					  {ACL_DELETE, "DELETE"}};
-		StringInfoData missing;
-
-		initStringInfo(&missing);
-		for (int i = 0; i < lengthof(rights); i++)
-			if ((needed & ~have & rights[i].mode) != 0)
-				appendStringInfo(&missing, "%s%s", missing.len > 0 ? ", " : "", rights[i].name);
+	if (missing != NULL)
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -209,10 +194,9 @@ check_create_rights(Oid target, bool upsert, bool overwrite)
 				 upsert		 ? "read, insert into, update and delete from"
 				 : overwrite ? "insert into and delete from"
 							 : "insert into"),
-			 errhint("GRANT %s ON TABLE %s TO %s;", missing.data,
+			 errhint("GRANT %s ON TABLE %s TO %s;", missing,
 					 quote_qualified_identifier(get_namespace_name(schema), get_rel_name(target)),
 					 role)));
-	}
 	if (pg_namespace_aclcheck(schema, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						errmsg("permission denied for schema %s", get_namespace_name(schema)),
