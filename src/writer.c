@@ -54,6 +54,7 @@
 #include "liveness.h"
 #include "handoff_failure.h"
 #include "miscadmin.h"
+#include "names.h"
 #include "paimon_sink.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -457,6 +458,30 @@ stage_chunk(int index, const HandoffMessage *message, const char *rows, Size len
 }
 
 /*
+ * check_message ends the writer (an error, as a short message does) on a
+ * hand-off message that no session sends: an unknown kind, or a chunk whose
+ * stream names no sink, writer id or bucket, or an invalid commit user, or
+ * carries no row.  A message is the writer's untrusted input: its stream
+ * identity is compared and copied as strings and used to name files.  The
+ * sender's transaction then fails (its writer stopped) and rolls back.
+ */
+static void
+check_message(const HandoffMessage *message)
+{
+	const StreamIdentity *stream = &message->stream;
+	const char *problem;
+
+	if (message->kind == HANDOFF_MESSAGE_END)
+		return;
+	if (message->kind != HANDOFF_MESSAGE_CHUNK || stream->sink_id <= 0 || stream->writer_id < 0 ||
+		stream->bucket < 0 || message->row_count == 0 ||
+		memchr(stream->commit_user, '\0', sizeof(stream->commit_user)) == NULL ||
+		!paimon_sink_commit_user_is_valid(stream->commit_user, &problem))
+		elog(ERROR, "paimon_sink writer received a hand-off message no session sends (kind %u)",
+			 message->kind);
+}
+
+/*
  * poll_handoffs arms the free slots and reads what the hand-off queues
  * hold; returns true when anything arrived.
  */
@@ -497,6 +522,7 @@ poll_handoffs(void)
 			if (length < sizeof(HandoffMessage))
 				elog(ERROR, "paimon_sink writer received a short hand-off message");
 			memcpy(&message, data, sizeof(message));
+			check_message(&message);
 			if (message.kind == HANDOFF_MESSAGE_CHUNK && !reader->failed)
 				stage_chunk(s, &message, (char *) data + sizeof(message), length - sizeof(message));
 			else if (message.kind == HANDOFF_MESSAGE_END)
