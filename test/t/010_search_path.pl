@@ -25,7 +25,7 @@ use PaimonSinkTest qw(sql_statements sql_problems sql_names writers_ready start_
 my @statements = sql_statements();
 my %files = map { $_->[0] => 1 } @statements;
 cmp_ok(scalar(@statements), '>=', 60, scalar(@statements) . ' SQL statements found in the C source');
-for my $file (qw(metadata.c recovery.c sink_ddl.c upsert_merge.c version.c))
+for my $file (qw(metadata.c recovery.c foreign_table.c upsert_merge.c version.c))
 {
 	ok($files{$file}, "statements of $file are read");
 }
