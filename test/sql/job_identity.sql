@@ -166,6 +166,15 @@ SELECT row_count FROM paimon_sink.prepare_commit('gjob', 'job-g', 1, 0, fence_ep
 SELECT row_count FROM paimon_sink.commit('gjob', 'job-g', 1, :gepoch - 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT row_count FROM paimon_sink.commit('gjob', 'job-g', 1, :gepoch);
+-- a restore from the job's own state re-commits one prepared checkpoint,
+-- however far its id is from the last committed one
+BEGIN;
+SELECT paimon_sink.write_as('gjob', 'job-g', 0, :gepoch);
+INSERT INTO ga_sink VALUES (10);
+COMMIT;
+SELECT row_count FROM paimon_sink.prepare_commit('gjob', 'job-g', 10, 0, fence_epoch => :gepoch);
+SELECT checkpoint_id, recommitted_checkpoints, discarded_checkpoints, fence_epoch = :gepoch + 1 AS next_epoch
+  FROM paimon_sink.restart_job('gjob', 'job-g', restored_checkpoint_id => 10);
 SELECT (SELECT count(*) FROM ga_t) AS a_rows, (SELECT count(*) FROM gb_t) AS b_rows;
 SELECT paimon_sink.drop_sink_group('gjob');
 SELECT paimon_sink.drop_sink('ga_sink');
