@@ -16,6 +16,10 @@ OS user postgres can read it wherever the checkout is.  It holds:
   test/lib/cluster.sh lays a cluster out, for the soak's failover mode (a
   streaming standby made with pg_basebackup, promoted when its primary is
   killed);
+* Pooler: PgBouncer (Debian's package) in front of a cluster, in session
+  or transaction pooling with a small pool, as the cluster's OS user on a
+  unix socket in the temp dir (test/job --pooler), with PooledServer, a
+  Server that reaches the cluster through it;
 * RunLog: a job program's log (lines with the seconds since its start, on
   stdout and into a log file; details only into the file), and keep_logs,
   which keeps a failed run's logs and the server log past the cleanup;
