@@ -917,7 +917,6 @@ class Job:
             who, msg, t_fail = a.failed
             if self.cfg.expect_refused and self.refusals:
                 # refused as it must be: the job stops (a connector fails the job here)
-                self.failovers += 1
                 a.join()
                 return
             with self.lock:
@@ -1273,7 +1272,7 @@ def main():
         if job.chaos_on:
             job.stop_chaos(None)
         if cfg.expect_refused and job.refusals:
-            log("job refused after %.1f s (%d failure(s) before)" % (time.monotonic() - t_job, job.failovers - 1))
+            log("job refused after %.1f s (%d failure(s) before)" % (time.monotonic() - t_job, job.failovers))
             problems = verify_refused(cfg, db, job, res)
             if job.pooler is not None:
                 problems += pooler_report(job)
