@@ -32,6 +32,7 @@ OBJS = \
 	src/stream_lock.o \
 	src/fdw.o \
 	src/fdw_session.o \
+	src/fence.o \
 	src/value_encoding.o \
 	src/staged_file.o \
 	src/staged_wal.o \
@@ -41,6 +42,7 @@ OBJS = \
 	src/metadata_overwrite.o \
 	src/metadata_properties.o \
 	src/metadata_group.o \
+	src/metadata_job.o \
 	src/statement.o \
 	src/sink_ddl.o \
 	src/foreign_table.o \
@@ -53,6 +55,7 @@ OBJS = \
 	src/upsert_merge.o \
 	src/rejects.o \
 	src/write_check.o \
+	src/write_identity.o \
 	src/fault.o \
 	src/names.o \
 	src/overwrite.o \
@@ -75,7 +78,7 @@ SHLIB_LINK = -luuid
 # pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
 # so that sql/ holds only the scripts the extension ships.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
-	commit_cost types entry_points unstaged_columns arguments
+	commit_cost types entry_points unstaged_columns arguments job_identity
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

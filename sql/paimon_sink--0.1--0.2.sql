@@ -778,3 +778,110 @@ $$;
 -- it.  What the wrapper takes and refuses:
 COMMENT ON FOREIGN DATA WRAPPER paimon_sink IS
 $$The wrapper of every sink's foreign table. It takes INSERT and COPY FROM, directly or through a view, a rule, a trigger, a partitioned table it is a partition of (routed INSERT and COPY) or postgres_fdw, each with the same checks: the commit user (55000 when its input ended or it was recovered since the session joined it) and the target's NOT NULL and CHECK constraints as far as the row decides them (23502, 23514; a target column the sink does not stage is the load's to fill, and so is a constraint reading one; with a BEFORE ROW trigger on the target that the load fires, which may change any value, none is checked) and btree index row size (54000). Refused with 0A000: reading, ON CONFLICT, an UPDATE moving a row into the sink's partition, MERGE routing rows into it. Option sink_id, on foreign tables only; a foreign table that is not the one create_sink made for that sink takes no rows (HV00R).$$;
+
+-- A job's identity travels in its transaction, not its session: through a
+-- pooler in transaction mode a server connection serves many clients, and a
+-- SET of one stays for the next.  restart_job() hands the attempt a fence
+-- epoch (Kafka's initTransactions()) and sets no session setting; every
+-- write names it (write_as()), and so do prepare_commit, commit and
+-- end_input (fence_epoch); prepare_commit can check the rows a subtask sent
+-- (expected_rows).
+ALTER TABLE paimon_sink.commit_user_state ADD COLUMN epoch_required boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN paimon_sink.commit_user_state.epoch_required IS
+	'A job''s commit user: restart_job() handed it its fence epoch, and every write and every prepare_commit, commit and end_input for it must name that epoch (write_as(), fence_epoch), else 55000. A sink with such a commit user (input not ended) refuses rows that name no commit user.';
+
+CREATE FUNCTION paimon_sink.write_as(
+	sink_name text, commit_user text, writer_id integer, fence_epoch bigint)
+	RETURNS void AS 'MODULE_PATHNAME', 'paimon_sink_write_as' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.write_as(text, text, integer, bigint) IS
+$$Names, for the rest of the calling transaction, the identity of every write into sink_name (or into each member of the sink group it names): commit_user, writer_id (integer, the subtask index, 0 or more) and fence_epoch (bigint: the one restart_job() returned to the job's attempt, as Kafka's initTransactions() hands a producer its epoch; 0 for a commit user never restored), whatever the session's paimon_sink.commit_user, writer_id and fence_epoch say. Call it after BEGIN, before the transaction's INSERT or COPY: nothing depends on what an earlier transaction of the same connection set, so it is the way to write through a pooler in transaction mode. Called again for the same sink it replaces what it named; a savepoint rolled back does not undo it; the transaction's end forgets it. Returns void. Checked at once, and again at each write; the writers fence the rows of a stale epoch at the barrier. Errors: 25P01 outside a transaction block; 22004 a NULL argument; 42704 unknown sink; 22023 invalid commit user, a negative writer id or fence epoch, an epoch above the commit user's; 55000 an epoch below it (a subtask of a failed attempt), or a commit user whose input ended. Privileges: EXECUTE is granted to PUBLIC; a write still needs INSERT on the foreign table. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+GRANT EXECUTE ON FUNCTION paimon_sink.write_as(text, text, integer, bigint) TO PUBLIC;
+
+DO $$
+DECLARE
+	old_comment text;
+	fence_note text := ' Fence: fence_epoch (bigint, NULL for none) names the job attempt''s fence epoch; NULL takes the session''s paimon_sink.fence_epoch when the session''s paimon_sink.commit_user is this commit user. For a job''s commit user (restart_job() fenced it: commit_user_state.epoch_required) the call must name the current epoch: none or an older one 55000 (a subtask of a failed attempt), a newer one 22023, nothing changed; for other commit users a named epoch is held to the same rule.';
+	phrase text; -- one that restart_job's comment must hold to be rewritten
+
+BEGIN
+	-- prepare_commit: fence_epoch and expected_rows
+	old_comment := pg_catalog.obj_description(
+		'paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)'::pg_catalog.regprocedure::pg_catalog.oid,
+		'pg_proc'::pg_catalog.name);
+	DROP FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer, jsonb);
+	CREATE FUNCTION paimon_sink.prepare_commit(
+		sink_name text, commit_user text, checkpoint_id bigint, writer_id integer DEFAULT NULL,
+		properties jsonb DEFAULT NULL, fence_epoch bigint DEFAULT NULL,
+		expected_rows bigint DEFAULT NULL)
+		RETURNS TABLE (checkpoint_id bigint, file_name text, writer_id integer, bucket integer,
+			row_count bigint, byte_count bigint)
+		AS 'MODULE_PATHNAME', 'paimon_sink_prepare_commit' LANGUAGE C VOLATILE;
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer, jsonb, bigint, bigint) IS %L',
+		old_comment OPERATOR(pg_catalog.||) fence_note OPERATOR(pg_catalog.||)
+		' expected_rows (bigint, NULL for none): the rows the subtask sent for this checkpoint under writer_id (every writer id when NULL) since its previous prepare; when the checkpoint holds another number of them for it, refused with 55000 and nothing prepared (the rows stay staged): rows were staged under another identity than they were sent with. Not with a sink group (0A000).');
+	GRANT EXECUTE ON FUNCTION paimon_sink.prepare_commit(text, text, bigint, integer, jsonb, bigint, bigint) TO PUBLIC;
+
+	-- commit: fence_epoch
+	old_comment := pg_catalog.obj_description(
+		'paimon_sink.commit(text, text, bigint)'::pg_catalog.regprocedure::pg_catalog.oid,
+		'pg_proc'::pg_catalog.name);
+	DROP FUNCTION paimon_sink.commit(text, text, bigint);
+	CREATE FUNCTION paimon_sink.commit(sink_name text, commit_user text, checkpoint_id bigint,
+		fence_epoch bigint DEFAULT NULL)
+		RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint,
+			row_count bigint, file_count integer, committed_at timestamptz,
+			newly_committed boolean)
+		AS 'MODULE_PATHNAME', 'paimon_sink_commit' LANGUAGE C VOLATILE;
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION paimon_sink.commit(text, text, bigint, bigint) IS %L',
+		old_comment OPERATOR(pg_catalog.||) fence_note);
+	GRANT EXECUTE ON FUNCTION paimon_sink.commit(text, text, bigint, bigint) TO PUBLIC;
+
+	-- end_input: fence_epoch
+	old_comment := pg_catalog.obj_description(
+		'paimon_sink.end_input(text, text)'::pg_catalog.regprocedure::pg_catalog.oid,
+		'pg_proc'::pg_catalog.name);
+	DROP FUNCTION paimon_sink.end_input(text, text);
+	CREATE FUNCTION paimon_sink.end_input(sink_name text, commit_user text,
+		fence_epoch bigint DEFAULT NULL)
+		RETURNS TABLE (snapshot_id bigint, commit_user text, checkpoint_id bigint,
+			row_count bigint, file_count integer, committed_at timestamptz,
+			newly_committed boolean)
+		AS 'MODULE_PATHNAME', 'paimon_sink_end_input' LANGUAGE C VOLATILE;
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION paimon_sink.end_input(text, text, bigint) IS %L',
+		old_comment OPERATOR(pg_catalog.||) fence_note);
+	GRANT EXECUTE ON FUNCTION paimon_sink.end_input(text, text, bigint) TO PUBLIC;
+
+	-- restart_job: no writer id, no session setting; the commit user becomes a job's
+	old_comment := pg_catalog.obj_description(
+		'paimon_sink.restart_job(text, text, integer, integer, bigint)'::pg_catalog.regprocedure::pg_catalog.oid,
+		'pg_proc'::pg_catalog.name);
+	FOREACH phrase IN ARRAY ARRAY[
+		'; then sets this session''s paimon_sink.commit_user and paimon_sink.writer_id (writer_id, the subtask index) as SET does, so that the session joins the commit user''s new fence epoch (a rollback of a transaction around the call reverts the settings, as it reverts a SET, but not the restore); returns one row',
+		' The job''s other subtasks'' sessions set their writer ids themselves (SET paimon_sink.commit_user joins the epoch).',
+		'a negative writer id, timeout or restored checkpoint id']
+	LOOP
+		IF pg_catalog.strpos(old_comment, phrase) OPERATOR(pg_catalog.=) 0 THEN
+			RAISE EXCEPTION 'restart_job''s comment lacks: %', phrase;
+		END IF;
+	END LOOP;
+	old_comment := pg_catalog.replace(old_comment,
+		'; then sets this session''s paimon_sink.commit_user and paimon_sink.writer_id (writer_id, the subtask index) as SET does, so that the session joins the commit user''s new fence epoch (a rollback of a transaction around the call reverts the settings, as it reverts a SET, but not the restore); returns one row',
+		'; then makes the commit user a job''s (commit_user_state.epoch_required): from then on every write and every prepare_commit, commit and end_input for it must name the new fence epoch (write_as() in the writing transaction, the calls'' fence_epoch, or paimon_sink.fence_epoch on a direct connection), else 55000. It sets no session setting: through a pooler the session is not the job''s. Returns one row');
+	old_comment := pg_catalog.replace(old_comment,
+		' The job''s other subtasks'' sessions set their writer ids themselves (SET paimon_sink.commit_user joins the epoch).',
+		' The job hands the fence epoch to its subtasks, which name it with their writer ids in each writing transaction (write_as()) and in their calls. Restored by commit user, not by writer id: what any writer id prepared up to the restored checkpoint is committed and what any staged or prepared after it is discarded, so the new attempt may run more or fewer subtasks than the failed one (key source positions by source partition, not by writer id). A sink group''s members get one epoch.');
+	old_comment := pg_catalog.replace(old_comment,
+		'a negative writer id, timeout or restored checkpoint id', 'a negative timeout or restored checkpoint id');
+	DROP FUNCTION paimon_sink.restart_job(text, text, integer, integer, bigint);
+	CREATE FUNCTION paimon_sink.restart_job(
+		sink_name text, commit_user text, timeout_ms integer DEFAULT 30000,
+		restored_checkpoint_id bigint DEFAULT NULL)
+		RETURNS TABLE (checkpoint_id bigint, properties jsonb, snapshot_id bigint,
+			committed_at timestamptz, recommitted_checkpoints integer,
+			discarded_checkpoints integer, discarded_files integer, fence_epoch bigint)
+		AS 'MODULE_PATHNAME', 'paimon_sink_restart_job' LANGUAGE C VOLATILE;
+	EXECUTE pg_catalog.format('COMMENT ON FUNCTION paimon_sink.restart_job(text, text, integer, bigint) IS %L',
+		old_comment);
+	GRANT EXECUTE ON FUNCTION paimon_sink.restart_job(text, text, integer, bigint) TO PUBLIC;
+END
+$$;

@@ -26,6 +26,7 @@
 #include "datatype/timestamp.h"
 #include "funcapi.h"
 #include "fdw_session.h"
+#include "fence.h"
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
@@ -36,6 +37,7 @@
 #include "sql_call.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "write_identity.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_prepare_commit);
 PG_FUNCTION_INFO_V1(paimon_sink_commit);
@@ -150,12 +152,34 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("writer id must not be negative"),
 				 errhint("Pass NULL to prepare every writer id of the commit user.")));
+	/* held to the fence by the committer; a group's members share one epoch */
+	request.check_fence = true;
+	request.named_epoch = write_identity_call_epoch(fcinfo, 5, request.commit_user);
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		if (request.group_id != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("expected_rows does not take a sink group"),
+					 errdetail("The members of a group are prepared one after another, each in "
+							   "its own transaction."),
+					 errhint("Prepare each member sink with its own expected_rows.")));
+		request.expected_rows_given = true;
+		request.expected_rows = PG_GETARG_INT64(6);
+		if (request.expected_rows < 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("expected_rows must be zero or more")));
+	}
 	/* 0.1's four-argument declaration calls the same symbol */
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
 	{
 		sql_properties_argument(PG_GETARG_JSONB_P(4), request.properties);
 		/* fenced as the session's rows are: a zombie's positions never replace the job's */
-		request.fence_epoch = fdw_session_fence_epoch(sink, request.commit_user);
+		if (request.named_epoch >= 0)
+			request.fence_epoch = (uint64) request.named_epoch;
+		else
+			request.fence_epoch = fdw_session_write_epoch(sink, request.commit_user,
+														  FENCE_EPOCH_UNNAMED, "prepare_commit()");
 	}
 	/* a group's members one after another, its properties recorded with the first */
 	foreach (lc, members)
@@ -164,7 +188,6 @@ paimon_sink_prepare_commit(PG_FUNCTION_ARGS)
 		request.group_id = 0;
 		submit(&request);
 		request.properties[0] = '\0';
-		request.fence_epoch = 0;
 	}
 
 	foreach (lc, members)
@@ -196,6 +219,8 @@ paimon_sink_commit(PG_FUNCTION_ARGS)
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
 	request.checkpoint_id = sql_checkpoint_argument(fcinfo, 2, CHECKPOINT_ID_COMMIT);
+	request.check_fence = true;
+	request.named_epoch = write_identity_call_epoch(fcinfo, 3, request.commit_user);
 	submit(&request);
 	return_snapshots(fcinfo, members, &request, request.checkpoint_id);
 	return (Datum) 0;
@@ -351,6 +376,8 @@ paimon_sink_end_input(PG_FUNCTION_ARGS)
 
 	strlcpy(request.commit_user, sql_commit_user_argument(fcinfo, 1, sink),
 			sizeof(request.commit_user));
+	request.check_fence = true;
+	request.named_epoch = write_identity_call_epoch(fcinfo, 2, request.commit_user);
 	submit(&request);
 	return_snapshots(fcinfo, members, &request, PAIMON_SINK_END_INPUT_CHECKPOINT);
 	return (Datum) 0;

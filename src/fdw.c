@@ -59,6 +59,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "write_check.h"
+#include "write_identity.h"
 #include "value_encoding.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_fdw_handler);
@@ -286,6 +287,7 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	SinkInsertState *state = palloc0(sizeof(SinkInsertState));
 	const SinkLayout *layout;
 	const char *commit_user;
+	WriteIdentity identity;
 
 	/*
 	 * The target is opened for constraint checks (the commit takes the real
@@ -298,14 +300,20 @@ begin_insert(ResultRelInfo *rinfo, EState *estate)
 	state->layout = layout;
 	state->estate = estate;
 
-	commit_user = (PaimonSinkCommitUser != NULL && PaimonSinkCommitUser[0] != '\0')
-					  ? PaimonSinkCommitUser
-					  : layout->sink.default_commit_user;
+	/* write_as() in this transaction, else the session's settings */
+	identity = write_identity_of(&layout->sink);
+	commit_user = identity.commit_user;
+	if (commit_user == NULL)
+	{
+		fdw_session_refuse_anonymous(&layout->sink);
+		commit_user = layout->sink.default_commit_user;
+	}
 	paimon_sink_check_commit_user(commit_user);
-	state->fence_epoch = fdw_session_fence_epoch(&layout->sink, commit_user);
+	state->fence_epoch =
+		fdw_session_write_epoch(&layout->sink, commit_user, identity.fence_epoch, "a write");
 	state->stream.sink_id = layout->sink.sink_id;
 	state->stream.sink_uuid = layout->sink.sink_uuid;
-	state->stream.writer_id = PaimonSinkWriterId;
+	state->stream.writer_id = identity.writer_id;
 	strlcpy(state->stream.commit_user, commit_user, sizeof(state->stream.commit_user));
 	state->fixed_bucket = MyProcPid % layout->sink.buckets;
 

@@ -18,6 +18,7 @@
 #include "catalog.h"
 #include "commands/defrem.h"
 #include "fdw_session.h"
+#include "fence.h"
 #include "foreign/foreign.h"
 #include "metadata.h"
 #include "storage/proc.h"
@@ -243,13 +244,15 @@ fdw_sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 }
 
 /*
- * read_commit_user_state returns the commit user's fence epoch now (see
- * recover()), 0 for a commit user the sink has never seen, and refuses a
+ * read_commit_user_state reads the commit user's fence epoch now (see
+ * recover()) and whether it is a job's into *epoch and *epoch_required (0
+ * and false for a commit user the sink has never seen), and refuses a
  * commit user whose input has ended (end_input() prepared its checkpoint),
  * since its rows could never be committed.
  */
-static uint64
-read_commit_user_state(const SinkInfo *sink, const char *commit_user)
+static void
+read_commit_user_state(const SinkInfo *sink, const char *commit_user, uint64 *epoch,
+					   bool *epoch_required)
 {
 	CommitUserMarks marks;
 	bool found = metadata_read_commit_user(sink->sink_id, commit_user, true, &marks);
@@ -263,33 +266,50 @@ read_commit_user_state(const SinkInfo *sink, const char *commit_user)
 						errdetail("end_input() prepared its last checkpoint; rows written now "
 								  "could never be committed."),
 						errhint("Write with a new commit user (paimon_sink.commit_user).")));
-	return found ? marks.fence_epoch : 0;
+	*epoch = found ? marks.fence_epoch : 0;
+	*epoch_required = found && marks.epoch_required;
 }
 
 /*
- * The fence epoch this session joined, per (sink, commit user): the one it
- * first wrote under, or the current one after it set paimon_sink.commit_user
- * again.  A job restored by recover() writes from new sessions; a session of
- * the failed attempt still running (a zombie) is refused from then on, as
- * Kafka refuses a producer whose epoch is stale.  The writers fence the rows
- * themselves; this only refuses early.  The commit user's state is read at
- * the first write and again in the first transaction after any commit user
- * of the database had its fence epoch raised or its input ended: those
- * commits send a relcache invalidation of commit_user_state (metadata.c),
- * which a session takes in at its next transaction's start, as it takes in
- * any catalog change.  Reading it in every transaction was a statement of
- * its own in each small transaction (a tenth of the session's time in
- * many small ones).
+ * What the session knows of a commit user of a sink it wrote for: the
+ * fence epoch it joined (a commit user that is not a job's: the one it
+ * first wrote under, or the current one after it set
+ * paimon_sink.commit_user again), and the commit user's current epoch and
+ * whether it is a job's.  A job's commit user (restart_job()) joins
+ * nothing: each write names its epoch (fence.c).  A session of the failed
+ * attempt still running (a zombie) is refused from then on, as Kafka
+ * refuses a producer whose epoch is stale.  The writers fence the rows
+ * themselves; this only refuses early.  The state is read at the first
+ * write and again in the first transaction after any commit user of the
+ * database had its fence epoch raised or its input ended: those commits
+ * send a relcache invalidation of commit_user_state (metadata.c), which a
+ * session takes in at its next transaction's start, as it takes in any
+ * catalog change.  Reading it in every transaction was a statement of its
+ * own in each small transaction (a tenth of the session's time in many
+ * small ones).  Sinks that have a job's commit user are kept the same way
+ * (SessionSink).
  */
 typedef struct SessionEpoch
 {
 	pg_uuid_t sink_uuid;
-	uint64 fence_epoch;
-	bool current; /* no invalidation came since it was read */
+	bool joined;		  /* fence_epoch was joined (not a job's commit user) */
+	uint64 fence_epoch;	  /* the joined one */
+	uint64 current_epoch; /* the commit user's, when read */
+	bool epoch_required;  /* a job's commit user, when read */
+	bool current;		  /* no invalidation came since it was read */
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 } SessionEpoch;
 
+/* Whether a sink has a job's commit user, as the session read it. */
+typedef struct SessionSink
+{
+	pg_uuid_t sink_uuid;
+	bool has_job;
+	bool current; /* no invalidation came since it was read */
+} SessionSink;
+
 static List *session_epochs = NIL;
+static List *session_sinks = NIL;
 static bool epoch_callback_registered = false;
 static uint64 epoch_invalidations = 0; /* counted by session_epochs_invalidate */
 
@@ -311,6 +331,20 @@ session_epochs_invalidate(Datum arg, Oid relid)
 	epoch_invalidations++;
 	foreach (lc, session_epochs)
 		((SessionEpoch *) lfirst(lc))->current = false;
+	foreach (lc, session_sinks)
+		((SessionSink *) lfirst(lc))->current = false;
+}
+
+/* prepare_state_read registers the invalidation callback and notes the table it watches. */
+static void
+prepare_state_read(void)
+{
+	if (!epoch_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(session_epochs_invalidate, (Datum) 0);
+		epoch_callback_registered = true;
+	}
+	commit_user_state_table = metadata_commit_user_state_table();
 }
 
 /*
@@ -328,6 +362,8 @@ fdw_session_refuse_ended(int32 sink_id, const pg_uuid_t *sink_uuid, const char *
 {
 	ListCell *lc;
 	SinkInfo sink;
+	uint64 epoch;
+	bool epoch_required;
 
 	foreach (lc, session_epochs)
 	{
@@ -342,74 +378,100 @@ fdw_session_refuse_ended(int32 sink_id, const pg_uuid_t *sink_uuid, const char *
 	/* a dropped sink: drop_sink and the writers see to its rows */
 	if (metadata_sink_by_id(sink_id, &sink) &&
 		memcmp(&sink.sink_uuid, sink_uuid, sizeof(pg_uuid_t)) == 0)
-		(void) read_commit_user_state(&sink, commit_user);
+		read_commit_user_state(&sink, commit_user, &epoch, &epoch_required);
 	PopActiveSnapshot();
 }
 
 /*
  * fdw_forget_fence_epochs: the session joins each commit user's current
- * fence epoch at its next write.  Called when paimon_sink.commit_user is set.
+ * fence epoch at its next write (a job's commit user joins none).  Called
+ * when paimon_sink.commit_user is set.
  */
 void
 fdw_forget_fence_epochs(void)
 {
-	list_free_deep(session_epochs);
-	session_epochs = NIL;
+	ListCell *lc;
+
+	foreach (lc, session_epochs)
+		((SessionEpoch *) lfirst(lc))->joined = false;
 }
 
 /*
- * fdw_session_fence_epoch returns the commit user's fence epoch this
- * session joined at its first write (or prepare with properties); refuses
- * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) once a recover() raised it
- * since.
+ * session_epoch returns the session's entry of a commit user of a sink,
+ * read again when an invalidation came since (or first made).
  */
-uint64
-fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
+static SessionEpoch *
+session_epoch(const SinkInfo *sink, const char *commit_user)
 {
 	ListCell *lc;
-	SessionEpoch *joined = NULL;
-	uint64 current;
+	SessionEpoch *entry = NULL;
 	uint64 seen;
 
 	foreach (lc, session_epochs)
 	{
-		SessionEpoch *entry = lfirst(lc);
+		SessionEpoch *candidate = lfirst(lc);
 
-		if (memcmp(&entry->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
-			strcmp(entry->commit_user, commit_user) == 0)
+		if (memcmp(&candidate->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+			strcmp(candidate->commit_user, commit_user) == 0)
 		{
-			joined = entry;
+			entry = candidate;
 			break;
 		}
 	}
-	if (joined != NULL && joined->current)
-		return joined->fence_epoch;
+	if (entry != NULL && entry->current)
+		return entry;
 
-	if (!epoch_callback_registered)
+	prepare_state_read();
+	if (entry == NULL)
 	{
-		CacheRegisterRelcacheCallback(session_epochs_invalidate, (Datum) 0);
-		epoch_callback_registered = true;
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		entry = palloc0(sizeof(SessionEpoch));
+		entry->sink_uuid = sink->sink_uuid;
+		strlcpy(entry->commit_user, commit_user, sizeof(entry->commit_user));
+		session_epochs = lappend(session_epochs, entry);
+		MemoryContextSwitchTo(old);
 	}
-	commit_user_state_table = metadata_commit_user_state_table();
 	/*
 	 * Read under a snapshot taken now, after every invalidation taken in so
 	 * far: an invalidation taken during the read (its snapshot may predate
 	 * the commit that sent it) leaves the entry to be read again.
 	 */
 	seen = epoch_invalidations;
-	current = read_commit_user_state(sink, commit_user);
-	if (joined == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	read_commit_user_state(sink, commit_user, &entry->current_epoch, &entry->epoch_required);
+	entry->current = epoch_invalidations == seen;
+	return entry;
+}
 
-		joined = palloc0(sizeof(SessionEpoch));
-		joined->sink_uuid = sink->sink_uuid;
-		joined->fence_epoch = current;
-		strlcpy(joined->commit_user, commit_user, sizeof(joined->commit_user));
-		session_epochs = lappend(session_epochs, joined);
-		MemoryContextSwitchTo(old);
+/*
+ * fdw_session_write_epoch returns the fence epoch a write of this session
+ * for the commit user of a sink carries to the writers (which fence it at
+ * the barrier once a restore raised the commit user's since).  named is
+ * the epoch the write names (write_as(), or the session's
+ * paimon_sink.fence_epoch), FENCE_EPOCH_UNNAMED for none: a named epoch
+ * must be the commit user's current one, and a job's commit user takes
+ * only named ones (fence.c says what it raises).  An unnamed write for any
+ * other commit user joins its current epoch at the session's first write
+ * (or prepare with properties), and is refused
+ * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) once a restore raised it
+ * since.  Also what read_commit_user_state raises.
+ */
+uint64
+fdw_session_write_epoch(const SinkInfo *sink, const char *commit_user, int64 named,
+						const char *what)
+{
+	SessionEpoch *entry = session_epoch(sink, commit_user);
+
+	fence_check_named(sink->name, commit_user, entry->current_epoch, entry->epoch_required, named,
+					  what, "Nothing was written.");
+	if (named >= 0)
+		return (uint64) named;
+	if (!entry->joined)
+	{
+		entry->joined = true;
+		entry->fence_epoch = entry->current_epoch;
 	}
-	else if (joined->fence_epoch < current)
+	else if (entry->fence_epoch < entry->current_epoch)
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -419,9 +481,66 @@ fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user)
 			 errdetail("recover() raised the commit user's fence epoch from %llu to %llu; rows of "
 					   "the restored-from attempt are replayed by the job, never committed from "
 					   "its old sessions.",
-					   (unsigned long long) joined->fence_epoch, (unsigned long long) current),
+					   (unsigned long long) entry->fence_epoch,
+					   (unsigned long long) entry->current_epoch),
 			 errhint("Write from a new session, or set paimon_sink.commit_user again to join the "
 					 "restored job.")));
-	joined->current = epoch_invalidations == seen;
-	return joined->fence_epoch;
+	return entry->fence_epoch;
+}
+
+/*
+ * fdw_session_refuse_anonymous refuses (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+ * a write that names no commit user (no write_as(), paimon_sink.commit_user
+ * empty) into a sink that a job writes to (a commit user of it is a job's
+ * and has not ended its input): staged under the sink's own commit user,
+ * its rows would be committed by the sink's checkpoints beside the job's
+ * own, and a job's subtask on a pooled connection that lost its settings
+ * would be silently misattributed.  Naming the sink's own commit user
+ * writes under it.
+ */
+void
+fdw_session_refuse_anonymous(const SinkInfo *sink)
+{
+	ListCell *lc;
+	SessionSink *entry = NULL;
+
+	foreach (lc, session_sinks)
+	{
+		SessionSink *candidate = lfirst(lc);
+
+		if (memcmp(&candidate->sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0)
+		{
+			entry = candidate;
+			break;
+		}
+	}
+	if (entry == NULL || !entry->current)
+	{
+		uint64 seen;
+
+		prepare_state_read();
+		if (entry == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			entry = palloc0(sizeof(SessionSink));
+			entry->sink_uuid = sink->sink_uuid;
+			session_sinks = lappend(session_sinks, entry);
+			MemoryContextSwitchTo(old);
+		}
+		seen = epoch_invalidations;
+		entry->has_job = metadata_sink_has_job(sink->sink_id);
+		entry->current = epoch_invalidations == seen;
+	}
+	if (entry->has_job)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a write into sink \"%s\" names no commit user", sink->name),
+				 errdetail("A job writes into the sink (restart_job() fenced a commit user of it): "
+						   "rows that name no commit user would be committed by the sink's own "
+						   "checkpoints beside the job's. Nothing was written."),
+				 errhint("A job's subtask names its identity in each transaction with "
+						 "paimon_sink.write_as(); to write under the sink's own commit user, set "
+						 "paimon_sink.commit_user to \"%s\".",
+						 sink->default_commit_user)));
 }

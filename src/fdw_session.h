@@ -40,7 +40,9 @@ typedef struct SinkLayout
 
 extern const SinkLayout *fdw_sink_of_foreign_table(Oid relid, Relation rel, Relation target);
 extern void fdw_forget_fence_epochs(void);
-extern uint64 fdw_session_fence_epoch(const SinkInfo *sink, const char *commit_user);
+extern uint64 fdw_session_write_epoch(const SinkInfo *sink, const char *commit_user, int64 named,
+									  const char *what);
+extern void fdw_session_refuse_anonymous(const SinkInfo *sink);
 extern void fdw_session_refuse_ended(int32 sink_id, const pg_uuid_t *sink_uuid,
 									 const char *commit_user);
 

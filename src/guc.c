@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <limits.h>
 
 #include "fdw_session.h"
@@ -36,6 +37,7 @@ int PaimonSinkOrphanRemovalIntervalMs = 3600000;
 int PaimonSinkOrphanFileAgeMs = 86400000;
 int PaimonSinkHandoffBufferKB = 8192;
 char *PaimonSinkCommitUser = NULL;
+char *PaimonSinkFenceEpochSetting = NULL;
 int PaimonSinkWriterId = 0;
 int PaimonSinkLoadersPerDatabase = 2;
 int PaimonSinkParallelLoadRows = 100000;
@@ -71,6 +73,30 @@ assign_commit_user_setting(const char *newval, void *extra)
 }
 
 /*
+ * check_fence_epoch_setting accepts an empty fence epoch (none named) or a
+ * whole number from 0 to 9223372036854775807.
+ */
+static bool
+check_fence_epoch_setting(char **newval, void **extra, GucSource source)
+{
+	int64 epoch;
+	char *end;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	errno = 0;
+	epoch = strtoi64(*newval, &end, 10);
+	if (errno != 0 || *end != '\0' || end == *newval || epoch < 0 ||
+		!isdigit((unsigned char) (*newval)[0]))
+	{
+		GUC_check_errdetail("A fence epoch is a whole number from 0 to 9223372036854775807, as "
+							"restart_job() returns it, or empty for none.");
+		return false;
+	}
+	return true;
+}
+
+/*
  * guc_define_settings defines the session settings, and when the library
  * is being preloaded the server's too, then reserves the prefix.
  */
@@ -79,10 +105,18 @@ guc_define_settings(void)
 {
 	DefineCustomStringVariable(
 		"paimon_sink.commit_user", "Commit user of the rows this session writes into sinks.",
-		"Empty means the sink's own commit user. An external job sets its stable identity; setting "
-		"it joins the commit user's current fence epoch (see recover()).",
+		"Empty means the sink's own commit user. An external job on a direct connection sets its "
+		"stable identity; setting it joins the current fence epoch of a commit user that is not a "
+		"job's (a job's names it: paimon_sink.fence_epoch or write_as()).",
 		&PaimonSinkCommitUser, "", PGC_USERSET, 0, check_commit_user_setting,
 		assign_commit_user_setting, NULL);
+	DefineCustomStringVariable(
+		"paimon_sink.fence_epoch",
+		"Fence epoch of the job attempt this session writes for (direct connections only).",
+		"Empty names none. A job's commit user (restart_job()) takes only writes and calls that "
+		"name its current fence epoch; through a pooler in transaction mode, name it per "
+		"transaction with paimon_sink.write_as() instead.",
+		&PaimonSinkFenceEpochSetting, "", PGC_USERSET, 0, check_fence_epoch_setting, NULL, NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.handoff_buffer_size",
 		"Rows a transaction keeps in memory before it streams them to the writers.",

@@ -34,6 +34,7 @@ extern int PaimonSinkParallelLoadRows;
 /* What a session writes with (PGC_USERSET). */
 extern int PaimonSinkHandoffBufferKB;
 extern char *PaimonSinkCommitUser;
+extern char *PaimonSinkFenceEpochSetting;
 extern int PaimonSinkWriterId;
 
 extern void guc_define_settings(void);

@@ -353,7 +353,8 @@ metadata_schedule(void)
 /* --------------------------------------------------------- commit users */
 
 #define MARKS_SELECT                                                                               \
-	"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch "               \
+	"SELECT u.last_prepared_checkpoint, u.last_committed_checkpoint, u.fence_epoch, "              \
+	"u.epoch_required "                                                                            \
 	"FROM paimon_sink.commit_user_state u WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "              \
 	"AND u.commit_user OPERATOR(pg_catalog.=) $2"
 
@@ -366,6 +367,7 @@ read_marks(uint64 row, const void *arg)
 	marks->last_prepared = row_int8(row, "last_prepared_checkpoint");
 	marks->last_committed = row_int8(row, "last_committed_checkpoint");
 	marks->fence_epoch = (uint64) row_int8(row, "fence_epoch");
+	marks->epoch_required = row_bool(row, "epoch_required");
 	return marks;
 }
 
@@ -418,7 +420,7 @@ metadata_commit_user_state_table(void)
  * again in its next transaction: a relcache invalidation of
  * commit_user_state, sent when the transaction that raises a fence epoch or
  * ends a commit user's input commits (or is committed prepared).  A session
- * keeps the state it read until then (fdw_session_fence_epoch), so that a
+ * keeps the state it read until then (fdw_session_write_epoch), so that a
  * write does not read it every transaction.
  */
 static void
@@ -476,9 +478,11 @@ metadata_read_commit_user(int32 sink_id, const char *commit_user, bool latest,
  *   forgotten (an empty checkpoint has no snapshot to keep them);
  * - MARK_REWIND_PREPARED: the last prepared checkpoint down to the restored one,
  *   never below the last committed (a restore discarded those above it);
- * - MARK_NEW_FENCE_EPOCH: a new fence epoch (recover()): batches written before
- *   it are left out of every later checkpoint, as Kafka fences a producer whose
- *   epoch is stale (checkpoint_id unused).
+ * - MARK_NEW_FENCE_EPOCH: the fence epoch to checkpoint_id (recover(), one
+ *   value for a group's members): batches written before it are left out of
+ *   every later checkpoint, as Kafka fences a producer whose epoch is stale;
+ * - MARK_JOB_FENCE_EPOCH: the same (restart_job()), and from then on every
+ *   write and call for the commit user must name the epoch (fdw_session.c).
  */
 void
 metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64 checkpoint_id)
@@ -505,14 +509,15 @@ metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64
 			{MARKS_UPDATE "last_prepared_checkpoint = greatest(u.last_committed_checkpoint, "
 						  "least(u.last_prepared_checkpoint, $3))" MARKS_WHERE,
 			 SPI_OK_UPDATE},
-		[MARK_NEW_FENCE_EPOCH] = {
-			MARKS_UPDATE "fence_epoch = u.fence_epoch OPERATOR(pg_catalog.+) 1" MARKS_WHERE,
-			SPI_OK_UPDATE}};
+		[MARK_NEW_FENCE_EPOCH] = {MARKS_UPDATE "fence_epoch = $3" MARKS_WHERE, SPI_OK_UPDATE},
+		[MARK_JOB_FENCE_EPOCH] = {
+			MARKS_UPDATE "fence_epoch = $3, epoch_required = true" MARKS_WHERE, SPI_OK_UPDATE}};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
 	(void) statement_execute(&statements[move], args, lengthof(args), 0);
 	/* what the sessions that write for the commit user refuse on */
-	if (move == MARK_NEW_FENCE_EPOCH || checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
+	if (move == MARK_NEW_FENCE_EPOCH || move == MARK_JOB_FENCE_EPOCH ||
+		checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		invalidate_commit_users();
 }
 
@@ -613,26 +618,6 @@ metadata_count_pending_checkpoints(int32 sink_id)
 		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.snapshot_id IS NULL",
 		SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id)};
-
-	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
-}
-
-/*
- * metadata_count_committables counts the committables of a checkpoint of a
- * commit user (of one writer id, or of every one when writer_id < 0).
- */
-int
-metadata_count_committables(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-							int32 writer_id)
-{
-	static Statement statement = {
-		"SELECT pg_catalog.count(*) AS count FROM paimon_sink.committable c "
-		"WHERE c.sink_id OPERATOR(pg_catalog.=) $1 AND c.commit_user OPERATOR(pg_catalog.=) $2 "
-		"AND c.checkpoint_id OPERATOR(pg_catalog.=) $3 "
-		"AND ($4 OPERATOR(pg_catalog.<) 0 OR c.writer_id OPERATOR(pg_catalog.=) $4)",
-		SPI_OK_SELECT};
-	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id),
-				  ARG_INT4(writer_id)};
 
 	return (int) statement_int8(&statement, args, lengthof(args), 0, "count", 0);
 }

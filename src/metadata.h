@@ -27,6 +27,7 @@ typedef struct CommitUserMarks
 	int64 last_prepared;
 	int64 last_committed;
 	uint64 fence_epoch;
+	bool epoch_required; /* a job's (restart_job()): writes and calls name the epoch */
 } CommitUserMarks;
 
 /* How metadata_move_marks moves a commit user's marks. */
@@ -35,7 +36,8 @@ typedef enum MarkMove
 	MARK_RAISE_PREPARED,
 	MARK_RAISE_COMMITTED,
 	MARK_REWIND_PREPARED,
-	MARK_NEW_FENCE_EPOCH
+	MARK_NEW_FENCE_EPOCH,
+	MARK_JOB_FENCE_EPOCH
 } MarkMove;
 
 /* What create_sink records of a new sink (sink_definition). */
@@ -206,7 +208,8 @@ extern List *metadata_checkpoint_files(int32 sink_id, const char *commit_user, i
 extern List *metadata_pending_checkpoints(int32 sink_id, const char *commit_user, int64 up_to);
 extern int metadata_count_pending_checkpoints(int32 sink_id);
 extern int metadata_count_committables(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-									   int32 writer_id);
+									   int32 writer_id, int64 *rows);
+extern bool metadata_sink_has_job(int32 sink_id);
 extern int metadata_count_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern List *metadata_discard_pending_after(int32 sink_id, const char *commit_user, int64 restored);
 extern int64 metadata_forget_files(int32 sink_id, const char *commit_user, Datum files,

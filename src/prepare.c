@@ -119,6 +119,44 @@ check_properties_epoch(const SinkInfo *sink, const char *commit_user, uint64 ses
 }
 
 /*
+ * check_sealed_rows refuses (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) a
+ * prepare whose checkpoint holds for the writer id (every one when
+ * writer_id < 0) another number of rows than the subtask says it sent:
+ * rows of another identity were staged under its own, or its own under
+ * another (a pooled connection that kept another client's settings), and
+ * the checkpoint would not be what the job's positions say.  Raised before
+ * the prepare's commit: nothing is recorded, the barrier is not confirmed,
+ * and the writers report the sealed files again at the next barrier.
+ */
+static void
+check_sealed_rows(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+				  int32 writer_id, int64 expected)
+{
+	int64 rows;
+	char writer[32];
+
+	(void) metadata_count_committables(sink->sink_id, commit_user, checkpoint_id, writer_id, &rows);
+	if (rows == expected)
+		return;
+	if (writer_id < 0)
+		strlcpy(writer, "every writer id", sizeof(writer));
+	else
+		snprintf(writer, sizeof(writer), "writer id %d", writer_id);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("checkpoint %lld of commit user \"%s\" of sink \"%s\" holds %lld rows of %s, "
+					"not the %lld it was sent",
+					(long long) checkpoint_id, commit_user, sink->name, (long long) rows, writer,
+					(long long) expected),
+			 errdetail("Rows were staged under another identity than the one they were sent with "
+					   "(a pooled connection that kept another client's settings), or rows of "
+					   "another writer under this one. Nothing was prepared; the rows stay "
+					   "staged."),
+			 errhint("Name the identity in each writing transaction with paimon_sink.write_as(), "
+					 "then restart the job with restart_job().")));
+}
+
+/*
  * drop_replayed serves a prepare of a checkpoint id at or below the commit
  * user's last committed one: the streams it names are sealed and what was
  * sealed is removed (BARRIER_DROP), so that rows written for a committed
@@ -373,7 +411,8 @@ next_own_checkpoint(const SinkInfo *sink, const char *commit_user, const CommitU
  * (int64 *, in CommitterContext) and after its marks, as commit_pending
  * takes them, read in the same transaction.  warn, unless NULL, is the
  * request that gets the warning of stranded rows when the checkpoint is
- * empty (warn_stranded).  properties, unless NULL, is the checkpoint's
+ * empty (warn_stranded), and whose expected rows, when it gives them, the
+ * rows sealed for writer_id must be (check_sealed_rows).  properties, unless NULL, is the checkpoint's
  * properties from writer_id (jsonb text): checked against the other writer
  * ids' before the barrier, recorded after it, in the same transaction;
  * properties_epoch is the fence epoch of the session that gave them,
@@ -421,10 +460,12 @@ prepare_recorded(int32 sink_id, const char *commit_user, char *own_user, int64 c
 	}
 	recorded = barrier_and_record(sink, commit_user, checkpoint_id, writer_id, marks.fence_epoch,
 								  record_empty, seqs);
+	if (warn != NULL && warn->expected_rows_given)
+		check_sealed_rows(sink, commit_user, checkpoint_id, writer_id, warn->expected_rows);
 	if (properties != NULL)
 		metadata_record_properties(sink_id, commit_user, checkpoint_id, writer_id, properties);
 	empty = warn != NULL && recorded == 0 &&
-			metadata_count_committables(sink_id, commit_user, checkpoint_id, writer_id) == 0;
+			metadata_count_committables(sink_id, commit_user, checkpoint_id, writer_id, NULL) == 0;
 	if (pending != NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(CommitterContext);

@@ -521,20 +521,27 @@ restore_check(List *sink_ids, const char *commit_user, int64 restored)
  * those that reach a writer after the discard that follows.  After the
  * commit, so that a restore that fails before it (a stale one, a commit
  * its target refuses) fences none: their rows would be left out though
- * the call failed.
+ * the call failed.  Every sink gets one new epoch, above each one's (a
+ * group's job names one); a job's restart (restart_job()) also makes the
+ * commit user a job's, whose writes and calls name the epoch (fence.c).
  */
 static void
-restore_fence(List *sink_ids, const char *commit_user)
+restore_fence(List *sink_ids, const char *commit_user, bool job)
 {
 	ListCell *lc;
+	uint64 epoch = 0;
 
 	work_begin();
+	/* one new epoch for every member of a group: a job names one */
 	foreach (lc, sink_ids)
 	{
 		(void) work_require_sink(lfirst_int(lc));
-		(void) metadata_commit_user_marks(lfirst_int(lc), commit_user, true);
-		metadata_move_marks(MARK_NEW_FENCE_EPOCH, lfirst_int(lc), commit_user, 0);
+		epoch =
+			Max(epoch, metadata_commit_user_marks(lfirst_int(lc), commit_user, true).fence_epoch);
 	}
+	foreach (lc, sink_ids)
+		metadata_move_marks(job ? MARK_JOB_FENCE_EPOCH : MARK_NEW_FENCE_EPOCH, lfirst_int(lc),
+							commit_user, (int64) epoch + 1);
 	work_end();
 }
 
@@ -657,7 +664,7 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 
 	restored = request->checkpoint_id = restore_check(sink_ids, commit_user, restored);
 	commit_up_to(sink_id, commit_user, restored, request);
-	restore_fence(sink_ids, commit_user);
+	restore_fence(sink_ids, commit_user, request->job_restart);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	restore_discard(sink_id, commit_user, restored, request);
 	restore_end(commit_user, mode, request);
@@ -681,7 +688,7 @@ recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, 
 
 	restored = request->checkpoint_id = restore_check(members, commit_user, restored);
 	commit_group_up_to(group_id, commit_user, restored, request);
-	restore_fence(members, commit_user);
+	restore_fence(members, commit_user, request->job_restart);
 	request->discarded_checkpoints = request->discarded_files = 0;
 	foreach (lc, members)
 		restore_discard(lfirst_int(lc), commit_user, restored, request);

@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "commands/dbcommands.h"
+#include "fence.h"
 #include "libpq/pqformat.h"
 #include "libpq/pqmq.h"
 #include "liveness.h"
@@ -102,6 +103,16 @@ request_check(const CommitterRequest *request)
 		refuse_request(request, "writer id");
 	if (request->properties[0] != '\0' && request->kind != REQUEST_PREPARE)
 		refuse_request(request, "properties");
+	if (request->check_fence &&
+		((request->kind != REQUEST_PREPARE && request->kind != REQUEST_COMMIT &&
+		  request->kind != REQUEST_END_INPUT) ||
+		 request->named_epoch < FENCE_EPOCH_UNNAMED))
+		refuse_request(request, "fence epoch");
+	if (request->expected_rows_given &&
+		(request->kind != REQUEST_PREPARE || request->group_id != 0 || request->expected_rows < 0))
+		refuse_request(request, "expected rows");
+	if (request->job_restart && request->kind != REQUEST_RECOVER)
+		refuse_request(request, "job restart");
 	switch (request->kind)
 	{
 		case REQUEST_PREPARE:

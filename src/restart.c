@@ -13,14 +13,15 @@
  * the database's committer and writers, which a crash-restart is still
  * bringing back; restore the commit user (recover(): finish its in-doubt
  * transactions, commit its prepared checkpoints up to the restored one,
- * discard the rest, raise its fence epoch); join this session to the new
- * epoch under the job's commit user and writer id (as SET does); and
- * return the last committed checkpoint with its properties, where the
- * source resumes.  Done by hand, the order is easy to get wrong: a
- * session that sets its commit user before recover() writes under the old
- * epoch, and its rows are left out.  Kafka's initTransactions() is the
- * same one step for a producer: fence the old epoch, finish what it left,
- * and go on under the new one.
+ * discard the rest, raise its fence epoch and make the commit user a
+ * job's); and return the last committed checkpoint with its properties,
+ * where the source resumes, and the new fence epoch, which the job's
+ * subtasks name in every writing transaction (write_as()) and call.
+ * Kafka's initTransactions() is the same one step for a producer: fence
+ * the old epoch, finish what it left, and go on under the new one, which
+ * the producer holds, not its connection.  Restored by commit user, not by
+ * writer id: a new attempt may run more or fewer subtasks than the failed
+ * one.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +32,6 @@
 #include "commands/dbcommands.h"
 #include "committer.h"
 #include "funcapi.h"
-#include "guc.h"
 #include "handoff.h"
 #include "metadata.h"
 #include "miscadmin.h"
@@ -40,7 +40,6 @@
 #include "sink_group.h"
 #include "sql_call.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/jsonb.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_last_commit);
@@ -97,39 +96,21 @@ paimon_sink_last_commit(PG_FUNCTION_ARGS)
 }
 
 /*
- * join_commit_user sets this session's paimon_sink.commit_user and
- * paimon_sink.writer_id as SET does (for the session; a rollback of the
- * transaction that called restart_job() reverts them, as it reverts a
- * SET).  Setting the commit user makes the session join its current fence
- * epoch (guc.c), which the restore just raised.
- */
-static void
-join_commit_user(const char *commit_user, int32 writer_id)
-{
-	char writer[16];
-
-	snprintf(writer, sizeof(writer), "%d", writer_id);
-	(void) set_config_option("paimon_sink.writer_id", writer, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SET, true, 0, false);
-	(void) set_config_option("paimon_sink.commit_user", commit_user, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SET, true, 0, false);
-}
-
-/*
- * restart_job(sink_name text, commit_user text, writer_id integer,
- * timeout_ms integer, restored_checkpoint_id bigint) restarts a job in one
- * call: waits up to timeout_ms milliseconds for this database's committer
- * and writers to serve, restores the commit user as recover(..., 'restore')
- * does to restored_checkpoint_id (NULL: its last committed checkpoint, as
- * the committer finds it), sets this session's paimon_sink.commit_user and
- * paimon_sink.writer_id (as SET: the session joins the new fence epoch),
- * and returns (checkpoint_id bigint, properties jsonb, snapshot_id bigint,
+ * restart_job(sink_name text, commit_user text, timeout_ms integer,
+ * restored_checkpoint_id bigint) restarts a job in one call: waits up to
+ * timeout_ms milliseconds for this database's committer and writers to
+ * serve, restores the commit user as recover(..., 'restore') does to
+ * restored_checkpoint_id (NULL: its last committed checkpoint, as the
+ * committer finds it) and makes it a job's: the new fence epoch, which
+ * every write and call for it names from then on (write_as(), fence.c),
+ * as Kafka's initTransactions() hands a producer its epoch.  It sets no
+ * session setting: through a pooler the session is not the job's.  Returns (checkpoint_id bigint, properties jsonb, snapshot_id bigint,
  * committed_at timestamptz, recommitted_checkpoints integer,
  * discarded_checkpoints integer, discarded_files integer, fence_epoch
  * bigint): the last committed checkpoint, as last_commit() returns it, and
- * what the restore did.  Errors: 42704, 42501, 22023 (invalid commit user,
- * the sink's own, a negative writer id or timeout, a restored checkpoint
- * id below 0, a stale restore),
+ * what the restore did, with the new fence epoch.  Errors: 42704, 42501,
+ * 22023 (invalid commit user, the sink's own, a negative timeout, a
+ * restored checkpoint id below 0, a stale restore),
  * 25001, 53400 (the worker budget has no room for the database's workers),
  * 55000, 57014 (the workers did not serve within timeout_ms; also a
  * writer that did not answer the restore's barrier), 08006.
@@ -141,8 +122,7 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	/* a sink group restores every member together; it answers with its first member's commit */
 	SinkInfo *sink = linitial(sink_group_owned_sinks(fcinfo, "restart a job of", &group_id));
 	CommitterRequest *request = palloc0(sizeof(CommitterRequest));
-	int32 writer_id = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
-	int32 timeout_ms = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	int32 timeout_ms = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
 	TupleDesc desc;
 	LastCommit last;
 	Datum values[8];
@@ -163,17 +143,13 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 			 errdetail("SQL sessions write with it; discarding what it staged would lose "
 					   "committed transactions."),
 			 errhint("A job has a commit user of its own, stable across its restarts.")));
-	if (writer_id < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("writer id must be zero or more"),
-				 errhint("Pass the subtask index this session writes as.")));
 	if (timeout_ms < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("timeout_ms must be zero or more")));
 	/* NULL: where the commit user stands when the committer takes the request */
-	request->restore_last_committed = PG_ARGISNULL(4);
-	if (!PG_ARGISNULL(4))
-		request->checkpoint_id = sql_checkpoint_argument(fcinfo, 4, CHECKPOINT_ID_RESTORE);
+	request->restore_last_committed = PG_ARGISNULL(3);
+	if (!PG_ARGISNULL(3))
+		request->checkpoint_id = sql_checkpoint_argument(fcinfo, 3, CHECKPOINT_ID_RESTORE);
 	if (!handoff_wait_for_workers(timeout_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
@@ -192,9 +168,9 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	request->group_id = group_id;
 	request->writer_id = -1;
 	request->mode = RECOVER_RESTORE;
+	request->job_restart = true;
 	committer_submit(handoff_database_index(true), request);
 
-	join_commit_user(request->commit_user, writer_id);
 	if (!metadata_last_commit(sink->sink_id, request->commit_user, &last))
 		elog(ERROR, "commit user \"%s\" has no row after its restore", request->commit_user);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)

@@ -24,6 +24,7 @@
 #include "commit.h"
 #include "commit_parallel.h"
 #include "executor/spi.h"
+#include "fence.h"
 #include "load.h"
 #include "maintenance.h"
 #include "miscadmin.h"
@@ -75,6 +76,9 @@ run(CommitterRequest *outcome, bool resume)
 		/* a request is untrusted input: checked whole before any step of it */
 		if (!resume)
 			request_check(outcome);
+		/* a call of a fenced attempt (a zombie) changes nothing */
+		if (!resume && outcome->check_fence)
+			fence_check_request(outcome);
 		/* an in-doubt transaction of ours holds the locks this needs */
 		if (RecoveryInDoubtPossible)
 			(void) recovery_finish_in_doubt(true);

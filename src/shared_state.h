@@ -260,6 +260,12 @@ typedef struct CommitterRequest
 	/* prepare: the checkpoint's properties as jsonb text; "" for none */
 	char properties[PAIMON_SINK_PROPERTIES_SIZE];
 	uint64 fence_epoch; /* prepare with properties: the session's epoch */
+	/* prepare, commit, end_input: held to the fence (fence.c), naming named_epoch */
+	bool check_fence;
+	int64 named_epoch;		  /* FENCE_EPOCH_UNNAMED: the call names none */
+	bool expected_rows_given; /* prepare: the writer id said how many rows it sent */
+	int64 expected_rows;
+	bool job_restart; /* recover: restart_job()'s, the commit user becomes a job's */
 
 	/* results */
 	int64 result_checkpoint_id; /* prepared or committed up to */

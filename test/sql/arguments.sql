@@ -43,11 +43,24 @@ SELECT * FROM paimon_sink.recover('edge_sink', 'edge-job', -1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.recover('edge_sink', 'edge-job', -9223372036854775808);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM paimon_sink.restart_job('edge_sink', 'edge-job', 0, 1000, -1);
+SELECT * FROM paimon_sink.restart_job('edge_sink', 'edge-job', 1000, -1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.restart_job('edge_sink', 'edge-job', -1);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM paimon_sink.restart_job('edge_sink', 'edge-job', 0, -1);
+-- fence epochs and row counts no call can name
+SELECT * FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 1, fence_epoch => -1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.commit('edge_sink', 'edge-job', 1, -9223372036854775808);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.end_input('edge_sink', 'edge-job', -1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', 1, expected_rows => -9223372036854775808);
+\echo :LAST_ERROR_SQLSTATE
+SET paimon_sink.fence_epoch = '-1';
+\echo :LAST_ERROR_SQLSTATE
+SET paimon_sink.fence_epoch = '9223372036854775808';
+\echo :LAST_ERROR_SQLSTATE
+SET paimon_sink.fence_epoch = ' 1';
 \echo :LAST_ERROR_SQLSTATE
 -- NULLs where a value is needed
 SELECT * FROM paimon_sink.prepare_commit('edge_sink', 'edge-job', NULL);

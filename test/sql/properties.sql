@@ -74,17 +74,21 @@ SELECT commit_identifier FROM paimon_sink.snapshots WHERE sink_name = 'feed_sink
 SELECT checkpoint_id, properties FROM paimon_sink.last_commit('feed_sink', 'job-p');
 
 -- a job's restart: checkpoint 5 was prepared, never committed; restart_job
--- restores to the last committed checkpoint, joins this session as subtask
--- 2 and returns the offsets to resume from
+-- restores to the last committed checkpoint, returns the offsets to resume
+-- from and the attempt's fence epoch, and sets no session setting
 INSERT INTO feed_sink VALUES (7, 'g');
 SELECT row_count FROM paimon_sink.prepare_commit('feed_sink', 'job-p', 5, 0, '{"offset-0": 6}');
 RESET paimon_sink.writer_id;
+RESET paimon_sink.commit_user;
 SELECT checkpoint_id, properties, snapshot_id, recommitted_checkpoints, discarded_checkpoints,
        discarded_files, fence_epoch
-  FROM paimon_sink.restart_job('feed_sink', 'job-p', 2, 10000);
+  FROM paimon_sink.restart_job('feed_sink', 'job-p', 10000);
 SHOW paimon_sink.commit_user;
-SHOW paimon_sink.writer_id;
 SELECT count(*) AS waiting_properties FROM paimon_sink.checkpoint_properties;
+-- on a direct connection the session names the job, its subtask and the epoch
+SET paimon_sink.commit_user = 'job-p';
+SET paimon_sink.writer_id = 2;
+SET paimon_sink.fence_epoch = '1';
 -- it resumes from offset 5 of subtask 0: record 7 again, under the new epoch
 INSERT INTO feed_sink VALUES (7, 'g');
 SELECT checkpoint_id, writer_id, row_count
@@ -93,9 +97,10 @@ SELECT checkpoint_id, row_count FROM paimon_sink.commit('feed_sink', 'job-p', 5)
 -- a job that restores from its own checkpoint store: prepared 6 is committed
 INSERT INTO feed_sink VALUES (8, 'h');
 SELECT row_count FROM paimon_sink.prepare_commit('feed_sink', 'job-p', 6, 2, '{"offset-2": 1}');
-SELECT checkpoint_id, properties, recommitted_checkpoints, discarded_checkpoints
-  FROM paimon_sink.restart_job('feed_sink', 'job-p', 0, restored_checkpoint_id => 6);
-SHOW paimon_sink.writer_id;
+SELECT checkpoint_id, properties, recommitted_checkpoints, discarded_checkpoints, fence_epoch
+  FROM paimon_sink.restart_job('feed_sink', 'job-p', restored_checkpoint_id => 6);
+SET paimon_sink.fence_epoch = '2';
+SET paimon_sink.writer_id = 0;
 SELECT * FROM feed ORDER BY id;
 -- the four-argument call of 0.1 still works
 INSERT INTO feed_sink VALUES (9, 'i');
@@ -104,7 +109,7 @@ SELECT checkpoint_id, row_count FROM paimon_sink.commit('feed_sink', 'job-p', 7)
 SELECT checkpoint_id, properties FROM paimon_sink.last_commit('feed_sink', 'job-p');
 
 -- restart_job's refusals
-SELECT * FROM paimon_sink.restart_job('feed_sink', 'job-p', 0, 10000, 1);
+SELECT * FROM paimon_sink.restart_job('feed_sink', 'job-p', 10000, 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.restart_job('feed_sink', NULL);
 \echo :LAST_ERROR_SQLSTATE
@@ -115,6 +120,7 @@ SELECT * FROM paimon_sink.restart_job('feed_sink', 'job-p', -1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM paimon_sink.restart_job('feed_sink', 'job-p', 0, -5);
 \echo :LAST_ERROR_SQLSTATE
+RESET paimon_sink.fence_epoch;
 BEGIN;
 SELECT * FROM paimon_sink.restart_job('feed_sink', 'job-p');
 \echo :LAST_ERROR_SQLSTATE
