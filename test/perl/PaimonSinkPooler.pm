@@ -92,6 +92,9 @@ sub start
 		'max_client_conn = 200',
 		# clients are refused this long after a failed server login
 		'server_login_retry = 1',
+		# a server connection is checked before it serves a client, so that
+		# one a crash-restart ended is never handed out
+		'server_check_delay = 0',
 		"logfile = $log",
 		"pidfile = $dir/pgbouncer.pid",
 		''));

@@ -713,12 +713,16 @@ class Pooler:
         """config returns pgbouncer.ini's text: the cluster's databases, the
         socket in folder, the pool mode and size, trust with the auth_file,
         the admin user, a login retry of 1 s (the default 15 s would refuse
-        clients for that long after a crash-restart of the server)."""
+        clients for that long after a crash-restart of the server), and a
+        check of every server connection before it serves a client
+        (server_check_delay 0: with the default 30 s a connection that a
+        crash-restart ended goes to the next client, whose transaction fails
+        at once, one job restart after the other)."""
         return ("[databases]\n* = host=%s port=%d\n\n[pgbouncer]\n"
                 "listen_addr =\nlisten_port = %d\nunix_socket_dir = %s\n"
                 "auth_type = trust\nauth_file = %s\nadmin_users = %s\n"
                 "pool_mode = %s\ndefault_pool_size = %d\nmax_client_conn = 200\n"
-                "server_login_retry = 1\nignore_startup_parameters = options\n"
+                "server_login_retry = 1\nserver_check_delay = 0\nignore_startup_parameters = options\n"
                 "logfile = %s\npidfile = %s\n"
                 % (self.host, self.server_port, self.port, self.folder,
                    os.path.join(self.folder, "userlist.txt"), pg_user(), self.mode, self.pool_size,

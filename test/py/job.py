@@ -686,6 +686,8 @@ class Job:
                                 "FROM paimon_sink.restart_job(%s, %s, 120000)", (SINK, JOB_ID))
                     result = cur.fetchone()
                 self.epoch = result[5]
+                if self.pooler is not None:
+                    self.pools_ready(30)
                 return result, tries
             except Exception as e:
                 d = describe(e)
@@ -697,6 +699,29 @@ class Job:
                 time.sleep(1)
             finally:
                 close_quietly(conn)
+
+    def pools_ready(self, seconds):
+        """pools_ready waits (up to seconds) until the pooler's pools of the subtasks and the
+        committer serve a query, as an orchestrator's health check would before it starts the
+        attempt: after a server crash-restart PgBouncer refuses a pool's clients for its
+        server_login_retry once a login failed, and an attempt started then fails at once,
+        one restart after the other.  Raises Abort when they do not."""
+        deadline = time.monotonic() + seconds
+        for role in ("subtask", "committer"):
+            while True:
+                conn = None
+                try:
+                    conn = self.open(role, "job-ready")
+                    with conn.cursor() as cur:
+                        cur.execute("SELECT 1")
+                    break
+                except Exception as e:
+                    if time.monotonic() > deadline:
+                        raise Abort("the pooler's pool of job_%s did not serve within %d s: %s"
+                                    % (role, seconds, describe(e)))
+                    time.sleep(0.2)
+                finally:
+                    close_quietly(conn)
 
     def old_sessions(self):
         """old_sessions lists the server sessions of earlier attempts still alive ([] if the query
