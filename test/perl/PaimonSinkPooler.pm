@@ -25,7 +25,6 @@ use strict;
 use warnings;
 use parent -norequire, 'PostgreSQL::Test::Cluster';
 use File::Basename qw(basename);
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -98,19 +97,16 @@ sub start
 		"logfile = $log",
 		"pidfile = $dir/pgbouncer.pid",
 		''));
-	my ($out, $err) = ('', '');
-	$self->{_run} = IPC::Run::start([ $PGBOUNCER, "$dir/pgbouncer.ini" ],
-		'<', \undef, '>', \$out, '2>', \$err);
+	# as a daemon (-d): it writes its pidfile, which stop() and
+	# test/lib/cluster.sh's ps_stop_poolers read
+	my $ret = system($PGBOUNCER, '-d', "$dir/pgbouncer.ini");
+	my $tail = sub { return -f $log ? slurp_file($log) : ''; };
+	die "PgBouncer $name did not start (exit $ret): " . $tail->() if $ret != 0;
+	$self->{_pidfile} = "$dir/pgbouncer.pid";
 	push @started, $self;
-	for (my $i = 0;; $i++)
+	for (my $i = 0; $self->psql('pgbouncer', 'SHOW VERSION') != 0; $i++)
 	{
-		my $ret = $self->psql('pgbouncer', 'SHOW VERSION');
-		last if $ret == 0;
-		if ($i >= 100 || !$self->{_run}->pumpable)
-		{
-			my $tail = -f $log ? slurp_file($log) : '';
-			die "PgBouncer $name did not start: $err\n$tail";
-		}
+		die "PgBouncer $name does not answer after 30 s: " . $tail->() if $i >= 300;
 		usleep(100_000);
 	}
 	note "PgBouncer $name: pool_mode $mode, default_pool_size $size, socket $dir port $port";
@@ -156,16 +152,37 @@ sub server_connections
 	return $n;
 }
 
+# clients(USER): how many clients of USER the pool of database postgres
+# holds now (active: logged in, idle or served; waiting for a server
+# connection).
+sub clients
+{
+	my ($self, $user) = @_;
+	my $n = 0;
+	for my $pool ($self->pools)
+	{
+		next unless $pool->{database} eq 'postgres' && $pool->{user} eq $user;
+		$n += $pool->{$_} // 0 for qw(cl_active cl_waiting);
+	}
+	return $n;
+}
+
 # stop(): ends PgBouncer (SIGTERM, its immediate shutdown; SIGKILL after
-# 10 s); harmless when it is not running.
+# 10 s), by its pidfile; harmless when it is not running.
 sub stop
 {
 	my ($self) = @_;
-	my $run = delete $self->{_run};
-	return unless $run;
-	$run->signal('TERM') if $run->pumpable;
-	my $done = eval { $run->finish(IPC::Run::timeout(10)); 1; };
-	$run->kill_kill unless $done;
+	my $pidfile = delete $self->{_pidfile};
+	return unless $pidfile && -f $pidfile;
+	my $pid = slurp_file($pidfile);
+	chomp $pid;
+	return unless $pid =~ /^\d+$/ && kill(0, $pid);
+	kill 'TERM', $pid;
+	for (my $i = 0; $i < 100 && kill(0, $pid); $i++)
+	{
+		usleep(100_000);
+	}
+	kill 'KILL', $pid if kill(0, $pid);
 	return;
 }
 
