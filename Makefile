@@ -83,7 +83,7 @@ REGRESS = setup append errors upsert retract upgrade wal properties overwrite si
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
-ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race
+ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 

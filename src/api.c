@@ -351,8 +351,7 @@ paimon_sink_recover(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "recover must return a row");
 	values[0] = Int64GetDatum(request.last_committed);
-	values[1] = Int32GetDatum(
-		(int32) Min(request.last_committed - request.previous_last_committed, PG_INT32_MAX));
+	values[1] = Int32GetDatum(request.recommitted_checkpoints);
 	values[2] = Int32GetDatum(request.discarded_checkpoints);
 	values[3] = Int32GetDatum(request.discarded_files);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));

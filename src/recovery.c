@@ -478,9 +478,11 @@ recovery_remove_dropped_sinks(void)
  * a group's members, an integer List of sink ids) to checkpoint "restored"
  * (negative: the first sink's last committed one, which it returns): a
  * stale restore of any of them is refused, before anything changed.
+ * *recommitted receives how many prepared checkpoints of the first sink the
+ * restore commits (those above its last committed one, up to "restored").
  */
 static int64
-restore_check(List *sink_ids, const char *commit_user, int64 restored)
+restore_check(List *sink_ids, const char *commit_user, int64 restored, int32 *recommitted)
 {
 	ListCell *lc;
 
@@ -508,6 +510,10 @@ restore_check(List *sink_ids, const char *commit_user, int64 restored)
 					 errhint("Restore the job from checkpoint %lld or later, or move its source "
 							 "past what checkpoint %lld committed.",
 							 (long long) last_committed, (long long) last_committed)));
+		if (lc == list_head(sink_ids))
+			*recommitted =
+				metadata_count_pending_after(lfirst_int(lc), commit_user, last_committed) -
+				metadata_count_pending_after(lfirst_int(lc), commit_user, restored);
 	}
 	work_end();
 	return restored;
@@ -662,7 +668,8 @@ recovery_restore(int32 sink_id, const char *commit_user, int64 restored, int mod
 {
 	List *sink_ids = list_make1_int(sink_id);
 
-	restored = request->checkpoint_id = restore_check(sink_ids, commit_user, restored);
+	restored = request->checkpoint_id =
+		restore_check(sink_ids, commit_user, restored, &request->recommitted_checkpoints);
 	commit_up_to(sink_id, commit_user, restored, request);
 	restore_fence(sink_ids, commit_user, request->job_restart);
 	request->discarded_checkpoints = request->discarded_files = 0;
@@ -686,7 +693,8 @@ recovery_restore_group(int32 group_id, const char *commit_user, int64 restored, 
 	List *members = commit_group_members(group_id);
 	ListCell *lc;
 
-	restored = request->checkpoint_id = restore_check(members, commit_user, restored);
+	restored = request->checkpoint_id =
+		restore_check(members, commit_user, restored, &request->recommitted_checkpoints);
 	commit_group_up_to(group_id, commit_user, restored, request);
 	restore_fence(members, commit_user, request->job_restart);
 	request->discarded_checkpoints = request->discarded_files = 0;

@@ -176,8 +176,7 @@ paimon_sink_restart_job(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "restart_job must return a row");
 	fill_last_commit(&last, values, nulls);
-	values[4] = Int32GetDatum(
-		(int32) Min(request->last_committed - request->previous_last_committed, PG_INT32_MAX));
+	values[4] = Int32GetDatum(request->recommitted_checkpoints);
 	values[5] = Int32GetDatum(request->discarded_checkpoints);
 	values[6] = Int32GetDatum(request->discarded_files);
 	values[7] = Int64GetDatum((int64) last.fence_epoch);

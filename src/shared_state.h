@@ -272,6 +272,7 @@ typedef struct CommitterRequest
 	int64 previous_last_committed;
 	int64 last_committed;
 	int32 committable_count;
+	int32 recommitted_checkpoints; /* recover: prepared checkpoints up to the restored one */
 	int32 discarded_checkpoints;
 	int32 discarded_files;
 	int64 discarded_rows; /* discard_missing_files: rows of the files forgotten */

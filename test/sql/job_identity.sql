@@ -141,4 +141,43 @@ SELECT count(*) FROM paimon_sink.checkpoint('jobs_sink');
 SELECT id, s FROM jobs_t ORDER BY id;
 SELECT paimon_sink.drop_sink('jobs_sink');
 DROP TABLE jobs_t;
+
+-- a sink group's restart gives its members one epoch, whatever each had;
+-- write_as() and the calls name the group
+CREATE TABLE ga_t (id int PRIMARY KEY);
+CREATE TABLE gb_t (id int PRIMARY KEY);
+SELECT sink_name FROM paimon_sink.create_sink('ga_sink', 'ga_t');
+SELECT sink_name FROM paimon_sink.create_sink('gb_sink', 'gb_t');
+SELECT fence_epoch FROM paimon_sink.restart_job('ga_sink', 'job-g');
+SELECT fence_epoch FROM paimon_sink.restart_job('ga_sink', 'job-g');
+SELECT paimon_sink.create_sink_group('gjob', ARRAY['ga_sink', 'gb_sink']);
+SELECT fence_epoch AS gepoch FROM paimon_sink.restart_job('gjob', 'job-g') \gset
+SELECT s.sink_name, u.fence_epoch, u.epoch_required FROM paimon_sink.commit_user_state u
+  JOIN paimon_sink.sinks s USING (sink_id) WHERE u.commit_user = 'job-g' ORDER BY 1;
+BEGIN;
+SELECT paimon_sink.write_as('gjob', 'job-g', 0, :gepoch);
+INSERT INTO ga_sink VALUES (1);
+INSERT INTO gb_sink VALUES (1), (2);
+COMMIT;
+SELECT * FROM paimon_sink.prepare_commit('gjob', 'job-g', 1, 0, expected_rows => 3,
+  fence_epoch => :gepoch);
+\echo :LAST_ERROR_SQLSTATE
+SELECT row_count FROM paimon_sink.prepare_commit('gjob', 'job-g', 1, 0, fence_epoch => :gepoch);
+SELECT row_count FROM paimon_sink.commit('gjob', 'job-g', 1, :gepoch - 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT row_count FROM paimon_sink.commit('gjob', 'job-g', 1, :gepoch);
+-- a restore from the job's own state re-commits one prepared checkpoint,
+-- however far its id is from the last committed one
+BEGIN;
+SELECT paimon_sink.write_as('gjob', 'job-g', 0, :gepoch);
+INSERT INTO ga_sink VALUES (10);
+COMMIT;
+SELECT row_count FROM paimon_sink.prepare_commit('gjob', 'job-g', 10, 0, fence_epoch => :gepoch);
+SELECT checkpoint_id, recommitted_checkpoints, discarded_checkpoints, fence_epoch = :gepoch + 1 AS next_epoch
+  FROM paimon_sink.restart_job('gjob', 'job-g', restored_checkpoint_id => 10);
+SELECT (SELECT count(*) FROM ga_t) AS a_rows, (SELECT count(*) FROM gb_t) AS b_rows;
+SELECT paimon_sink.drop_sink_group('gjob');
+SELECT paimon_sink.drop_sink('ga_sink');
+SELECT paimon_sink.drop_sink('gb_sink');
+DROP TABLE ga_t, gb_t;
 RESET ROLE;
