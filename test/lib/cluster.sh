@@ -34,7 +34,7 @@ PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
 	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format
-	postgresql-15-wal2json clang-14 libclang-rt-14-dev sqlsmith)
+	postgresql-15-wal2json clang-14 libclang-rt-14-dev sqlsmith pgbouncer)
 # The system PostgreSQL's library folder, where Debian's packages (wal2json)
 # put their plugins.
 PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/15/lib
@@ -642,13 +642,36 @@ ps_stop_commands() {
 	done
 }
 
-# ps_cleanup -- stop commands and servers, remove $PS_WORK unless
+# ps_stop_poolers [DIR] -- stop every PgBouncer whose pidfile (pgbouncer.pid,
+# as test/py/harness.py's Pooler and test/perl/PaimonSinkPooler.pm write it)
+# is under DIR (default $PS_WORK): SIGTERM (its immediate shutdown), then
+# SIGKILL after 5 s.  The programs stop their poolers themselves; this is
+# for one that was killed before it could.
+ps_stop_poolers() {
+	local root=${1:-$PS_WORK} pidfile pid exe i
+	[[ -n $root && -d $root ]] || return 0
+	while IFS= read -r -d '' pidfile; do
+		pid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+		[[ $exe == */pgbouncer ]] || continue
+		kill -TERM "$pid" 2>/dev/null || continue
+		for ((i = 0; i < 20; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.25
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	done < <(find "$root" -name pgbouncer.pid -type f -print0 2>/dev/null)
+}
+
+# ps_cleanup -- stop commands, poolers and servers, remove $PS_WORK unless
 # KEEP_TMP=1.  Idempotent.
 ps_cleanup() {
 	((PS_CLEANED == 0)) || return 0
 	PS_CLEANED=1
 	[[ -n $PS_WORK && -d $PS_WORK ]] || return 0
 	ps_stop_commands
+	ps_stop_poolers "$PS_WORK"
 	ps_stop_all "$PS_WORK"
 	ps_full_fs_umount
 	if [[ ${KEEP_TMP:-0} == 1 ]]; then

@@ -16,6 +16,10 @@ OS user postgres can read it wherever the checkout is.  It holds:
   test/lib/cluster.sh lays a cluster out, for the soak's failover mode (a
   streaming standby made with pg_basebackup, promoted when its primary is
   killed);
+* Pooler: PgBouncer (Debian's package) in front of a cluster, in session
+  or transaction pooling with a small pool, as the cluster's OS user on a
+  unix socket in the temp dir (test/job --pooler), with PooledServer, a
+  Server that reaches the cluster through it;
 * RunLog: a job program's log (lines with the seconds since its start, on
   stdout and into a log file; details only into the file), and keep_logs,
   which keeps a failed run's logs and the server log past the cleanup;
@@ -668,3 +672,161 @@ class Node(ClusterFolder):
                     "port = %d\nunix_socket_directories = '%s'\ncluster_name = '%s'\n%s"
                     % (port, node.sockdir, node.name, conf))
         return node
+
+
+# PgBouncer, Debian's package (test/lib/cluster.sh's PS_PACKAGES has it)
+PGBOUNCER = "/usr/sbin/pgbouncer"
+
+
+class Pooler:
+    """Pooler is PgBouncer in front of one cluster, as production reaches
+    PostgreSQL: started as the cluster's OS user in its own folder (below
+    $PS_WORK), listening on a unix socket there only, passing every database
+    to the cluster's socket; pool_mode session or transaction, a small
+    default_pool_size per (database, user) so that clients outnumber server
+    connections; auth_type trust with an auth_file naming the users (the
+    cluster's own trust on its socket does the rest).  A pooler passes no
+    startup options (1.18 refuses them; here they are ignored): a client's
+    statement_timeout comes from its role (ALTER ROLE ... SET), which
+    survives session pooling's DISCARD ALL.  stop() ends it; Cluster.cleanup
+    does too (ps_stop_poolers finds its pidfile), for a run killed first."""
+
+    def __init__(self, folder, host, port, mode, pool_size=2, users=(), log_path=None):
+        """__init__ records the folder to run in, the cluster's socket folder
+        (host) and port, the pool mode (session, transaction), the server
+        connections per pool, the users the clients log in as (besides the
+        cluster's OS user, the admin console's) and PgBouncer's log file
+        (folder/pgbouncer.log unless told)."""
+        if mode not in ("session", "transaction"):
+            raise ValueError("pool mode %r: session or transaction" % mode)
+        self.folder = folder
+        self.host = host
+        self.server_port = int(port)
+        self.mode = mode
+        self.pool_size = pool_size
+        self.users = [pg_user()] + [u for u in users if u != pg_user()]
+        self.log_path = log_path or os.path.join(folder, "pgbouncer.log")
+        self.port = None
+        self.proc = None
+
+    def config(self):
+        """config returns pgbouncer.ini's text: the cluster's databases, the
+        socket in folder, the pool mode and size, trust with the auth_file,
+        the admin user, a login retry of 1 s (the default 15 s would refuse
+        clients for that long after a crash-restart of the server), and a
+        check of every server connection before it serves a client
+        (server_check_delay 0: with the default 30 s a connection that a
+        crash-restart ended goes to the next client, whose transaction fails
+        at once, one job restart after the other)."""
+        return ("[databases]\n* = host=%s port=%d\n\n[pgbouncer]\n"
+                "listen_addr =\nlisten_port = %d\nunix_socket_dir = %s\n"
+                "auth_type = trust\nauth_file = %s\nadmin_users = %s\n"
+                "pool_mode = %s\ndefault_pool_size = %d\nmax_client_conn = 200\n"
+                "server_login_retry = 1\nserver_check_delay = 0\nignore_startup_parameters = options\n"
+                "logfile = %s\npidfile = %s\n"
+                % (self.host, self.server_port, self.port, self.folder,
+                   os.path.join(self.folder, "userlist.txt"), pg_user(), self.mode, self.pool_size,
+                   self.log_path, os.path.join(self.folder, "pgbouncer.pid")))
+
+    def start(self, timeout=30):
+        """start writes the configuration and the auth_file, starts PgBouncer
+        (as the cluster's OS user: -u when we are root) on a free port and
+        waits (timeout in seconds) until its socket answers; RuntimeError
+        with its log when it does not."""
+        if not os.access(PGBOUNCER, os.X_OK):
+            raise RuntimeError("%s not found (Debian's package pgbouncer: test/lib/cluster.sh's "
+                               "ps_ensure_packages installs it as root)" % PGBOUNCER)
+        os.makedirs(self.folder, exist_ok=True)
+        used = listening_ports() | {self.server_port}
+        self.port = next(p for p in (random.randint(20000, 49999) for _ in range(200))
+                         if p not in used and not os.path.exists(os.path.join(self.folder, ".s.PGSQL.%d" % p)))
+        with open(os.path.join(self.folder, "pgbouncer.ini"), "w") as f:
+            f.write(self.config())
+        with open(os.path.join(self.folder, "userlist.txt"), "w") as f:
+            f.write("".join('"%s" ""\n' % u for u in self.users))
+        cmd = [PGBOUNCER, os.path.join(self.folder, "pgbouncer.ini")]
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam(pg_user())
+            for root, dirs, files in os.walk(self.folder):
+                for name in [root] + [os.path.join(root, x) for x in files]:
+                    os.chown(name, pw.pw_uid, pw.pw_gid)
+            cmd += ["-u", pg_user()]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=open(os.path.join(self.folder, "pgbouncer.stderr"), "w"))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.query("SHOW VERSION")
+                return
+            except Exception as e:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("PgBouncer did not start (%s); its log: %s"
+                                       % (describe(e), self.log_tail()))
+            time.sleep(0.1)
+
+    def log_tail(self, lines=20):
+        """log_tail returns the last lines of PgBouncer's log and stderr."""
+        out = []
+        for path in (self.log_path, os.path.join(self.folder, "pgbouncer.stderr")):
+            try:
+                with open(path, errors="replace") as f:
+                    out += f.readlines()[-lines:]
+            except OSError:
+                pass
+        return "".join(out)
+
+    def server(self, user=None, **kw):
+        """server returns a Server that connects through the pooler as user
+        (the cluster's OS user unless told); its statement_timeout_ms is not
+        passed (see the class: the role's setting applies)."""
+        return PooledServer(self.folder, self.port, user or pg_user(), **kw)
+
+    def query(self, command):
+        """query runs one command of PgBouncer's admin console (SHOW POOLS,
+        SHOW STATS, ...) and returns (column names, rows)."""
+        conn = psycopg2.connect(host=self.folder, port=self.port, user=pg_user(), dbname="pgbouncer",
+                                connect_timeout=5)
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute(command)
+                return [d[0] for d in cur.description or []], (cur.fetchall() if cur.description else [])
+        finally:
+            close_quietly(conn)
+
+    def pools(self):
+        """pools returns SHOW POOLS as a list of dicts (database, user,
+        cl_active, cl_waiting, sv_active, sv_idle, sv_used, ... maxwait)."""
+        names, rows = self.query("SHOW POOLS")
+        return [dict(zip(names, r)) for r in rows]
+
+    def stop(self, timeout=10):
+        """stop ends PgBouncer (SIGTERM: its immediate shutdown; SIGKILL
+        after timeout seconds); harmless when it is not running."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        self.proc = None
+
+
+class PooledServer(Server):
+    """PooledServer is a Server reached through a Pooler: a pooler passes no
+    startup options, so connect does not send statement_timeout (the role's
+    ALTER ROLE ... SET statement_timeout gives it)."""
+
+    def connect(self, app, autocommit=True, statement_timeout_ms=None):
+        """connect opens a connection named app through the pooler, in
+        autocommit unless told otherwise; statement_timeout_ms is not sent
+        (see the class)."""
+        conn = psycopg2.connect(host=self.host, port=self.port, user=self.user, dbname=self.dbname,
+                                connect_timeout=self.connect_timeout,
+                                application_name=self.app_prefix + app)
+        conn.autocommit = autocommit
+        return conn

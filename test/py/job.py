@@ -6,15 +6,23 @@ Emulates a Flink-style job on one throwaway cluster (restart_after_crash on):
 * source: records i = 1..N, payload 'r<i>:<md5(i)>', partitioned over 4
   subtasks by i mod 4; each subtask reads its records in order; its source
   position (records consumed) is checkpoint state;
-* 4 writer subtasks (threads, one connection each, paimon_sink.commit_user =
-  the job id, paimon_sink.writer_id = subtask index) write small
+* 4 writer subtasks (threads, one connection each) write small
   transactions: multi-row INSERT VALUES, COPY, INSERT ... SELECT
   generate_series, several INSERTs in BEGIN/COMMIT, a rolled-back savepoint
-  inside a committed transaction, and now and then a ROLLBACK'ed batch;
+  inside a committed transaction, and now and then a ROLLBACK'ed batch.
+  Their identity (commit user = the job id, writer id = subtask index, the
+  attempt's fence epoch from restart_job()) travels in each transaction
+  (--identity transaction, the default: every writing transaction is a
+  block whose first statement is write_as(sink, job, s, epoch)) or in the
+  session (--identity session: SET paimon_sink.commit_user, writer_id and
+  fence_epoch once per connection; the single statements in autocommit);
 * a checkpoint coordinator triggers checkpoint N every 200-500 ms; each
   subtask, at its next batch boundary, calls prepare_commit(sink, job, N, s,
-  properties => {"pos-<s>": position}) and reports it; once all 4 did, N is
-  complete and the single committer calls commit(sink, job, N).  The job
+  properties => {"pos-<s>": position}, fence_epoch => epoch, expected_rows =>
+  the rows it sent since its last prepare) and reports it; once all 4 did, N
+  is complete and the single committer calls commit(sink, job, N,
+  fence_epoch => epoch) (with --identity session both leave fence_epoch to
+  the session's setting).  The job
   keeps no store of its own: its source positions are the checkpoint's
   properties, committed in the same prepared transaction as its rows (as
   Paimon's snapshot properties, Kafka's sendOffsetsToTransaction);
@@ -31,10 +39,11 @@ Emulates a Flink-style job on one throwaway cluster (restart_after_crash on):
 * after every failure the job restarts at once (as a job does: its old
   connections are gone, their server sessions may still be finishing a
   statement; those still running at the restore are reported) with one
-  call, restart_job(sink, job, 0, 120000): it waits for the server's
+  call, restart_job(sink, job, 120000): it waits for the server's
   workers, restores the job to its last committed checkpoint M (what was
-  prepared after M is discarded) and returns M with its properties; the job
-  resets the source positions to them and replays.  Checkpoint ids continue
+  prepared after M is discarded) and returns M with its properties and the
+  new attempt's fence epoch; the job resets the source positions to them
+  and replays (its start is such a call too, from nothing).  Checkpoint ids continue
   from M+1 ("continue") or from a counter that never goes back ("counter"),
   chosen per restart;
 * at the end: no more failures, the source is finished, a final checkpoint
@@ -47,7 +56,25 @@ The last line is always
 (-1: not measured).  Exit 0 only when missing = duplicated = 0, every other
 check passed and nothing is left behind.
 
+Through PgBouncer (--pooler transaction|session): the harness starts
+Debian's PgBouncer beside the cluster (unix socket, pool_mode as given,
+--pool-size server connections per pool, 2: fewer than the subtasks), and
+the subtasks, the committer and restart_job() reach the cluster through it
+as the roles job_subtask, job_committer and job_restart, whose statement
+timeouts (20 s, 6 s, 180 s) are role settings, since a pooler passes no
+startup options; the chaos agent and the checks connect directly.  Under
+session pooling each subtask transaction gets its own client connection
+(a pool smaller than the subtasks serves them only so).  The report adds
+PgBouncer's pools (server connections, never above the pool size) and
+its transaction count.  --expect-refused: the run must be refused, as
+--pooler transaction --identity session is (the session settings stay on
+whichever server connection served them): it passes when a call of the job
+failed with 55000 (the job then stops; missing is -1, not measured) and
+the target holds no row twice, and fails when the job completes.
+
 Usage: test/job [--records N] [--failures N] [--seed N] [--skip-build]
+                [--pooler none|session|transaction] [--pool-size N]
+                [--identity transaction|session] [--expect-refused]
 Environment (same meaning): JOB_RECORDS (200000), JOB_FAILURES (24),
 JOB_SEED (random; printed), JOB_SKIP_BUILD=1 (use the installed extension),
 JOB_TAMPER=1 (delete one target row before verifying: must report missing=1
@@ -56,7 +83,8 @@ and fail), JOB_CKPT_IDS=mixed|continue|counter (mixed), JOB_BUCKETS=1|4
 (a line per checkpoint into the job log), KEEP_TMP=1 (keep the temp dir),
 JOB_FENCE=1 (diagnostic, not the default: before restart_job(), wait until the
 server sessions of the failed attempt have ended, i.e. assume an orchestrator
-that fences them; separates that case from everything else).
+that fences them; separates that case from everything else), JOB_POOLER
+(none), JOB_POOL_SIZE (2), JOB_IDENTITY (transaction), JOB_EXPECT_REFUSED=1.
 
 The choices (failure kinds, points, actions, delays, id policies, batch
 sizes and methods) come from the seed; the interleaving with the server does
@@ -86,8 +114,8 @@ import time
 import traceback
 
 # the harness first: it installs psycopg2 when it is missing
-from harness import (ROOT, SINK_DIAGNOSIS, Cluster, RunLog, close_quietly, describe, interrupt_on_signals,
-                     keep_logs, stage_files, write_diagnosis)
+from harness import (ROOT, SINK_DIAGNOSIS, Cluster, Pooler, RunLog, close_quietly, describe,
+                     interrupt_on_signals, keep_logs, stage_files, write_diagnosis)
 
 import psycopg2
 import psycopg2.extras
@@ -104,6 +132,8 @@ COMMITTER_POINTS = ["committer_before_prepare", "committer_after_prepare",
                     "committer_after_commit_prepared"]
 FAULT_ACTIONS = ["error", "fatal", "panic", "kill"]
 PACE = 2.0  # seconds per phase (the mean time between failures is about 2-3 s)
+# statement timeouts of the job's connections by role (Job.open)
+ROLE_TIMEOUT_MS = {"subtask": 20000, "committer": 6000, "restart": 180000}
 
 RUN = RunLog()
 log = RUN.log
@@ -171,11 +201,12 @@ class Attempt:
     """One attempt of the job, from a restore until the next failure: 4 subtask threads and the
     checkpoint coordinator, their connections, the barrier in progress and the acks."""
 
-    def __init__(self, job, aid, restored_id, positions, policy):
+    def __init__(self, job, aid, restored_id, positions, policy, epoch):
         """__init__ records the attempt's number, the checkpoint it restored from with its
-        positions, and the checkpoint id policy."""
+        positions, the checkpoint id policy and the fence epoch restart_job() gave it."""
         self.job = job
         self.aid = aid
+        self.epoch = epoch
         self.restored_id = restored_id
         self.start_positions = list(positions)
         self.positions = list(positions)  # live, for reporting
@@ -194,16 +225,31 @@ class Attempt:
         self.started = time.monotonic()
 
     # connections -----------------------------------------------------------
-    def connect(self, who, timeout_ms):
-        """connect opens a connection named job-a<N>-<who> with a statement timeout, refused
-        (Stopped) once the attempt is over; fail() aborts the connections it keeps."""
-        conn = self.job.db.connect("job-a%d-%s" % (self.aid, who), statement_timeout_ms=timeout_ms)
+    def connect(self, who, role):
+        """connect opens a connection named job-a<N>-<who> for role (subtask, committer: see
+        Job.open), refused (Stopped) once the attempt is over; fail() aborts the connections it
+        keeps.  With --identity session it names the job's identity in the session (SET
+        commit_user, writer_id for a subtask <who> = s<N>, fence_epoch), as the README's
+        direct connections do."""
+        conn = self.job.open(role, "job-a%d-%s" % (self.aid, who))
         with self.cond:
             if self.failed is not None or self.completed:
                 close_quietly(conn)
                 raise Stopped()
             self.conns.add(conn)
+        if self.job.cfg.identity == "session":
+            with conn.cursor() as cur:
+                cur.execute("SET paimon_sink.commit_user = %s", (JOB_ID,))
+                if who.startswith("s"):
+                    cur.execute("SET paimon_sink.writer_id = %s", (int(who[1:]),))
+                cur.execute("SET paimon_sink.fence_epoch = %s", (str(self.epoch),))
         return conn
+
+    def release(self, conn):
+        """release closes a connection of the attempt and forgets it."""
+        with self.cond:
+            self.conns.discard(conn)
+        close_quietly(conn)
 
     def stopping(self):
         """stopping tells whether the attempt failed or completed."""
@@ -270,6 +316,10 @@ class Attempt:
         except Exception as e:
             if not self.stopping():
                 note("%s: %s" % (who, "".join(traceback.format_exception_only(type(e), e)).strip()))
+                if getattr(e, "pgcode", None) == "55000":
+                    # the server refused the job's identity (a write, a prepare, a commit)
+                    with self.job.lock:
+                        self.job.refusals.append("attempt %d %s: %s" % (self.aid, who, describe(e)))
             self.fail(who, describe(e))
 
     # barrier ---------------------------------------------------------------
@@ -295,10 +345,11 @@ class Attempt:
         job = self.job
         src = job.source
         rng = random.Random("%d-%d-s%d" % (job.seed, self.aid, s))
-        conn = self.connect("s%d" % s, 20000)
-        cur = conn.cursor()
-        cur.execute("SET paimon_sink.commit_user = %s", (JOB_ID,))
-        cur.execute("SET paimon_sink.writer_id = %s", (s,))
+        # session pooling: a client connection per transaction (a pool smaller than the
+        # subtasks serves them only so); otherwise one for the attempt
+        per_txn = job.cfg.pooler == "session"
+        conn = None
+        sent = 0  # rows written since the last prepare: its expected_rows
         pos = self.start_positions[s]
         end = src.length[s]
         acked = None
@@ -308,11 +359,22 @@ class Attempt:
                 raise Stopped()
             n = self.barrier
             if n is not None and n != acked:
-                # the source position goes into the checkpoint: no store of the job's own
-                cur.execute("SELECT count(*), coalesce(sum(row_count), 0) "
-                            "FROM paimon_sink.prepare_commit(%s, %s, %s, %s, %s::jsonb)",
-                            (SINK, JOB_ID, n, s, json.dumps({"pos-%d" % s: pos})))
-                cur.fetchall()
+                # the source position goes into the checkpoint: no store of the job's own;
+                # expected_rows: what this subtask sent since its last prepare (a prepare that
+                # seals another count is refused, nothing prepared); fence_epoch: this
+                # attempt's (with --identity session the session's)
+                conn = conn or self.connect("s%d" % s, "subtask")
+                with conn.cursor() as cur:
+                    cur.execute("SELECT count(*), coalesce(sum(row_count), 0) "
+                                "FROM paimon_sink.prepare_commit(%s, %s, %s, %s, %s::jsonb, "
+                                "fence_epoch => %s, expected_rows => %s)",
+                                (SINK, JOB_ID, n, s, json.dumps({"pos-%d" % s: pos}),
+                                 self.epoch if job.cfg.identity == "transaction" else None, sent))
+                    cur.fetchall()
+                sent = 0
+                if per_txn:
+                    self.release(conn)
+                    conn = None
                 self.ack(s, n, pos)
                 acked = n
                 continue
@@ -339,15 +401,31 @@ class Attempt:
             else:
                 b = min(rng.randint(50, 200), gate - pos)
             b = min(b, end - pos)
-            advanced = self.write_batch(cur, rng, s, pos, b)
+            conn = conn or self.connect("s%d" % s, "subtask")
+            with conn.cursor() as cur:
+                advanced = self.write_batch(cur, rng, s, pos, b)
+            if per_txn:
+                self.release(conn)
+                conn = None
             if advanced:
                 pos += b
+                sent += b
                 self.positions[s] = pos
                 job.records_written += b
 
+    def begin(self, cur, s):
+        """begin opens subtask s's transaction block; with --identity transaction its first
+        statement names the job's identity: write_as(sink, job, s, the attempt's epoch)."""
+        cur.execute("BEGIN")
+        if self.job.cfg.identity == "transaction":
+            cur.execute("SELECT paimon_sink.write_as(%s, %s, %s, %s)", (SINK, JOB_ID, s, self.epoch))
+
     def write_batch(self, cur, rng, s, pos, b):
         """Write records pos..pos+b-1 of subtask s in one transaction; False
-        when the transaction was rolled back on purpose."""
+        when the transaction was rolled back on purpose.  With --identity
+        transaction every one is a transaction block opened by begin (its
+        identity first); with --identity session the single statements run
+        in autocommit under the session's settings."""
         src = self.job.source
         ids = [src.record(s, k) for k in range(pos, pos + b)]
         rows = [(i, i % 4, payload(i)) for i in ids]
@@ -355,6 +433,9 @@ class Attempt:
         method = rng.choices(["values", "copy", "series", "multi", "savepoint", "rollback"],
                              weights=[30, 25, 20, 12, 8, 5])[0]
         self.job.methods[method] = self.job.methods.get(method, 0) + 1
+        block = self.job.cfg.identity == "transaction"
+        if method in ("values", "copy", "series") and block:
+            self.begin(cur, s)
         if method == "values":
             psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows, page_size=len(rows) + 1)
         elif method == "copy":
@@ -364,7 +445,7 @@ class Attempt:
             cur.execute(cols + "SELECT g, (g %% 4)::int, 'r' || g || ':' || md5(g::text) "
                         "FROM generate_series(%s::bigint, %s::bigint, 4) g", (ids[0], ids[-1]))
         elif method == "multi":
-            cur.execute("BEGIN")
+            self.begin(cur, s)
             cut = sorted(rng.sample(range(1, b), min(2, b - 1))) if b > 1 else []
             parts = [rows[a:z] for a, z in zip([0] + cut, cut + [b])]
             for part in parts:
@@ -372,7 +453,7 @@ class Attempt:
             cur.execute("COMMIT")
         elif method == "savepoint":
             half = b // 2
-            cur.execute("BEGIN")
+            self.begin(cur, s)
             if half:
                 psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows[:half], page_size=half + 1)
             cur.execute("SAVEPOINT sp")
@@ -381,10 +462,12 @@ class Attempt:
             psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows[half:], page_size=b + 1)
             cur.execute("COMMIT")
         else:  # rollback: the rows must never appear; the source re-reads them
-            cur.execute("BEGIN")
+            self.begin(cur, s)
             psycopg2.extras.execute_values(cur, cols + "VALUES %s", rows, page_size=b + 1)
             cur.execute("ROLLBACK")
             return False
+        if method in ("values", "copy", "series") and block:
+            cur.execute("COMMIT")
         return True
 
     # the checkpoint coordinator and single committer ----------------------------
@@ -405,7 +488,7 @@ class Attempt:
         subtasks' positions with the rows; the final checkpoint completes the attempt."""
         job = self.job
         rng = random.Random("%d-%d-coordinator" % (job.seed, self.aid))
-        conn = self.connect("committer", 6000)
+        conn = self.connect("committer", "committer")
         cur = conn.cursor()
         while True:
             interval = rng.uniform(0.2, 0.5)
@@ -439,8 +522,8 @@ class Attempt:
                 note("commit(%d): the job will be killed %.0f ms after sending it" % (n, lost * 1000))
                 threading.Timer(lost, self.fail, args=("chaos", "commit reply lost: job killed during commit(%d)" % n)).start()
             cur.execute("SELECT count(*) FILTER (WHERE newly_committed), coalesce(sum(row_count) "
-                        "FILTER (WHERE newly_committed), 0) FROM paimon_sink.commit(%s, %s, %s)",
-                        (SINK, JOB_ID, n))
+                        "FILTER (WHERE newly_committed), 0) FROM paimon_sink.commit(%s, %s, %s, fence_epoch => %s)",
+                        (SINK, JOB_ID, n, self.epoch if job.cfg.identity == "transaction" else None))
             made, rows = cur.fetchone()
             t_done = time.monotonic()
             self.last_committed = n
@@ -497,6 +580,18 @@ class Job:
         self.zombies_seen = 0
         self.anomalies = []
         self.last_zombies = []
+        self.refusals = []  # 55000 errors of the job's calls
+        self.epoch = None
+        self.pooler = None  # a harness Pooler with --pooler session|transaction
+
+    def open(self, role, app):
+        """open opens a connection named app for role: subtask (statement timeout 20 s),
+        committer (6 s, so that a hanging commit fails the attempt) or restart (180 s).  Direct,
+        or through the pooler as the role of that name (job_<role>), whose ALTER ROLE ... SET
+        statement_timeout gives the timeout (a pooler passes no startup options)."""
+        if self.pooler is not None:
+            return self.pooler.server(user="job_" + role).connect(app)
+        return self.db.connect(app, statement_timeout_ms=ROLE_TIMEOUT_MS[role])
 
     def gate(self, s):
         """gate is how far subtask s may write before the next failure: an equal share of its
@@ -536,9 +631,10 @@ class Job:
 
     # ----- attempts -------------------------------------------------------------
     def start_attempt(self, restored_id, positions, policy):
-        """start_attempt starts a new attempt from restored_id at positions."""
+        """start_attempt starts a new attempt from restored_id at positions, in the fence epoch
+        of the last restart_job()."""
         self.aid += 1
-        a = Attempt(self, self.aid, restored_id, positions, policy)
+        a = Attempt(self, self.aid, restored_id, positions, policy, self.epoch)
         self.attempt = a
         a.start()
         return a
@@ -556,24 +652,7 @@ class Job:
             self.zombies_seen += 1
             note("sessions of earlier attempts still alive before restart_job(): %s" % zombies)
         self.last_zombies = zombies
-        result = None
-        tries = 0
-        while result is None:
-            tries += 1
-            try:
-                r = self.db.query("SELECT checkpoint_id, properties, recommitted_checkpoints, "
-                                  "discarded_checkpoints, discarded_files "
-                                  "FROM paimon_sink.restart_job(%s, %s, 0, 120000)",
-                                  (SINK, JOB_ID), app="job-a%d-restart" % (self.aid + 1), timeout_ms=180000)
-                result = r[0]
-            except Exception as e:
-                d = describe(e)
-                if getattr(e, "pgcode", None) == "22023":
-                    raise Abort("restart_job(%s, %s) refused: %s" % (SINK, JOB_ID, d))
-                note("restart_job() try %d failed: %s" % (tries, d))
-                if tries >= 60:
-                    raise Abort("restart_job() failed %d times, last: %s" % (tries, d))
-                time.sleep(1)
+        result, tries = self.restart_job()
         m, props = result[0], result[1] or {}
         positions = [int(props.get("pos-%d" % s, 0)) for s in range(SUBTASKS)]
         if m > 0 and len(props) != SUBTASKS:
@@ -589,13 +668,70 @@ class Job:
         self.start_attempt(m, positions, policy)
         return m, positions, (m,) + tuple(result[2:]), tries, policy, time.monotonic() - t0
 
+    def restart_job(self):
+        """restart_job calls restart_job(sink, job, 120000) (through the pooler with one) until the
+        server answers and returns its row (checkpoint_id, properties, recommitted, discarded
+        checkpoints, discarded files, fence_epoch) and the tries it took; the fence epoch
+        becomes the next attempt's.  The server may still be coming back from a crash: a
+        refused connection is tried again, 60 times at most."""
+        tries = 0
+        while True:
+            tries += 1
+            conn = None
+            try:
+                conn = self.open("restart", "job-a%d-restart" % (self.aid + 1))
+                with conn.cursor() as cur:
+                    cur.execute("SELECT checkpoint_id, properties, recommitted_checkpoints, "
+                                "discarded_checkpoints, discarded_files, fence_epoch "
+                                "FROM paimon_sink.restart_job(%s, %s, 120000)", (SINK, JOB_ID))
+                    result = cur.fetchone()
+                self.epoch = result[5]
+                if self.pooler is not None:
+                    self.pools_ready(30)
+                return result, tries
+            except Exception as e:
+                d = describe(e)
+                if getattr(e, "pgcode", None) == "22023":
+                    raise Abort("restart_job(%s, %s) refused: %s" % (SINK, JOB_ID, d))
+                note("restart_job() try %d failed: %s" % (tries, d))
+                if tries >= 60:
+                    raise Abort("restart_job() failed %d times, last: %s" % (tries, d))
+                time.sleep(1)
+            finally:
+                close_quietly(conn)
+
+    def pools_ready(self, seconds):
+        """pools_ready waits (up to seconds) until the pooler's pools of the subtasks and the
+        committer serve a query, as an orchestrator's health check would before it starts the
+        attempt: after a server crash-restart PgBouncer refuses a pool's clients for its
+        server_login_retry once a login failed, and an attempt started then fails at once,
+        one restart after the other.  Raises Abort when they do not."""
+        deadline = time.monotonic() + seconds
+        for role in ("subtask", "committer"):
+            while True:
+                conn = None
+                try:
+                    conn = self.open(role, "job-ready")
+                    with conn.cursor() as cur:
+                        cur.execute("SELECT 1")
+                    break
+                except Exception as e:
+                    if time.monotonic() > deadline:
+                        raise Abort("the pooler's pool of job_%s did not serve within %d s: %s"
+                                    % (role, seconds, describe(e)))
+                    time.sleep(0.2)
+                finally:
+                    close_quietly(conn)
+
     def old_sessions(self):
         """old_sessions lists the server sessions of earlier attempts still alive ([] if the query
         fails)."""
         try:
+            # through a pooler an idle server connection keeps the name of its last client
             return self.db.query("SELECT pid, application_name, state, left(query, 60) FROM pg_stat_activity "
                                  "WHERE application_name LIKE 'job-a%%' AND application_name NOT LIKE %s "
-                                 "AND pid <> pg_backend_pid()", ("job-a%d-%%" % (self.aid + 1),),
+                                 "AND pid <> pg_backend_pid()" + (" AND state <> 'idle'" if self.pooler else ""),
+                                 ("job-a%d-%%" % (self.aid + 1),),
                                  app="job-ctl", timeout_ms=5000)
         except Exception:
             return []
@@ -776,9 +912,18 @@ class Job:
         """run runs the job until its final checkpoint is committed: it starts the first attempt and
         the chaos agent, and after each failure reports it and restores; it aborts at the
         deadline or when no checkpoint completed for 90 s."""
+        # a job's start is a restart from nothing: restart_job() makes the commit user a job's and
+        # hands the first attempt its fence epoch
+        result, _ = self.restart_job()
+        if result[0] != 0:
+            raise Abort("restart_job() of a new job returned checkpoint %s, not 0" % result[0])
         a = self.start_attempt(0, [0] * SUBTASKS, self.policy())
-        log("job %s started: %d subtasks, %d records (%s per subtask), checkpoint ids %s"
-            % (JOB_ID, SUBTASKS, self.source.n, "/".join(map(str, self.source.length)), a.policy))
+        log("job %s started: %d subtasks, %d records (%s per subtask), checkpoint ids %s, fence epoch %d, "
+            "identity per %s, %s"
+            % (JOB_ID, SUBTASKS, self.source.n, "/".join(map(str, self.source.length)), a.policy, a.epoch,
+               self.cfg.identity, "direct connections" if self.pooler is None else
+               "through PgBouncer (pool_mode %s, %d server connections per pool)"
+               % (self.pooler.mode, self.pooler.pool_size)))
         chaos_thread = None
         if self.chaos_on:
             chaos_thread = threading.Thread(target=self.chaos, name="chaos", daemon=True)
@@ -795,6 +940,10 @@ class Job:
                 return
             # ---- a failover
             who, msg, t_fail = a.failed
+            if self.cfg.expect_refused and self.refusals:
+                # refused as it must be: the job stops (a connector fails the job here)
+                a.join()
+                return
             with self.lock:
                 pc, self.pending_cause = self.pending_cause, None
                 self.kill_at = None
@@ -827,8 +976,9 @@ class Job:
             log("    %s; %d records written since the restore; first error: %s: %s"
                 % (at, lost, who, msg[:150]))
             log("    restored from checkpoint %d (positions %s): restart_job -> committed up to %d, "
-                "re-committed %d, discarded %d checkpoint(s) / %d file(s)%s; next ids: %s; back after %.1f s"
-                % (m, "/".join(map(str, positions)), r[0], r[1], r[2], r[3],
+                "re-committed %d, discarded %d checkpoint(s) / %d file(s), fence epoch %d%s; next ids: %s; "
+                "back after %.1f s"
+                % (m, "/".join(map(str, positions)), r[0], r[1], r[2], r[3], r[4],
                    (", %d tries" % tries) if tries > 1 else "", policy, time.monotonic() - t_fail))
             for z in self.last_zombies:
                 log("    session of a failed attempt still running when restart_job() was called: pid %d %s %s: %s"
@@ -855,6 +1005,10 @@ def parse_args():
     p.add_argument("--fence", action="store_true", default=env.get("JOB_FENCE") == "1")
     p.add_argument("--timeout", type=int, default=int(env.get("JOB_TIMEOUT", "480")))
     p.add_argument("--verbose", action="store_true", default=env.get("JOB_VERBOSE") == "1")
+    p.add_argument("--pooler", choices=["none", "session", "transaction"], default=env.get("JOB_POOLER", "none"))
+    p.add_argument("--pool-size", type=int, default=int(env.get("JOB_POOL_SIZE", "2")))
+    p.add_argument("--identity", choices=["transaction", "session"], default=env.get("JOB_IDENTITY", "transaction"))
+    p.add_argument("--expect-refused", action="store_true", default=env.get("JOB_EXPECT_REFUSED") == "1")
     cfg = p.parse_args()
     if cfg.seed is None:
         cfg.seed = random.SystemRandom().randrange(1, 1 << 31)
@@ -909,12 +1063,73 @@ def setup(cfg, h):
         cur.execute("CREATE TRIGGER job_target_load BEFORE INSERT ON %s FOR EACH ROW "
                     "EXECUTE FUNCTION job_target_load()" % TARGET)
         cur.execute("SELECT * FROM paimon_sink.create_sink('%s', '%s'%s)" % (SINK, TARGET, bucket_args))
+        if cfg.pooler != "none":
+            # through a pooler the statement timeouts come from the roles (Job.open)
+            for role, ms in sorted(ROLE_TIMEOUT_MS.items()):
+                cur.execute("CREATE ROLE job_%s LOGIN SUPERUSER" % role)
+                cur.execute("ALTER ROLE job_%s SET statement_timeout = %d" % (role, ms))
     conn.close()
     if not db.wait_writers_ready(60, app="job-ready"):
         raise Abort("the sink's writers did not start")
     log("sink %s on %s (no primary key), buckets %s; writers ready"
         % (SINK, TARGET, "4 by hash of id" if cfg.buckets == 4 else "1 (one per session)"))
     return db
+
+
+def start_pooler(cfg, h):
+    """start_pooler starts PgBouncer in front of the cluster (--pooler session|transaction,
+    --pool-size server connections per pool, the job's roles as its users) in $PS_WORK/pooler
+    and returns it."""
+    p = Pooler(os.path.join(h.work, "pooler"), h.sockdir, h.port, cfg.pooler, cfg.pool_size,
+               ["job_%s" % r for r in sorted(ROLE_TIMEOUT_MS)], os.path.join(h.work, "logs", "pgbouncer.log"))
+    p.start()
+    log("pooler: PgBouncer, pool_mode %s, default_pool_size %d, socket %s port %d, log %s"
+        % (p.mode, p.pool_size, p.folder, p.port, p.log_path))
+    return p
+
+
+def pooler_report(job):
+    """pooler_report logs what PgBouncer's pools of the job saw (SHOW POOLS: server connections
+    now, the longest wait of a client) and its transactions (SHOW STATS); it returns the
+    problems: a pool that held more server connections than its size."""
+    problems = []
+    try:
+        for pool in job.pooler.pools():
+            if not str(pool.get("user", "")).startswith("job_"):
+                continue
+            sv = sum(int(pool.get(k, 0)) for k in ("sv_active", "sv_idle", "sv_used", "sv_tested", "sv_login"))
+            log("    pool %s/%s: %d server connection(s), clients active %s waiting %s, maxwait %s s"
+                % (pool["database"], pool["user"], sv, pool["cl_active"], pool["cl_waiting"], pool["maxwait"]))
+            if sv > job.pooler.pool_size:
+                problems.append("pool %s holds %d server connections, above its size %d"
+                                % (pool["user"], sv, job.pooler.pool_size))
+        names, rows = job.pooler.query("SHOW STATS")
+        for r in rows:
+            st = dict(zip(names, r))
+            if st["database"] == "postgres":
+                log("    pooler: %s transactions, %s queries through PgBouncer"
+                    % (st["total_xact_count"], st["total_query_count"]))
+    except Exception as e:
+        log("    pooler: SHOW POOLS/STATS failed: %s" % describe(e))
+    return problems
+
+
+def verify_refused(cfg, db, job, res):
+    """verify_refused checks a run that must be refused (--expect-refused): a 55000 of the
+    job's calls was seen (the job identity the session set did not reach the server intact),
+    and the target holds no row twice; missing is not measured (the job stopped)."""
+    rows, distinct = db.query("SELECT count(*), count(DISTINCT id) FROM %s" % TARGET)[0]
+    res.update(duplicated=rows - distinct)
+    log("verify: %d refusal(s) with 55000; target rows %d, duplicated %d"
+        % (len(job.refusals), rows, rows - distinct))
+    for r in job.refusals[:8]:
+        log("    refused: %s" % r[:300])
+    problems = []
+    if not job.refusals:
+        problems.append("the job was never refused (55000): its rows were taken as they came")
+    if rows != distinct:
+        problems.append("%d duplicate row(s)" % (rows - distinct))
+    return problems
 
 
 def verify(cfg, h, db, job, res):
@@ -1058,14 +1273,22 @@ def main():
     job = None
     interrupt_on_signals()
     try:
-        log("=== paimon_sink stream job: seed %d, %d records, %d failures, checkpoint ids %s, buckets %d%s"
-            % (cfg.seed, cfg.records, cfg.failures, cfg.ckpt_ids, cfg.buckets, ", fenced restarts" if cfg.fence else ""))
-        log("    rerun: JOB_SEED=%d JOB_RECORDS=%d JOB_FAILURES=%d%s%s%s test/job"
+        log("=== paimon_sink stream job: seed %d, %d records, %d failures, checkpoint ids %s, buckets %d%s, "
+            "pooler %s, identity per %s%s"
+            % (cfg.seed, cfg.records, cfg.failures, cfg.ckpt_ids, cfg.buckets, ", fenced restarts" if cfg.fence else "",
+               cfg.pooler, cfg.identity, ", must be refused" if cfg.expect_refused else ""))
+        log("    rerun: JOB_SEED=%d JOB_RECORDS=%d JOB_FAILURES=%d%s%s%s test/job%s"
             % (cfg.seed, cfg.records, cfg.failures, " JOB_CKPT_IDS=" + cfg.ckpt_ids if cfg.ckpt_ids != "mixed" else "",
                " JOB_BUCKETS=%d" % cfg.buckets if os.environ.get("JOB_BUCKETS") else "",
-               " JOB_FENCE=1" if cfg.fence else ""))
+               " JOB_FENCE=1" if cfg.fence else "",
+               "".join(" --%s %s" % (k, v) for k, v in (("pooler", cfg.pooler), ("identity", cfg.identity))
+                       if v != {"pooler": "none", "identity": "transaction"}[k])
+               + (" --pool-size %d" % cfg.pool_size if cfg.pool_size != 2 else "")
+               + (" --expect-refused" if cfg.expect_refused else "")))
         db = setup(cfg, h)
         job = Job(cfg, h, db)
+        if cfg.pooler != "none":
+            job.pooler = start_pooler(cfg, h)
         t_job = time.monotonic()
         try:
             job.run(time.monotonic() + cfg.timeout)
@@ -1073,6 +1296,17 @@ def main():
             res["failures"] = job.failovers
         if job.chaos_on:
             job.stop_chaos(None)
+        if cfg.expect_refused and job.refusals:
+            log("job refused after %.1f s (%d failure(s) before)" % (time.monotonic() - t_job, job.failovers))
+            problems = verify_refused(cfg, db, job, res)
+            if job.pooler is not None:
+                problems += pooler_report(job)
+            if problems:
+                log("FAIL: " + "; ".join(problems))
+                keep_logs(h.work, [h.server_log], "paimon_sink-job-logs.")
+            else:
+                log("PASS: the job was refused (55000), not silently misattributed")
+            return 0 if not problems else 1
         log("job finished after %.1f s: final checkpoint %d committed" % (time.monotonic() - t_job, job.final_checkpoint))
         cm = sorted(job.commit_ms)
         log("    %d failures (%s), %d chaos action(s) without effect; %d attempts"
@@ -1085,7 +1319,13 @@ def main():
             "restarts with sessions of a failed attempt still alive: %d"
             % (job.recover_totals[0], job.recover_totals[1], job.recover_totals[2], job.zombies_seen))
         log("    batches: %s" % ", ".join("%s %d" % kv for kv in sorted(job.methods.items())))
-        problems = verify(cfg, h, db, job, res)
+        if job.pooler is not None:
+            problems = pooler_report(job)
+        else:
+            problems = []
+        problems += verify(cfg, h, db, job, res)
+        if cfg.expect_refused:
+            problems.append("the job was never refused (55000): its rows were taken as they came")
         if job.failovers < cfg.failures:
             problems.append("only %d of %d failures happened" % (job.failovers, cfg.failures))
         if job.anomalies:
@@ -1121,6 +1361,8 @@ def main():
         if job is not None and job.attempt is not None:
             job.chaos_stop.set()
             job.attempt.fail("exit", "exit")
+        if job is not None and job.pooler is not None:
+            job.pooler.stop()
         h.cleanup()
         print("job: records=%d failures=%d missing=%d duplicated=%d"
               % (res["records"], res["failures"], res["missing"], res["duplicated"]), flush=True)
