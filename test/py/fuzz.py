@@ -1010,18 +1010,27 @@ class Session(threading.Thread):
     def name_identity(self, cur, rec, sinks, cu, wid):
         """name_identity names, for the rest of the transaction, the
         identity of the writes into each of sinks (write_as()): the session's
-        commit user (the sink's own when it is empty) and writer id, so that
-        the ledger's commit user is the same whichever names it, and the
-        stream's fence epoch as last seen (now and then a stale one); a
-        refused write_as() leaves the session's settings to name it."""
+        commit user and writer id, so that the ledger's commit user is the
+        same whichever names it, and the stream's fence epoch as last seen;
+        with no commit user set, the sink's own and its epoch as the catalog
+        has them at the call (a sink of that name made again since the
+        snapshot has another own commit user); now and then a stale epoch.
+        A refused write_as() leaves the session's settings to name it."""
         for sink in sinks:
-            as_cu = cu or sink["default_commit_user"]
-            e = self.epoch_of(sink["name"], as_cu)
-            if self.rng.random() < 0.05:
-                e = max(e - 1, 0)
+            stale = self.rng.random() < 0.05
+            if cu:
+                e = self.epoch_of(sink["name"], cu)
+                stmt, args = "SELECT paimon_sink.write_as(%s, %s, %s, %s)", (
+                    sink["name"], cu, wid, max(e - 1, 0) if stale else e)
+            else:
+                stmt, args = ("SELECT paimon_sink.write_as(d.sink_name, d.default_commit_user, %s, "
+                              "greatest(coalesce((SELECT u.fence_epoch FROM paimon_sink.commit_user_state u "
+                              "WHERE u.sink_id = d.sink_id AND u.commit_user = d.default_commit_user), 0) - %s, 0)) "
+                              "FROM paimon_sink.sink_definition d WHERE d.sink_name = %s",
+                              (wid, 1 if stale else 0, sink["name"]))
             self.execute(cur, rec, "SAVEPOINT w")
             try:
-                self.execute(cur, rec, "SELECT paimon_sink.write_as(%s, %s, %s, %s)", (sink["name"], as_cu, wid, e))
+                self.execute(cur, rec, stmt, args)
             except psycopg2.Error as err:
                 rec.add("-- refused: %s" % describe(err))
                 self.execute(cur, rec, "ROLLBACK TO SAVEPOINT w")
