@@ -19,11 +19,13 @@ is killed.
   UPDATE that keeps the primary key to -U (old row) and +U (new row), an
   UPDATE that changes it to -D (the old row, which a full-row retraction
   needs) and +I (the new row), DELETE to -D (the old row).  It writes them in
-  stream order from one session (writer id 0) into orders_sink and
-  order_lines_sink, whose targets are the replica's tables.
+  stream order from one session into orders_sink and order_lines_sink,
+  whose targets are the replica's tables, each transaction naming the job's
+  identity (write_as(): commit user cdc-job, writer id 0, and the fence
+  epoch restart_job() returned).
 * Checkpoints: every --interval-ms the job makes checkpoint N (one commit
-  user, cdc-job, for every sink): prepare_commit on each sink with the
-  properties {"lsn": the end of the last source transaction written,
+  user, cdc-job, for every sink): prepare_commit on each sink (naming the
+  fence epoch, as every call of the job does) with the properties {"lsn": the end of the last source transaction written,
   "xid": its xid, "changes": source changes applied in all}, then commit on
   each sink; only then does it acknowledge the slot (send_feedback with
   flush_lsn), so the slot never passes what is not committed.
@@ -201,6 +203,7 @@ class Job:
         self.checkpoint_id = 0
         self.skipped = 0
         self.resumed = False  # a transaction beyond the committed lsn came
+        self.epochs = {}  # sink or group -> the fence epoch restart_job() returned for it
 
     def say(self, msg):
         """say prints a line of the job's log (the driver keeps it)."""
@@ -234,13 +237,14 @@ class Job:
         for i, s in enumerate(targets):
             if i > 0:
                 self.maybe_die("mid_prepare")
-            self.sql("SELECT count(*) FROM paimon_sink.prepare_commit(%s, %s, %s, 0, %s::jsonb)",
-                     (s, COMMIT_USER, n, text))
+            self.sql("SELECT count(*) FROM paimon_sink.prepare_commit(%s, %s, %s, 0, %s::jsonb, "
+                     "fence_epoch => %s)", (s, COMMIT_USER, n, text, self.epochs[s]))
         self.maybe_die("after_prepare")
         for i, s in enumerate(targets):
             if i > 0:
                 self.maybe_die("mid_commit")
-            self.sql("SELECT count(*) FROM paimon_sink.commit(%s, %s, %s)", (s, COMMIT_USER, n))
+            self.sql("SELECT count(*) FROM paimon_sink.commit(%s, %s, %s, %s)",
+                     (s, COMMIT_USER, n, self.epochs[s]))
 
     def restore(self):
         """restore restarts the job on the sinks and returns (checkpoint id,
@@ -248,10 +252,13 @@ class Job:
         restored_checkpoint_id = the highest checkpoint any sink committed,
         so that a checkpoint committed on some sinks is committed on all (a
         restore that meets a commit served meanwhile is tried again).  With
-        --group one restart_job() on the group."""
+        --group one restart_job() on the group.  Keeps the fence epoch each
+        restart_job() returned (self.epochs), which the job's writes and
+        calls name from then on."""
         if self.group:
-            r = self.sql("SELECT checkpoint_id, properties FROM paimon_sink.restart_job(%s, %s, 0, 60000)",
-                         (GROUP, COMMIT_USER))[0]
+            r = self.sql("SELECT checkpoint_id, properties, fence_epoch "
+                         "FROM paimon_sink.restart_job(%s, %s, 60000)", (GROUP, COMMIT_USER))[0]
+            self.epochs = {GROUP: r[2]}
             return r[0], r[1] or {}
         for attempt in range(1, 6):
             marks = {}
@@ -263,9 +270,11 @@ class Job:
             try:
                 for s in SINKS:
                     restored = marks[s] if self.cfg.broken == "own-restore" else m
-                    r = self.sql("SELECT checkpoint_id, properties FROM paimon_sink.restart_job(%s, %s, 0, 60000, %s)",
+                    r = self.sql("SELECT checkpoint_id, properties, fence_epoch "
+                                 "FROM paimon_sink.restart_job(%s, %s, 60000, %s)",
                                  (s, COMMIT_USER, restored))[0]
                     got[s] = (r[0], r[1] or {})
+                    self.epochs[s] = r[2]
             except psycopg2.Error as e:
                 if e.pgcode != "22023" or attempt == 5:
                     raise
@@ -343,7 +352,9 @@ class Job:
     def write(self, txns):
         """write writes the buffered source transactions txns ([(end lsn,
         xid, rows, changes)]) into the sinks, in stream order, in one
-        transaction of the job's session."""
+        transaction of the job's session that names the job's identity
+        (write_as(): commit user, writer id 0, fence epoch) on the group or
+        on each sink."""
         per_table = collections.OrderedDict((t, []) for t, _, _ in TABLES)
         for _, _, rows, _ in txns:
             for table, kind, values in rows:
@@ -351,6 +362,8 @@ class Job:
                 per_table[table].append(tuple(values[c] for c in cols) + (kind,))
         with self.conn.cursor() as cur:
             cur.execute("BEGIN")
+            for target, epoch in self.epochs.items():
+                cur.execute("SELECT paimon_sink.write_as(%s, %s, 0, %s)", (target, COMMIT_USER, epoch))
             for (table, _, cols), sink in zip(TABLES, SINKS):
                 rows = per_table[table]
                 if rows:

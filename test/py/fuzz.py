@@ -31,10 +31,16 @@ database "fuzz".  Each round:
     moves rows from the ordinary partition into the sink's, 1-4
     statements, under a commit user and writer id of the session (the
     sink's own, jobs J1, J2, job-<n>, or settings the server refuses),
-    ~15% rolled back, savepoints rolled back and released, payloads '',
-    NULL, 10 kB, non-ASCII, ids unique for the run and the edge ids -1, 0,
-    int32 and int64 limits once a round; rows
-    the documentation says are refused when written (a NULL key, a bad row
+    naming the fence epoch of each (sink, commit user) as the catalog or
+    restart_job() last showed it (now and then a stale one or none: a job's
+    commit user refuses such writes, 55000, and a sink a job writes to
+    refuses rows that name no commit user; a refused write rolls back its
+    ledger rows with it) per transaction (write_as() on each sink, with the
+    session's commit user, or the sink's own when it is empty, and writer
+    id) or per session (paimon_sink.fence_epoch), ~15% rolled back,
+    savepoints rolled back and released, payloads '', NULL, 10 kB,
+    non-ASCII, ids unique for the run and the edge ids -1, 0, int32 and
+    int64 limits once a round; rows the documentation says are refused when written (a NULL key, a bad row
     kind, ON CONFLICT through the foreign table and through the routing
     parent, with a committed id or a new one, a foreign table on the
     server paimon_sink that is no sink's) must be refused: one accepted is
@@ -49,7 +55,7 @@ database "fuzz".  Each round:
     clear_faults, fdw_handler, fdw_validator, refuse_invalid_commit_user)
     and reads of every view, as a random role, half with plausible
     arguments (existing sinks and groups, the commit users written, the
-    next checkpoint ids) and half with edge values (NULL, '', 0, -1, -5,
+    next checkpoint ids, the fence epochs) and half with edge values (NULL, '', 0, -1, -5,
     int32 and int64 limits, 10 kB, names of other roles' sinks, of dropped
     sinks, of groups, commit users of other jobs and other sinks, invalid
     commit users, jsonb that is no object, nested 500 deep or over 8 kB,
@@ -75,7 +81,7 @@ database "fuzz".  Each round:
   commit() of its prepared checkpoints, checkpoint() for its own commit
   user, prepare_commit() and commit() of the next id for every other
   commit user with staged rows (the streams the WARNING of an empty
-  prepare names).  A call that fails is an invariant failure ("drain").
+  prepare names), each naming its fence epoch.  A call that fails is an invariant failure ("drain").
 * Checks (each failed check of a round is one invariant failure):
   - ledger: every ledger row in its table once with its payload (missing,
     doubled, phantom: a row of no ledger row, in the wrong table, or with
@@ -90,8 +96,9 @@ database "fuzz".  Each round:
     0 is not one), and rows whose table is gone (DROP TABLE);
   - in doubt: no prepared transaction with a paimon_sink: gid left 15 s
     after the drain;
-  - probe: every sink with its target and foreign table takes a row and
-    commits it (checkpoint()), the row then in the target;
+  - probe: every sink with its target and foreign table takes a row under
+    its own commit user (named: a sink a job writes to refuses rows that
+    name none) and commits it (checkpoint()), the row then in the target;
   - the server log (and a sanitizer's log_path files named in
     PS_SERVER_ENV): a process that "was terminated by signal" other than
     one this program killed, a TRAP (failed Assert), "ERROR:
@@ -343,6 +350,7 @@ class World:
             self.names_seen = set()
             self.groups = []
             self.states = {}        # (sink_id, commit user) -> (last prepared, last committed)
+            self.epochs = {}        # (sink_id, commit user) -> fence epoch
             self.decisions = []     # (kind, sink ids, commit user or None for all, cut time, call)
             self.kills = []         # (time, kind, pid, what)
             self.accepted = []      # (what, Call)
@@ -351,13 +359,25 @@ class World:
             self.committed_ids = []  # a sample of ids committed this round (for ON CONFLICT)
             self.harness_errors = []
 
-    def set_catalog(self, sinks, groups, states):
+    def set_catalog(self, sinks, groups, states, epochs):
         """set_catalog records the catalog as the driver read it."""
         with self.lock:
             self.sinks = sinks
             self.names_seen.update(sinks)
             self.groups = groups
             self.states = states
+            self.epochs = epochs
+
+    def epoch(self, sink_id, cu):
+        """epoch returns the stream's fence epoch as last seen (0 when unknown)."""
+        with self.lock:
+            return self.epochs.get((sink_id, cu), 0)
+
+    def set_epoch(self, sink_ids, cu, epoch):
+        """set_epoch records the fence epoch restart_job() returned for the streams."""
+        with self.lock:
+            for sid in sink_ids:
+                self.epochs[(sid, cu)] = epoch
 
     def snapshot(self):
         """snapshot returns (sinks, names seen, groups, states) as they are now."""
@@ -587,6 +607,23 @@ class Session(threading.Thread):
             return self.rng.choice([nxt, nxt, lp, lc + 1, nxt + self.rng.randrange(1, 5)])
         return self.rng.choice([0, -1, -5, 1, 2, I32_MAX, I32_MAX + 1, I64_MAX, I64_MIN_ARG, None, lc, lc - 1, nxt])
 
+    def epoch_of(self, sink, cu):
+        """epoch_of returns the fence epoch of the stream (sink name, commit
+        user; None: the sink's own) as last seen, 0 when unknown."""
+        s = self.sinks().get(sink)
+        if s is None:
+            return 0
+        return self.world.epoch(s["sink_id"], cu if cu is not None else s["default_commit_user"])
+
+    def arg_epoch(self, valid, sink=None, cu=None):
+        """arg_epoch draws a fence_epoch: the stream's as last seen (or NULL:
+        the session's), or an edge value (a stale one, one never handed out,
+        -1, int64 limits)."""
+        e = self.epoch_of(sink, cu)
+        if valid:
+            return self.rng.choice([e, e, e, None])
+        return self.rng.choice([None, e, e - 1, e + 1, 0, -1, I64_MAX, I64_MIN_ARG])
+
     def arg_writer(self, valid):
         """arg_writer draws a writer id."""
         if valid:
@@ -772,10 +809,12 @@ class Session(threading.Thread):
         sink = self.arg_sink(valid)
         cu = self.arg_cu(valid, sink)
         ckpt = self.arg_ckpt(valid, sink, cu)
-        args = [sink, cu, ckpt, self.arg_writer(valid), self.arg_props(valid)]
-        n = self.rng.choice([3, 4, 5, 5])
+        expected = None if valid else self.rng.choice([None, 0, 1, -1, 3, I64_MAX])
+        args = [sink, cu, ckpt, self.arg_writer(valid), self.arg_props(valid), self.arg_epoch(valid, sink, cu),
+                expected]
+        n = self.rng.choice([3, 5, 6, 6, 6, 7])
         stmt = "SELECT * FROM paimon_sink.prepare_commit(%s)" % ", ".join(
-            ["%s::text", "%s::text", "%s::bigint", "%s::integer", "%s::jsonb"][:n])
+            ["%s::text", "%s::text", "%s::bigint", "%s::integer", "%s::jsonb", "%s::bigint", "%s::bigint"][:n])
 
         def replay(ok, res):
             """replay: the refusal that drops the rows staged for a committed id."""
@@ -788,8 +827,8 @@ class Session(threading.Thread):
         sink = self.arg_sink(valid)
         cu = self.arg_cu(valid, sink)
         ckpt = self.marks(sink, cu)[0] if valid else self.arg_ckpt(False, sink, cu)
-        self.wrapped(role, "SELECT * FROM paimon_sink.commit(%s::text, %s::text, %s::bigint)", (sink, cu, ckpt),
-                     touched=(sink,), cus=(cu,))
+        self.wrapped(role, "SELECT * FROM paimon_sink.commit(%s::text, %s::text, %s::bigint, %s::bigint)",
+                     (sink, cu, ckpt, self.arg_epoch(valid, sink, cu)), touched=(sink,), cus=(cu,))
 
     def c_checkpoint(self, role, valid):
         """checkpoint of a drawn sink (often: the sessions' rows commit by it)."""
@@ -826,24 +865,28 @@ class Session(threading.Thread):
                         and mode == "restore_and_fail")
 
     def c_restart_job(self, role, valid):
-        """restart_job: a discarding decision (it restores as recover does)."""
+        """restart_job: a discarding decision (it restores as recover does);
+        the fence epoch it returns is the one the stream's writes and calls
+        name from then on."""
         sink = self.arg_sink(valid)
         cu = self.arg_cu(valid, sink)
         lp, lc = self.marks(sink, cu)
-        args = [sink, cu, self.arg_writer(valid) or 0,
+        args = [sink, cu,
                 self.rng.choice([1000, 5000]) if valid else self.rng.choice([0, -1, 1, I32_MAX, None, 100]),
                 self.rng.choice([None, lc, lp]) if valid else self.arg_ckpt(False, sink, cu)]
-        n = self.rng.randint(2, 5)
+        n = self.rng.randint(2, 4)
         stmt = "SELECT * FROM paimon_sink.restart_job(%s)" % ", ".join(
-            ["%s::text", "%s::text", "%s::integer", "%s::integer", "%s::bigint"][:n])
-        self.discarding("restart_job", role, stmt, args[:n], sink, cu)
+            ["%s::text", "%s::text", "%s::integer", "%s::bigint"][:n])
+        ok, rows = self.discarding("restart_job", role, stmt, args[:n], sink, cu)
+        if ok and rows and isinstance(cu, str):
+            self.world.set_epoch(self.resolve(role, sink), cu, rows[0][-1])
 
     def c_end_input(self, role, valid):
         """end_input of a drawn stream."""
         sink = self.arg_sink(valid)
         cu = self.arg_cu(valid, sink)
-        self.wrapped(role, "SELECT * FROM paimon_sink.end_input(%s::text, %s::text)", (sink, cu),
-                     touched=(sink,), cus=(cu,))
+        self.wrapped(role, "SELECT * FROM paimon_sink.end_input(%s::text, %s::text, %s::bigint)",
+                     (sink, cu, self.arg_epoch(valid, sink, cu)), touched=(sink,), cus=(cu,))
 
     def c_maintenance(self, role, valid):
         """remove_orphan_files and expire_snapshots with drawn ages and counts."""
@@ -945,17 +988,53 @@ class Session(threading.Thread):
         return [s for s in self.sinks().values() if s["ft"] and s["target"] in LEDGERED_TARGETS
                 and s["mode"] in ("append", "upsert")]
 
-    def set_stream(self, cur, rec):
-        """set_stream sets the session's commit user and writer id on its
-        connection (a session-level SET: kept for later transactions), now
-        and then a value the server must refuse; returns the commit user
-        set."""
+    def set_stream(self, cur, rec, sinks):
+        """set_stream sets the session's commit user, writer id and fence
+        epoch on its connection (a session-level SET: kept for later
+        transactions; the epoch that of the commit user on one of sinks, as
+        last seen, now and then none or a stale one), now and then a value
+        the server must refuse; returns the commit user set."""
         cu = self.rng.choice(["", "", "", "J1", "J2", self.job_cu, "job-%d" % self.rng.randrange(8)]
                              + (["bad user", "x" * 65] if self.rng.random() < 0.05 else []))
         wid = self.rng.choice([0, 0, 1, 2, 3] + ([-1, I32_MAX] if self.rng.random() < 0.05 else []))
+        epoch = ""
+        if cu:
+            e = self.epoch_of(self.rng.choice(sinks)["name"], cu)
+            epoch = self.rng.choice([str(e)] * 6 + ["", str(max(e - 1, 0))]
+                                    + (["-1", "x"] if self.rng.random() < 0.05 else []))
         self.execute(cur, rec, "SET paimon_sink.commit_user = %s" % sql_quote(cu))
         self.execute(cur, rec, "SET paimon_sink.writer_id = %d" % wid)
+        self.execute(cur, rec, "SET paimon_sink.fence_epoch = %s" % sql_quote(epoch))
         return cu
+
+    def name_identity(self, cur, rec, sinks, cu, wid):
+        """name_identity names, for the rest of the transaction, the
+        identity of the writes into each of sinks (write_as()): the session's
+        commit user and writer id, so that the ledger's commit user is the
+        same whichever names it, and the stream's fence epoch as last seen;
+        with no commit user set, the sink's own and its epoch as the catalog
+        has them at the call (a sink of that name made again since the
+        snapshot has another own commit user); now and then a stale epoch.
+        A refused write_as() leaves the session's settings to name it."""
+        for sink in sinks:
+            stale = self.rng.random() < 0.05
+            if cu:
+                e = self.epoch_of(sink["name"], cu)
+                stmt, args = "SELECT paimon_sink.write_as(%s, %s, %s, %s)", (
+                    sink["name"], cu, wid, max(e - 1, 0) if stale else e)
+            else:
+                stmt, args = ("SELECT paimon_sink.write_as(d.sink_name, d.default_commit_user, %s, "
+                              "greatest(coalesce((SELECT u.fence_epoch FROM paimon_sink.commit_user_state u "
+                              "WHERE u.sink_id = d.sink_id AND u.commit_user = d.default_commit_user), 0) - %s, 0)) "
+                              "FROM paimon_sink.sink_definition d WHERE d.sink_name = %s",
+                              (wid, 1 if stale else 0, sink["name"]))
+            self.execute(cur, rec, "SAVEPOINT w")
+            try:
+                self.execute(cur, rec, stmt, args)
+            except psycopg2.Error as err:
+                rec.add("-- refused: %s" % describe(err))
+                self.execute(cur, rec, "ROLLBACK TO SAVEPOINT w")
+            self.execute(cur, rec, "RELEASE SAVEPOINT w")
 
     def statement(self, cur, rec, sink, ids):
         """statement writes ids into sink (a catalog row) or through the
@@ -1096,9 +1175,12 @@ class Session(threading.Thread):
             with conn.cursor() as cur:
                 if self.rng.random() < 0.2 or role not in self.stream_set:
                     self.stream_set.add(role)
-                    self.set_stream(cur, rec)
+                    self.set_stream(cur, rec, sinks)
                 rec.cu_setting = self.execute(cur, rec, "SHOW paimon_sink.commit_user")[0][0]
+                wid = int(self.execute(cur, rec, "SHOW paimon_sink.writer_id")[0][0])
                 self.execute(cur, rec, "BEGIN")
+                if self.rng.random() < 0.5:
+                    self.name_identity(cur, rec, sinks, rec.cu_setting, wid)
                 written = []
                 for _ in range(self.rng.randint(1, 4)):
                     r = self.rng.random()
@@ -1809,10 +1891,11 @@ class Fuzz:
             sinks[name] = dict(sink_id=sid, name=name, ft=ft, target=target, mode=mode, rkc=rkc,
                                default_commit_user=own, owner=owner or str(owner_oid))
         groups = [r[0] for r in self.ctl.query("SELECT group_name FROM paimon_sink.sink_group", timeout_ms=5000)]
-        states = {(r[0], r[1]): (r[2], r[3]) for r in self.ctl.query(
-            "SELECT sink_id, commit_user, last_prepared_checkpoint, last_committed_checkpoint "
-            "FROM paimon_sink.commit_user_state", timeout_ms=5000)}
-        self.world.set_catalog(sinks, groups, states)
+        rows = self.ctl.query("SELECT sink_id, commit_user, last_prepared_checkpoint, last_committed_checkpoint, "
+                              "fence_epoch FROM paimon_sink.commit_user_state", timeout_ms=5000)
+        states = {(r[0], r[1]): (r[2], r[3]) for r in rows}
+        epochs = {(r[0], r[1]): r[4] for r in rows}
+        self.world.set_catalog(sinks, groups, states, epochs)
 
     def log_paths(self):
         """log_paths lists the logs to scan for crashes: the server log and
@@ -1997,7 +2080,9 @@ class Fuzz:
         """drain_sink commits everything a sink holds: its prepared
         checkpoints, its own commit user's rows (checkpoint() until no row)
         and, for every other stream with staged rows (named by the WARNING of
-        an empty prepare of commit user fz.drain), the next checkpoint id."""
+        an empty prepare of commit user fz.drain), the next checkpoint id;
+        each prepare and commit names the stream's fence epoch (a job's
+        commit user refuses one that does not)."""
         failures = []
         name = s["name"]
 
@@ -2015,16 +2100,19 @@ class Fuzz:
                         name, s["owner"], fn, describe(res)), sinks=(name,), cus=(cu,)))
             return ok, res
 
+        epochs = {}
+
         def marks():
-            """marks reads the sink's commit users' marks now."""
-            ok, rows = d.sql(SUPER, "SELECT commit_user, last_prepared_checkpoint, last_committed_checkpoint "
-                                    "FROM paimon_sink.commit_user_state WHERE sink_id = %s", (s["sink_id"],),
-                             kind="drain")
+            """marks reads the sink's commit users' marks (and fence epochs) now."""
+            ok, rows = d.sql(SUPER, "SELECT commit_user, last_prepared_checkpoint, last_committed_checkpoint, "
+                                    "fence_epoch FROM paimon_sink.commit_user_state WHERE sink_id = %s",
+                             (s["sink_id"],), kind="drain")
+            epochs.update({r[0]: r[3] for r in rows} if ok else {})
             return {r[0]: (r[1], r[2]) for r in rows} if ok else {}
         m = marks()
         for cu, (lp, lc) in m.items():
             if lp > lc:
-                call("SELECT * FROM paimon_sink.commit(%s, %s, %s)", (name, cu, lp), cu)
+                call("SELECT * FROM paimon_sink.commit(%s, %s, %s, %s)", (name, cu, lp, epochs[cu]), cu)
         own_ended = marks().get(s["default_commit_user"], (0, 0))[1] >= I64_MAX   # (a commit just now may end it)
         for _ in range(0 if own_ended else 10):
             ok, rows = call("SELECT count(*) FROM paimon_sink.checkpoint(%s)", (name,), s["default_commit_user"])
@@ -2060,9 +2148,11 @@ class Fuzz:
                                                 name, cu, I64_MAX), sinks=(name,), cus=(cu,)))
                     continue
                 k = max(lp, lc) + 1
-                ok, _ = call("SELECT count(*) FROM paimon_sink.prepare_commit(%s, %s, %s)", (name, cu, k), cu)
+                e = epochs.get(cu)
+                ok, _ = call("SELECT count(*) FROM paimon_sink.prepare_commit(%s, %s, %s, fence_epoch => %s)",
+                             (name, cu, k, e), cu)
                 if ok:
-                    call("SELECT count(*) FROM paimon_sink.commit(%s, %s, %s)", (name, cu, k), cu)
+                    call("SELECT count(*) FROM paimon_sink.commit(%s, %s, %s, %s)", (name, cu, k, e), cu)
         if failures and len(failures[0].cus) > 1:
             failures[0].detail += " (streams: %s)" % ", ".join(sorted(failures[0].cus))
         return failures
@@ -2243,19 +2333,22 @@ class Fuzz:
             rec = d.begin(SUPER, "probe", touched=(s["name"],))
             err = None
             states = self.world.snapshot()[3]
-            # the sink's own commit user, unless end_input() ended it: then another
-            cu = "fz.probe" if states.get((s["sink_id"], s["default_commit_user"]), (0, 0))[1] >= I64_MAX else ""
+            # the sink's own commit user, named (a sink a job writes to refuses
+            # rows that name none), unless end_input() ended it: then another
+            own = s["default_commit_user"]
+            cu = "fz.probe" if states.get((s["sink_id"], own), (0, 0))[1] >= I64_MAX else own
             try:
                 with d.conn(SUPER).cursor() as cur:
                     d.execute(cur, rec, "SET paimon_sink.commit_user = %s" % sql_quote(cu))
                     d.execute(cur, rec, "RESET paimon_sink.writer_id")
+                    d.execute(cur, rec, "RESET paimon_sink.fence_epoch")
                     d.execute(cur, rec, "BEGIN")
                     rk = (", " + psycopg2.extensions.quote_ident(s["rkc"], cur)) if s["mode"] == "upsert" else ""
                     d.execute(cur, rec, "INSERT INTO public.%s (id, part, payload%s) VALUES (%%s, 1, 'probe'%s)" % (
                         psycopg2.extensions.quote_ident(s["ft"], cur), rk, ", '+I'" if rk else ""), (pid,))
                     d.execute(cur, rec, "COMMIT")
                     for k in range(1, 4):
-                        if cu:
+                        if cu != own:
                             lp, lc = states.get((s["sink_id"], cu), (0, 0))
                             d.execute(cur, rec, "SELECT count(*) FROM paimon_sink.prepare_commit(%s, %s, %s)",
                                       (s["name"], cu, max(lp, lc) + k))

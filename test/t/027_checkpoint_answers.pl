@@ -197,11 +197,11 @@ is(sql("SELECT string_agg(id::text, ',' ORDER BY id) FROM t WHERE id BETWEEN 401
 	'401,402,501', 'only the rows written before the end and the restore are committed');
 
 # --- the functions' comments say so
-is(sql(q{SELECT obj_description('paimon_sink.prepare_commit(text, text, bigint, integer, jsonb)'::regprocedure, 'pg_proc') LIKE '%one row of 0 rows%dropped as a replay%'}),
+is(sql(q{SELECT obj_description('paimon_sink.prepare_commit(text, text, bigint, integer, jsonb, bigint, bigint)'::regprocedure, 'pg_proc') LIKE '%one row of 0 rows%dropped as a replay%'}),
 	't', 'prepare_commit\'s comment tells of empty checkpoints and dropped replays');
-is(sql(q{SELECT obj_description('paimon_sink.commit(text, text, bigint)'::regprocedure, 'pg_proc') LIKE '%without a snapshot (empty) answers too%'}),
+is(sql(q{SELECT obj_description('paimon_sink.commit(text, text, bigint, bigint)'::regprocedure, 'pg_proc') LIKE '%without a snapshot (empty) answers too%'}),
 	't', 'commit\'s comment tells of empty checkpoints');
-is(sql(q{SELECT obj_description('paimon_sink.end_input(text, text)'::regprocedure, 'pg_proc') LIKE '%a retry after a lost reply answers%'}),
+is(sql(q{SELECT obj_description('paimon_sink.end_input(text, text, bigint)'::regprocedure, 'pg_proc') LIKE '%a retry after a lost reply answers%'}),
 	't', 'end_input\'s comment tells of retries');
 
 $node->stop;

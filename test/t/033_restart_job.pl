@@ -7,10 +7,13 @@
 # subtasks prepared, subtask 0 wrote on, and the server crashes before the
 # commit.  The restarted job makes one call, restart_job(), as soon as the
 # server takes connections: it waits for the workers, restores to the last
-# committed checkpoint, joins the session under the job's commit user and
-# writer id, and returns checkpoint 4 with the positions to resume from.
-# The job resumes there and the target ends with every record once; a
-# session of a failed attempt cannot prepare positions after a restart.  In a
+# committed checkpoint, and returns checkpoint 4 with the positions to
+# resume from and the attempt's fence epoch (setting no session setting).
+# The job's subtasks name the epoch (paimon_sink.fence_epoch on their
+# direct connections, fence_epoch in their calls), resume there, and the
+# target ends with every record once; a session of a failed attempt, which
+# names the epoch it wrote under, can neither write nor prepare positions
+# after a restart.  In a
 # database the worker budget cannot serve, restart_job() is refused at once
 # with 53400, restoring nothing.
 use strict;
@@ -25,6 +28,7 @@ my $node = start_node('restart_job');
 my $job = 'job-33';
 my $per = 10;      # records per subtask per checkpoint
 my $records = 240; # 12 checkpoints
+my $epoch;         # the fence epoch of the job's attempt, once restart_job() handed one out
 
 sub sql { return $node->safe_psql('postgres', shift); }
 
@@ -39,14 +43,19 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 # record(s, k): the id of subtask s's record at position k (0-based)
 sub record { my ($s, $k) = @_; return 2 * $k + 1 + $s; }
 
-# write(s, from, to): subtask s writes its records at positions from .. to - 1
+# the fence_epoch argument of a call: the attempt's epoch, NULL before any restart
+sub epoch_arg { return defined $epoch ? $epoch : 'NULL'; }
+
+# write(s, from, to): subtask s writes its records at positions from .. to - 1,
+# its session naming the attempt's fence epoch once there is one
 sub write_records
 {
 	my ($s, $from, $to) = @_;
 	return if $from >= $to;
 	my $ids = join(',', map { '(' . record($s, $_) . ", 'r')" } $from .. $to - 1);
+	my $fence = defined $epoch ? "SET paimon_sink.fence_epoch = '$epoch';" : '';
 	my ($ret, $out, $err) = try_sql($node,
-		"SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = $s;
+		"SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = $s; $fence
 		 INSERT INTO events_sink VALUES $ids;");
 	is($ret, 0, "subtask $s writes positions $from to " . ($to - 1)) or diag($err);
 }
@@ -57,7 +66,7 @@ sub prepare
 	my ($s, $n, $pos) = @_;
 	my ($ret, $out, $err) = try_sql($node,
 		"SELECT count(*) FROM paimon_sink.prepare_commit('events_sink', '$job', $n, $s,
-		   '{\"pos-$s\": $pos}')");
+		   '{\"pos-$s\": $pos}', fence_epoch => " . epoch_arg() . ')');
 	is($ret, 0, "subtask $s prepares checkpoint $n at position $pos") or diag($err);
 }
 
@@ -73,7 +82,7 @@ sub checkpoint
 		$pos->[$s] = $to;
 		prepare($s, $n, $to);
 	}
-	is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n)") > 0,
+	is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n, " . epoch_arg() . ')') > 0,
 		1, "checkpoint $n commits") if $commit;
 }
 
@@ -98,7 +107,7 @@ $node->append_conf('postgresql.conf', "max_worker_processes = 2\n");
 $node->start;
 my $start = time;
 my ($ret, $out, $err) = try_sql($node,
-	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 0, 15000)");
+	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 15000)");
 my $waited = time - $start;
 like($err, qr/ERROR:  53400: database "postgres" cannot get its paimon_sink workers\nDETAIL:  Databases the worker budget serves: \(max_worker_processes = 2,/,
 	'restart_job() is refused with 53400 when the worker budget cannot serve the database');
@@ -124,7 +133,7 @@ ok( $node->poll_query_until('postgres', q{
 	'the new writers wait on the lock while adopting their files');
 $start = time;
 ($ret, $out, $err) = try_sql($node,
-	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 1, 1500)");
+	"SELECT * FROM paimon_sink.restart_job('events_sink', '$job', 1500)");
 $waited = time - $start;
 like($err, qr/ERROR:  57014: /, 'restart_job() gives up with 57014 when the workers do not serve in time')
   or diag($err);
@@ -138,18 +147,28 @@ $locker->quit;
 ($ret, $out, $err) = try_sql($node,
 	"SELECT checkpoint_id, properties->>'pos-0', properties->>'pos-1', discarded_checkpoints,
 	        fence_epoch
-	   FROM paimon_sink.restart_job('events_sink', '$job', 1, 60000);
-	 SHOW paimon_sink.commit_user; SHOW paimon_sink.writer_id;");
+	   FROM paimon_sink.restart_job('events_sink', '$job', 60000);
+	 SELECT current_setting('paimon_sink.commit_user') || '/' || current_setting('paimon_sink.fence_epoch');
+	 SELECT epoch_required FROM paimon_sink.commit_user_state WHERE commit_user = '$job';");
 is($ret, 0, 'restart_job() succeeds once the workers serve') or diag($err);
-is($out, "4|40|40|1|1\n$job\n1",
-	'it returns checkpoint 4 with its positions, discards 5 and joins the session as subtask 1');
+is($out, "4|40|40|1|1\n/\nt",
+	'it returns checkpoint 4 with its positions and fence epoch 1, discards 5, sets no session '
+	  . 'setting and makes the commit user a job\'s');
+my @restored = split(/\|/, (split(/\n/, $out))[0]);
+$epoch = $restored[4];
+# a subtask's session that joins the commit user without naming the epoch, as
+# restart_job() used to join it, writes nothing
+($ret, $out, $err) = try_sql($node,
+	"SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = 1;
+	 INSERT INTO events_sink VALUES (100000, 'no epoch');");
+like($err, qr/ERROR:  55000: a write for commit user "$job" of sink "events_sink" names no fence epoch/,
+	'a write of the job that names no fence epoch is refused');
 is(sql(q{SELECT count(*) FROM events}), 80, 'the target holds the 80 records of checkpoints 1-4');
 is(sql(q{SELECT count(*) FROM paimon_sink.checkpoint_properties}), 0,
 	'the properties of the discarded checkpoint are gone');
 
 # the job resumes from the returned positions
-my ($p0, $p1) = (split(/\|/, (split(/\n/, $out))[0]))[1, 2];
-@pos = ($p0, $p1);
+@pos = @restored[1, 2];
 my $n = 5; # checkpoint ids continue from the restored one
 while ($pos[0] < $records / 2 || $pos[1] < $records / 2)
 {
@@ -160,24 +179,36 @@ is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' |
 is(sql("SELECT checkpoint_id || ' ' || properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
 	($n - 1) . ' {"pos-0": 120, "pos-1": 120}', 'the last commit holds the final positions');
 
-# ---- a session of the failed attempt, still running, cannot prepare its
-# positions after a restart: they would replace the restored subtask's
+# ---- a session of the failed attempt, still running, cannot write or
+# prepare its positions after a restart: they would replace the restored
+# subtask's.  It names the epoch of its attempt, as its session did.
 my $zombie = $node->background_psql('postgres', on_error_stop => 0);
-$zombie->query_safe("SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = 0");
+$zombie->query_safe("SET paimon_sink.commit_user = '$job'; SET paimon_sink.writer_id = 0;
+	SET paimon_sink.fence_epoch = '$epoch'");
 $zombie->query_safe("INSERT INTO events_sink VALUES (100001, 'zombie')");
-is(sql("SELECT checkpoint_id FROM paimon_sink.restart_job('events_sink', '$job')"),
-	$n - 1, 'the job restarts once more while a session of the failed attempt runs');
+my $old_epoch = $epoch;
+($ret, $out, $err) = try_sql($node,
+	"SELECT checkpoint_id, fence_epoch FROM paimon_sink.restart_job('events_sink', '$job')");
+is($ret, 0, 'the job restarts once more while a session of the failed attempt runs') or diag($err);
+my $from;
+($from, $epoch) = split(/\|/, $out);
+is($from, $n - 1, 'from its last committed checkpoint');
+ok($epoch > $old_epoch, "with a new fence epoch ($old_epoch -> $epoch)");
+$zombie->query("INSERT INTO events_sink VALUES (100002, 'zombie')");
+like($zombie->{stderr}, qr/fence epoch $old_epoch of commit user "$job" of sink "events_sink" is stale/,
+	'its next write is refused');
+$zombie->{stderr} = '';
 $zombie->query("SELECT count(*) FROM paimon_sink.prepare_commit('events_sink', '$job', $n, 0,
 	'{\"pos-0\": 7}')");
-like($zombie->{stderr}, qr/commit user "$job" of sink "events_sink" was recovered after this session began writing/,
+like($zombie->{stderr}, qr/fence epoch $old_epoch of commit user "$job" of sink "events_sink" is stale/,
 	'its prepare with properties is refused');
 $zombie->quit;
 prepare($_, $n, $records / 2) for (0, 1);
-is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n)"), 1,
+is(sql("SELECT count(*) FROM paimon_sink.commit('events_sink', '$job', $n, $epoch)"), 1,
 	'the restored job commits its next checkpoint');
 is(sql("SELECT properties::text FROM paimon_sink.last_commit('events_sink', '$job')"),
 	'{"pos-0": 120, "pos-1": 120}', 'with its own positions');
-is(sql(q{SELECT count(*) FROM events}), $records, 'and the fenced row is not in the target');
+is(sql(q{SELECT count(*) FROM events}), $records, 'and the fenced rows are not in the target');
 is(sql(q{SELECT count(*) FROM pg_prepared_xacts}), 0, 'no prepared transaction is left');
 
 done_testing();

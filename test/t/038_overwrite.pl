@@ -39,6 +39,17 @@ sql(q{
 });
 ok(writers_ready($node, 'postgres'), 'writers serve');
 
+# the fence epoch restart_job() handed each job ("sink job"), which its
+# writes and calls name from then on
+my %epoch;
+
+# fence(sink, job): the fence_epoch argument of the job's calls, NULL before a restart
+sub fence
+{
+	my ($sink, $job) = @_;
+	return $epoch{"$sink $job"} // 'NULL';
+}
+
 # write(job, from, to): the job's rows from .. to
 sub write_rows
 {
@@ -52,13 +63,14 @@ sub write_rows
 sub prepare
 {
 	my ($sink, $job, $n) = @_;
-	sql("SELECT count(*) FROM paimon_sink.prepare_commit('$sink', '$job', $n)");
+	sql("SELECT count(*) FROM paimon_sink.prepare_commit('$sink', '$job', $n,
+		fence_epoch => " . fence($sink, $job) . ')');
 }
 
 sub commit
 {
 	my ($sink, $job, $n) = @_;
-	sql("SELECT count(*) FROM paimon_sink.commit('$sink', '$job', $n)");
+	sql("SELECT count(*) FROM paimon_sink.commit('$sink', '$job', $n, " . fence($sink, $job) . ')');
 }
 
 sub contents
@@ -75,19 +87,22 @@ sub kinds
 		AND commit_user = '$job'");
 }
 
-# restore(sink, job, [n]): restart_job from checkpoint n (the last committed when undef);
-# returns how many checkpoints it re-committed
+# restore(sink, job, [n]): restart_job from checkpoint n (the last committed when undef),
+# keeping the fence epoch it hands out; returns how many checkpoints it re-committed
 sub restore
 {
 	my ($sink, $job, $n) = @_;
-	return sql("SELECT recommitted_checkpoints FROM paimon_sink.restart_job('$sink', '$job', 0, 30000"
-		  . (defined $n ? ", $n" : '') . ')');
+	my ($recommitted, $epoch) = split(/\|/,
+		sql("SELECT recommitted_checkpoints, fence_epoch FROM paimon_sink.restart_job('$sink', '$job', 30000"
+			  . (defined $n ? ", $n" : '') . ')'));
+	$epoch{"$sink $job"} = $epoch;
+	return $recommitted;
 }
 
 sub end_input
 {
 	my ($sink, $job) = @_;
-	return sql("SELECT count(*) FROM paimon_sink.end_input('$sink', '$job')");
+	return sql("SELECT count(*) FROM paimon_sink.end_input('$sink', '$job', " . fence($sink, $job) . ')');
 }
 
 sub user_state

@@ -23,6 +23,7 @@ use PaimonSinkTest qw(back_after_crash background_sql start_node try_sql writers
 
 my $node = start_node('sink_groups', "restart_after_crash = on");
 my $job = 'cdc-39';
+my $epoch; # the fence epoch restart_job() hands the job's attempt, named from then on
 
 sub sql { return $node->safe_psql('postgres', shift); }
 
@@ -40,16 +41,25 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 is(sql("SELECT group_name || ' ' || sinks::text FROM paimon_sink.sink_groups"),
 	'shop {orders_sink,lines_sink}', 'the group is listed with its members in order');
 
+# fence(): the fence_epoch argument of the job's calls, NULL before its restart
+sub fence { return defined $epoch ? $epoch : 'NULL'; }
+
 # write(n): checkpoint n's rows in one transaction of the job: orders
-# 10n+1 .. 10n+3, each with two lines of amounts 1 and 2 (total 3)
+# 10n+1 .. 10n+3, each with two lines of amounts 1 and 2 (total 3); the
+# session names the commit user until restart_job(), then the transaction
+# names the job's identity on the group (write_as())
 sub write_checkpoint
 {
 	my ($n) = @_;
 	my @orders = map { 10 * $n + $_ } 1 .. 3;
 	my $orders = join(',', map { "($_, 3)" } @orders);
 	my $lines = join(',', map { "(2 * $_, $_, 1), (2 * $_ + 1, $_, 2)" } @orders);
-	my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = '$job';
+	my ($set, $as) = defined $epoch
+	  ? ('', "SELECT paimon_sink.write_as('shop', '$job', 0, $epoch);")
+	  : ("SET paimon_sink.commit_user = '$job';", '');
+	my ($ret, $out, $err) = try_sql($node, "$set
 		BEGIN;
+		$as
 		INSERT INTO orders_sink VALUES $orders;
 		INSERT INTO lines_sink VALUES $lines;
 		COMMIT;");
@@ -62,7 +72,7 @@ sub prepare
 	my ($n) = @_;
 	my ($ret, $out, $err) = try_sql($node,
 		"SELECT count(*) FROM paimon_sink.prepare_commit('shop', '$job', $n, 0,
-		   '{\"lsn\": " . (100 * $n) . "}')");
+		   '{\"lsn\": " . (100 * $n) . "}', fence_epoch => " . fence() . ')');
 	is($ret, 0, "checkpoint $n is prepared on the group") or diag($err);
 }
 
@@ -173,22 +183,29 @@ is(state(), '15 30 true', 'checkpoint 5 is visible on both, 6 on neither');
 
 # --- restart_job(): the job's restart on the group returns its properties and fences it
 write_checkpoint(6);
-is(sql("SELECT checkpoint_id || ' ' || properties::text || ' ' || (discarded_files > 0)
-	FROM paimon_sink.restart_job('shop', '$job', 0)"), '5 {"lsn": 500} true',
+my $restart;
+($restart, $epoch) = split(/\|/, sql("SELECT checkpoint_id || ' ' || properties::text || ' ' ||
+	(discarded_files > 0), fence_epoch FROM paimon_sink.restart_job('shop', '$job')"));
+is($restart, '5 {"lsn": 500} true',
 	'restart_job() on the group returns checkpoint 5 with its properties and discards the rest');
+is(sql("SELECT string_agg(s.sink_name || ':' || u.fence_epoch || ':' || u.epoch_required, ','
+	ORDER BY s.sink_name) FROM paimon_sink.commit_user_state u JOIN paimon_sink.sinks s USING (sink_id)
+	WHERE u.commit_user = '$job'"), "lines_sink:$epoch:true,orders_sink:$epoch:true",
+	'both members are the job\'s, fenced at the one epoch it returned');
 write_checkpoint(6);
 prepare(6);
-is(sql("SELECT count(*) FROM paimon_sink.commit('shop', '$job', 6)"), '2', 'checkpoint 6 commits');
+is(sql("SELECT count(*) FROM paimon_sink.commit('shop', '$job', 6, $epoch)"), '2', 'checkpoint 6 commits');
 is(state(), '18 36 true', 'once, on both');
 
 # --- end_input(): both members end in one commit
 write_checkpoint(7);
-is(sql("SELECT string_agg(row_count::text, ',') FROM paimon_sink.end_input('shop', '$job')"),
+is(sql("SELECT string_agg(row_count::text, ',') FROM paimon_sink.end_input('shop', '$job', $epoch)"),
 	'3,6', 'end_input() of the group commits both members');
 is(state(), '21 42 true', 'the last rows are visible on both');
 ($ret, $out, $err) = try_sql($node,
-	"SELECT * FROM paimon_sink.prepare_commit('shop', '$job', 8)");
-like($err, qr/55000/, 'a prepare after the group\'s end of input is refused');
+	"SELECT * FROM paimon_sink.prepare_commit('shop', '$job', 8, fence_epoch => $epoch)");
+like($err, qr/55000: commit user "$job" has ended its input/,
+	'a prepare after the group\'s end of input is refused');
 
 # --- upsert members: a transfer between two tables keeps the cross-table total at every checkpoint
 sql(q{
