@@ -701,7 +701,11 @@ class Session(threading.Thread):
         ok, res = run(role, stmt, args, touched=(sink,), cus=(cu,))
         rec = self.trace[-1]
         decided = (when(ok, res) if when else ok)
-        if decided or (not ok and unknown_outcome(res)):
+        # a restore that fails in its discard (an injected fault at a writer's
+        # barrier) has fenced the attempt already: its rows may be gone
+        restore_fault = (not ok and kind in ("recover", "restart_job")
+                         and getattr(res, "pgcode", None) == "XX000")
+        if decided or (not ok and (unknown_outcome(res) or restore_fault)):
             ids = dict(before)
             ids.update(self.resolve(role, sink))
             cut = rec.t1 if decided else INF
