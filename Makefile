@@ -84,7 +84,8 @@ REGRESS = setup append errors upsert retract upgrade wal properties overwrite si
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
-ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence
+ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence \
+	recover_commit restart_writer checkpoint_twice drop_checkpoint
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 
