@@ -74,7 +74,7 @@ ok(commit_logged('fast', $id, $offset), 'by default a commit is logged');
 	close($fh);
 	my $script = File::Spec->catfile(dirname(__FILE__), '..', 'py', 'demo_ckpt.py');
 	my ($stdout, $stderr);
-	IPC::Run::run([ 'python3', '-B', $script, 'stats', $csv, $node->logfile, 'fast' ],
+	IPC::Run::run([ '/usr/bin/python3', '-B', $script, 'stats', $csv, $node->logfile, 'fast' ],
 		'>', \$stdout, '2>', \$stderr);
 	like($stdout, qr/^log_n=[1-9][0-9]*$/m, "the demo's report finds the commit's log line")
 	  or diag($stderr);
