@@ -16,14 +16,14 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "foreign_table.h"
-#include "guc.h"
-#include "handoff.h"
+#include "api/foreign_table.h"
+#include "core/guc.h"
+#include "session/handoff.h"
 #include "launcher.h"
 #include "miscadmin.h"
 #include "shmem_hooks.h"
-#include "staged_wal.h"
-#include "version.h"
+#include "staging/staged_wal.h"
+#include "metadata/version.h"
 
 PG_MODULE_MAGIC;
 

@@ -13,8 +13,8 @@
 #ifndef PAIMON_SINK_H
 #define PAIMON_SINK_H
 
-#include "guc.h"
-#include "version.h"
+#include "core/guc.h"
+#include "metadata/version.h"
 
 /* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
 #define PAIMON_SINK_COMMIT_USER_MAXLEN 64

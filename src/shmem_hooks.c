@@ -15,9 +15,9 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "shared_state.h"
+#include "core/shared_state.h"
 #include "shmem_hooks.h"
-#include "staged_wal.h"
+#include "staging/staged_wal.h"
 #include "storage/ipc.h"
 
 static shmem_request_hook_type previous_shmem_request_hook = NULL;
