@@ -10,6 +10,7 @@ OBJS = \
 	src/core/security.o \
 	src/core/shared_state.o \
 	src/core/budget.o \
+	src/core/worker_start.o \
 	src/staging/staged_file.o \
 	src/staging/staged_wal.o \
 	src/staging/value_encoding.o \

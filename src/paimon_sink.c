@@ -18,6 +18,8 @@
 #include "fmgr.h"
 #include "api/foreign_table.h"
 #include "core/guc.h"
+#include "core/shared_state.h"
+#include "session/fdw_session.h"
 #include "session/handoff.h"
 #include "launcher.h"
 #include "miscadmin.h"
@@ -30,12 +32,21 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 
 /*
+ * What the settings call up (core/guc.h's GucHooks): the session forgets
+ * the fence epochs it joined when the commit user changes.
+ */
+static const GucHooks guc_hooks = {
+	.commit_user_assigned = fdw_forget_fence_epochs,
+};
+
+/*
  * _PG_init initializes the module: settings wherever it is loaded; hooks,
  * callbacks and the launcher only from shared_preload_libraries.
  */
 void
 _PG_init(void)
 {
+	guc_set_hooks(&guc_hooks);
 	guc_define_settings();
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -43,7 +43,7 @@
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "committer/commit_parallel.h"
-#include "launcher.h"
+#include "core/worker_start.h"
 #include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "core/names.h"
@@ -354,7 +354,7 @@ start_loaders(int64 total_bytes)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		inflight.handles[i] = launcher_start_loader(CommitterDatabaseIndex, i);
+		inflight.handles[i] = worker_start_loader(CommitterDatabaseIndex, i);
 		MemoryContextSwitchTo(old);
 		if (inflight.handles[i] == NULL)
 		{

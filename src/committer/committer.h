@@ -17,7 +17,7 @@
 
 #include "ipc/request.h"
 
-/* in committer.c; the launcher starts it (launcher_start_committer) */
+/* in committer.c; the launcher starts it (worker_start_committer) */
 extern PGDLLEXPORT void paimon_sink_committer_main(Datum main_arg);
 
 /* committer_submit, the requester's end of the queue, is in request.c */

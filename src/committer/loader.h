@@ -12,7 +12,7 @@
 
 #include "fmgr.h"
 
-/* in loader.c; the committer starts it (launcher_start_loader) */
+/* in loader.c; the committer starts it (worker_start_loader) */
 extern PGDLLEXPORT void paimon_sink_loader_main(Datum main_arg);
 
 #endif /* PAIMON_SINK_LOADER_H */

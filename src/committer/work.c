@@ -17,7 +17,7 @@
 
 #include "access/xact.h"
 #include "executor/spi.h"
-#include "launcher.h"
+#include "core/worker_start.h"
 #include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
@@ -64,7 +64,7 @@ work_init(int database_index)
 
 /*
  * work_start_writers starts the writers that do not run, once the previous
- * ones have left.  The launcher registers them (launcher_start_writer);
+ * ones have left.  worker_start.c registers them (worker_start_writer);
  * this committer is told when one stops, and keeps the handle for the
  * barrier's reply queue.
  */
@@ -95,7 +95,7 @@ work_start_writers(void)
 			/* handles outlive every request */
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-			writer_handles[w] = launcher_start_writer(CommitterDatabaseIndex, w);
+			writer_handles[w] = worker_start_writer(CommitterDatabaseIndex, w);
 			MemoryContextSwitchTo(old);
 		}
 		/*

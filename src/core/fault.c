@@ -217,7 +217,7 @@ wake_paused(pid_t *pids, int count)
 static void
 require_superuser(void)
 {
-	paimon_sink_require_preload();
+	shared_require_preload();
 	if (!superuser())
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						errmsg("only a superuser may inject faults"),
@@ -394,7 +394,7 @@ paimon_sink_fault_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FaultTable *table;
 
-	paimon_sink_require_preload();
+	shared_require_preload();
 	InitMaterializedSRF(fcinfo, 0);
 	table = &PaimonSinkState->faults;
 	for (int n = 0; fault_point_names[n] != NULL; n++)

@@ -16,7 +16,6 @@
 #include <ctype.h>
 #include <limits.h>
 
-#include "session/fdw_session.h"
 #include "core/guc.h"
 #include "miscadmin.h"
 #include "core/names.h"
@@ -62,14 +61,29 @@ check_commit_user_setting(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* The hooks _PG_init registered; none until then. */
+static const GucHooks *guc_hooks = NULL;
+
+/*
+ * guc_set_hooks registers the functions the settings call in higher
+ * layers (GucHooks); the struct must outlive the process (a static).
+ */
+void
+guc_set_hooks(const GucHooks *hooks)
+{
+	guc_hooks = hooks;
+}
+
 /*
  * assign_commit_user_setting makes a session that sets the commit user
- * (again) join its current fence epoch.
+ * (again) join its current fence epoch: the session's part
+ * (fdw_session.c's fdw_forget_fence_epochs), through the hook.
  */
 static void
 assign_commit_user_setting(const char *newval, void *extra)
 {
-	fdw_forget_fence_epochs();
+	if (guc_hooks != NULL && guc_hooks->commit_user_assigned != NULL)
+		guc_hooks->commit_user_assigned();
 }
 
 /*

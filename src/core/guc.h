@@ -37,6 +37,20 @@ extern char *PaimonSinkCommitUser;
 extern char *PaimonSinkFenceEpochSetting;
 extern int PaimonSinkWriterId;
 
+/*
+ * GucHooks: what a setting's assign hook calls in a higher layer, which the
+ * settings may not include (HOUSE.md: dependencies point one way).  As
+ * TimescaleDB's bgw/timer.h, a struct of function pointers: _PG_init
+ * registers it (guc_set_hooks) before it defines the settings; a NULL
+ * member is not called.
+ */
+typedef struct GucHooks
+{
+	/* paimon_sink.commit_user was assigned (set, reset or restored) */
+	void (*commit_user_assigned)(void);
+} GucHooks;
+
+extern void guc_set_hooks(const GucHooks *hooks);
 extern void guc_define_settings(void);
 
 #endif /* PAIMON_SINK_GUC_H */

@@ -20,6 +20,9 @@
 
 PaimonSinkShared *PaimonSinkState = NULL;
 
+/* True once _PG_init ran from shared_preload_libraries. */
+bool PaimonSinkPreloaded = false;
+
 /* queue_bytes returns the size in bytes of one hand-off or reply queue. */
 static Size
 queue_bytes(void)
@@ -491,4 +494,15 @@ shared_stop_database(Oid database_id)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+/* shared_require_preload raises an error unless loaded at server start. */
+void
+shared_require_preload(void)
+{
+	if (!PaimonSinkPreloaded || PaimonSinkState == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("paimon_sink must be loaded via shared_preload_libraries"),
+						errhint("Add paimon_sink to shared_preload_libraries in postgresql.conf "
+								"and restart the server.")));
 }

@@ -469,8 +469,12 @@ typedef struct PaimonSinkShared
 
 extern PaimonSinkShared *PaimonSinkState;
 
+/* True once _PG_init ran from shared_preload_libraries. */
+extern bool PaimonSinkPreloaded;
+
 extern void shared_state_request(void);
 extern void shared_state_init(void);
+extern void shared_require_preload(void);
 
 extern DatabaseEntry *shared_database(int index);
 extern WriterEntry *shared_writer(DatabaseEntry *db, int index);

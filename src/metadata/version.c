@@ -43,8 +43,6 @@
 #include "utils/syscache.h"
 #include "metadata/version.h"
 
-bool PaimonSinkPreloaded = false;
-
 static ProcessUtility_hook_type previous_process_utility_hook = NULL;
 
 /* A CREATE EXTENSION paimon_sink (not an ALTER EXTENSION UPDATE) runs its script. */
@@ -59,17 +57,6 @@ bool
 version_creating_extension(void)
 {
 	return in_create_extension;
-}
-
-/* paimon_sink_require_preload raises an error unless loaded at server start. */
-void
-paimon_sink_require_preload(void)
-{
-	if (!PaimonSinkPreloaded || PaimonSinkState == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("paimon_sink must be loaded via shared_preload_libraries"),
-						errhint("Add paimon_sink to shared_preload_libraries in postgresql.conf "
-								"and restart the server.")));
 }
 
 /*
@@ -89,7 +76,7 @@ paimon_sink_require_ready(void)
 {
 	char *installed;
 
-	paimon_sink_require_preload();
+	shared_require_preload();
 	if (creating_extension && CurrentExtensionObject == get_extension_oid("paimon_sink", true))
 		return;
 	installed = catalog_installed_version();

@@ -19,10 +19,6 @@
 #error "PAIMON_SINK_VERSION must be defined by the build (see the Makefile)"
 #endif
 
-/* True once _PG_init ran from shared_preload_libraries. */
-extern bool PaimonSinkPreloaded;
-
-extern void paimon_sink_require_preload(void);
 extern void paimon_sink_require_ready(void);
 extern void version_install_utility_hook(void);
 extern bool version_creating_extension(void);
