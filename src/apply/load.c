@@ -25,6 +25,7 @@
 #include "ipc/liveness.h"
 #include "apply/load.h"
 #include "miscadmin.h"
+#include "core/shared_state.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
 #include "apply/rejects.h"
@@ -38,7 +39,6 @@
 #include "utils/resowner.h"
 #include "utils/rls.h"
 #include "utils/timestamp.h"
-#include "committer/work.h"
 
 /* COPY's data-source callback has no argument: its state is static. */
 static struct
@@ -119,7 +119,7 @@ void
 load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id, int files,
 					int64 rows)
 {
-	CommitProgress *progress = &CommitterDatabase->progress;
+	CommitProgress *progress = &MyDatabaseEntry->progress;
 
 	SpinLockAcquire(&progress->mutex);
 	progress->phase = COMMIT_PHASE_LOADING;
@@ -150,7 +150,7 @@ load_progress_update(int phase, int files, int64 rows)
 		pg_atomic_fetch_add_u64(&progress_loader->rows_done, (uint64) rows);
 		return;
 	}
-	progress = &CommitterDatabase->progress;
+	progress = &MyDatabaseEntry->progress;
 	SpinLockAcquire(&progress->mutex);
 	if (phase >= 0)
 		progress->phase = phase;
@@ -167,7 +167,7 @@ load_progress_update(int phase, int files, int64 rows)
 void
 load_progress_gid(const char *gid)
 {
-	CommitProgress *progress = &CommitterDatabase->progress;
+	CommitProgress *progress = &MyDatabaseEntry->progress;
 
 	SpinLockAcquire(&progress->mutex);
 	strlcpy(progress->gid, gid, sizeof(progress->gid));

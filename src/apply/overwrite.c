@@ -60,7 +60,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
-#include "committer/work.h"
 
 /* What the commit being loaded replaces, from overwrite_begin to overwrite_end. */
 static struct
@@ -91,15 +90,14 @@ overwrite_loads_here(const SinkInfo *sink, const char *commit_user)
  * overwrite_empty_commit_due says whether the commit user's commit of
  * empty checkpoints must still be made as a commit of its own, which
  * empties the target: the first commit of a whole-target overwrite sink's
- * commit user.  In the caller's transaction.
+ * commit user.  In the caller's transaction; the caller read the sink
+ * (commit.c: work_require_sink).
  */
 bool
-overwrite_empty_commit_due(int32 sink_id, const char *commit_user)
+overwrite_empty_commit_due(const SinkInfo *sink, const char *commit_user)
 {
-	SinkInfo *sink = work_require_sink(sink_id);
-
 	return SINK_IS_OVERWRITE(sink) && !sink->dynamic_partition_overwrite &&
-		   metadata_overwrite_state(sink_id, commit_user).checkpoint_id == 0;
+		   metadata_overwrite_state(sink->sink_id, commit_user).checkpoint_id == 0;
 }
 
 /*

@@ -11,7 +11,7 @@
 #include "metadata/catalog.h"
 
 extern bool overwrite_loads_here(const SinkInfo *sink, const char *commit_user);
-extern bool overwrite_empty_commit_due(int32 sink_id, const char *commit_user);
+extern bool overwrite_empty_commit_due(const SinkInfo *sink, const char *commit_user);
 extern void overwrite_begin(const SinkInfo *sink, const char *commit_user);
 extern const char *overwrite_end(const SinkInfo *sink, const char *commit_user,
 								 int64 checkpoint_id);

@@ -62,7 +62,7 @@ static shm_mq_handle **barrier_queues;
 static WriterEntry *
 idle_writer(int index)
 {
-	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
 	TimestampTz start = GetCurrentTimestamp();
 
 	for (;;)
@@ -104,7 +104,7 @@ static bool
 writer_gone(int index, uint64 incarnation)
 {
 	BackgroundWorkerHandle *handle = work_writer_handle(index);
-	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
 	pid_t pid;
 	bool gone;
 
@@ -181,7 +181,7 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 		{
-			WriterEntry *writer = shared_writer(CommitterDatabase, w);
+			WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
 			long left;
 
 			if (queues[w] == NULL)
@@ -242,7 +242,7 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 static bool
 holds_nothing_of(int index, const SinkInfo *sink)
 {
-	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
 	bool skip;
 
 	SpinLockAcquire(&writer->mutex);
@@ -368,7 +368,7 @@ barrier_confirm(const uint64 *seqs)
 {
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
-		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
 
 		if (seqs[w] == 0)
 			continue;

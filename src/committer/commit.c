@@ -717,7 +717,7 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 		bool overwrite;
 
 		work_begin();
-		overwrite = overwrite_empty_commit_due(sink_id, commit_user);
+		overwrite = overwrite_empty_commit_due(work_require_sink(sink_id), commit_user);
 		if (!overwrite)
 			metadata_move_marks(MARK_RAISE_COMMITTED, sink_id, commit_user, last);
 		work_end();

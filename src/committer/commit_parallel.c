@@ -140,7 +140,7 @@ commit_parallel_owns(const GidParts *parts)
 static void
 set_progress(int phase, int files, int64 rows, const char *gid)
 {
-	CommitProgress *progress = &CommitterDatabase->parallel_progress;
+	CommitProgress *progress = &MyDatabaseEntry->parallel_progress;
 
 	SpinLockAcquire(&progress->mutex);
 	progress->phase = phase;
@@ -263,11 +263,11 @@ end_commit(void)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < inflight.parts; i++)
-		shared_loader(CommitterDatabase, i)->state = LOADER_FREE;
+		shared_loader(MyDatabaseEntry, i)->state = LOADER_FREE;
 	LWLockRelease(PaimonSinkState->lock);
 	set_progress(COMMIT_PHASE_IDLE, -1, 0, NULL);
 	if (inflight.async)
-		request_wait_end(CommitterDatabase);
+		request_wait_end(MyDatabaseEntry);
 	inflight.active = false;
 	inflight.decided = false;
 }
@@ -319,16 +319,16 @@ start_loaders(int64 total_bytes)
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < inflight.parts; i++)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 
 		free = free && loader->state == LOADER_FREE && loader->pid == 0;
 	}
 	for (int i = 0; free && i < inflight.parts; i++)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 
 		loader->state = LOADER_ASSIGNED;
-		loader->committer_incarnation = CommitterDatabase->committer_incarnation;
+		loader->committer_incarnation = MyDatabaseEntry->committer_incarnation;
 		loader->sink_id = inflight.sink_id;
 		strlcpy(loader->commit_user, inflight.commit_user, sizeof(loader->commit_user));
 		loader->checkpoint_id = inflight.checkpoint_id;
@@ -354,7 +354,7 @@ start_loaders(int64 total_bytes)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		inflight.handles[i] = worker_start_loader(CommitterDatabaseIndex, i);
+		inflight.handles[i] = worker_start_loader(MyDatabaseIndex, i);
 		MemoryContextSwitchTo(old);
 		if (inflight.handles[i] == NULL)
 		{
@@ -409,7 +409,7 @@ poll_loaders(int *failed, bool check_blocked)
 
 	for (int i = 0; i < inflight.parts; i++)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 		int state;
 		pid_t pid;
 
@@ -569,7 +569,7 @@ commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 check
 	if (async)
 	{
 		/* its requests and those of sinks into the same target wait meanwhile */
-		request_wait(CommitterDatabase, sink->sink_id);
+		request_wait(MyDatabaseEntry, sink->sink_id);
 		ereport(DEBUG1, (errmsg("paimon_sink committer goes on while %d loaders load checkpoint "
 								"%lld of sink \"%s\"",
 								parts, (long long) checkpoint_id, sink->name)));
@@ -615,7 +615,7 @@ commit_parallel_finish(uint64 *loaded)
 {
 	if (inflight.outcome == LOADERS_FAILED)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, inflight.failed);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.failed);
 		char *error = palloc(PAIMON_SINK_ERROR_SIZE);
 		int failed = inflight.failed;
 		uint32 length;
@@ -646,7 +646,7 @@ commit_parallel_finish(uint64 *loaded)
 	*loaded = 0;
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	for (int i = 0; i < inflight.parts; i++)
-		*loaded += (uint64) shared_loader(CommitterDatabase, i)->rows_loaded;
+		*loaded += (uint64) shared_loader(MyDatabaseEntry, i)->rows_loaded;
 	LWLockRelease(PaimonSinkState->lock);
 	return PARALLEL_LOADED;
 }
@@ -799,10 +799,10 @@ commit_parallel_stop_stale(void)
 		int running = 0;
 
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		CommitterDatabase->waiting_count = 0;
+		MyDatabaseEntry->waiting_count = 0;
 		for (int i = 0; i < PaimonSinkLoadersPerDatabase; i++)
 		{
-			LoaderEntry *loader = shared_loader(CommitterDatabase, i);
+			LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 
 			if (loader->pid == 0)
 				loader->state = LOADER_FREE;
@@ -840,10 +840,10 @@ commit_parallel_exit(void)
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	for (int i = 0; i < PaimonSinkLoadersPerDatabase; i++)
 	{
-		LoaderEntry *loader = shared_loader(CommitterDatabase, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 
 		if (loader->pid != 0 &&
-			loader->committer_incarnation == CommitterDatabase->committer_incarnation)
+			loader->committer_incarnation == MyDatabaseEntry->committer_incarnation)
 			(void) kill(loader->pid, SIGTERM);
 	}
 	LWLockRelease(PaimonSinkState->lock);

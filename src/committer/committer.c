@@ -168,11 +168,11 @@ static void
 set_ready(bool ready)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	CommitterDatabase->committer_ready = ready;
+	MyDatabaseEntry->committer_ready = ready;
 	LWLockRelease(PaimonSinkState->lock);
 	/* sessions waiting for this database's workers look again */
 	if (ready)
-		ConditionVariableBroadcast(&CommitterDatabase->workers_ready);
+		ConditionVariableBroadcast(&MyDatabaseEntry->workers_ready);
 }
 
 /*
@@ -239,8 +239,8 @@ static void
 exit_without_extension(void)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	CommitterDatabase->state = DATABASE_NO_EXTENSION;
-	CommitterDatabase->extension_seen = false;
+	MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+	MyDatabaseEntry->extension_seen = false;
 	LWLockRelease(PaimonSinkState->lock);
 	proc_exit(0);
 }
@@ -256,13 +256,13 @@ committer_exit(int code, Datum arg)
 	barrier_detach_all();
 	commit_parallel_exit();
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	CommitterDatabase->committer_pid = 0;
-	CommitterDatabase->committer_proc = NULL;
-	CommitterDatabase->committer_ready = false;
+	MyDatabaseEntry->committer_pid = 0;
+	MyDatabaseEntry->committer_proc = NULL;
+	MyDatabaseEntry->committer_ready = false;
 	if (code != 0)
-		CommitterDatabase->committer_failed_at = GetCurrentTimestamp();
+		MyDatabaseEntry->committer_failed_at = GetCurrentTimestamp();
 	LWLockRelease(PaimonSinkState->lock);
-	request_fail_running(CommitterDatabase);
+	request_fail_running(MyDatabaseEntry);
 	shared_wake_launcher();
 }
 
@@ -289,7 +289,7 @@ interval_ms_of(Interval *given)
 static void
 publish_sink(int i)
 {
-	ScheduleStatus *status = &CommitterDatabase->schedule;
+	ScheduleStatus *status = &MyDatabaseEntry->schedule;
 	ScheduleStatusEntry *entry;
 
 	if (i >= PAIMON_SINK_SCHEDULE_SHOWN)
@@ -311,7 +311,7 @@ publish_sink(int i)
 static void
 publish_schedule(void)
 {
-	ScheduleStatus *status = &CommitterDatabase->schedule;
+	ScheduleStatus *status = &MyDatabaseEntry->schedule;
 	int shown = Min(schedule_count, PAIMON_SINK_SCHEDULE_SHOWN);
 
 	/* fewer first, so that a reader never takes an entry of a dropped sink for a new one */
@@ -674,25 +674,25 @@ nap(bool ready)
 	stats_ms = liveness_report_statistics();
 	if (stats_ms > 0)
 		ms = Min(ms, stats_ms);
-	if (!request_any_queued(CommitterDatabase) && commit_removals_pending() &&
+	if (!request_any_queued(MyDatabaseEntry) && commit_removals_pending() &&
 		ms > COMMITTER_REMOVAL_GRACE_MS)
 	{
 		events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						   COMMITTER_REMOVAL_GRACE_MS, PG_WAIT_EXTENSION);
 		if (events & WL_LATCH_SET)
 		{
-			if (!request_any_queued(CommitterDatabase))
+			if (!request_any_queued(MyDatabaseEntry))
 				CATALOG_MAINTENANCE->requested = true;
 			return;
 		}
 		ms -= COMMITTER_REMOVAL_GRACE_MS;
 	}
 	/* nothing waits for the committer: the flush of pending removals costs no one */
-	if (!request_any_queued(CommitterDatabase))
+	if (!request_any_queued(MyDatabaseEntry))
 		commit_finish_removals();
 	events =
 		WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
-	if ((events & WL_LATCH_SET) && !request_any_queued(CommitterDatabase))
+	if ((events & WL_LATCH_SET) && !request_any_queued(MyDatabaseEntry))
 		CATALOG_MAINTENANCE->requested = true;
 }
 
@@ -719,16 +719,16 @@ register_committer(void)
 		bool changed;
 
 		LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-		seen = CommitterDatabase->extension_commits;
+		seen = MyDatabaseEntry->extension_commits;
 		LWLockRelease(PaimonSinkState->lock);
 		if (catalog_state(version, sizeof(version)) != CATALOG_MISSING)
 			break;
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		changed = CommitterDatabase->extension_commits != seen;
-		if (!changed && CommitterDatabase->state == DATABASE_WANTED)
+		changed = MyDatabaseEntry->extension_commits != seen;
+		if (!changed && MyDatabaseEntry->state == DATABASE_WANTED)
 		{
-			CommitterDatabase->state = DATABASE_NO_EXTENSION;
-			CommitterDatabase->extension_seen = false;
+			MyDatabaseEntry->state = DATABASE_NO_EXTENSION;
+			MyDatabaseEntry->extension_seen = false;
 		}
 		LWLockRelease(PaimonSinkState->lock);
 		if (!changed)
@@ -736,23 +736,23 @@ register_committer(void)
 	}
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	if (CommitterDatabase->committer_pid != 0)
+	if (MyDatabaseEntry->committer_pid != 0)
 	{
 		LWLockRelease(PaimonSinkState->lock);
 		proc_exit(0); /* another committer serves this database */
 	}
-	CommitterDatabase->extension_seen = true;
-	if (budget_starved(CommitterDatabase, &budget))
+	MyDatabaseEntry->extension_seen = true;
+	if (budget_starved(MyDatabaseEntry, &budget))
 	{
 		LWLockRelease(PaimonSinkState->lock);
 		/* sessions waiting for our workers refuse now, not at their timeout */
-		ConditionVariableBroadcast(&CommitterDatabase->workers_ready);
+		ConditionVariableBroadcast(&MyDatabaseEntry->workers_ready);
 		shared_wake_launcher();
 		proc_exit(0);
 	}
-	CommitterDatabase->committer_pid = MyProcPid;
-	CommitterDatabase->committer_proc = MyProc;
-	CommitterDatabase->committer_incarnation++;
+	MyDatabaseEntry->committer_pid = MyProcPid;
+	MyDatabaseEntry->committer_proc = MyProc;
+	MyDatabaseEntry->committer_incarnation++;
 	LWLockRelease(PaimonSinkState->lock);
 	before_shmem_exit(committer_exit, 0);
 	liveness_committer_start();
@@ -773,7 +773,7 @@ paimon_sink_committer_main(Datum main_arg)
 	work_init(DatumGetInt32(main_arg));
 	/* the launcher started us for a wanted entry, whose database stays set while wanted */
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	database_id = CommitterDatabase->database_id;
+	database_id = MyDatabaseEntry->database_id;
 	LWLockRelease(PaimonSinkState->lock);
 	BackgroundWorkerInitializeConnectionByOid(database_id, InvalidOid, 0);
 	pgstat_report_appname("paimon_sink committer");
@@ -827,8 +827,8 @@ paimon_sink_committer_main(Datum main_arg)
 			CATALOG_MAINTENANCE->requested = true;
 		}
 		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		sinks_changed = CommitterDatabase->sinks_changed;
-		CommitterDatabase->sinks_changed = false;
+		sinks_changed = MyDatabaseEntry->sinks_changed;
+		MyDatabaseEntry->sinks_changed = false;
 		LWLockRelease(PaimonSinkState->lock);
 		if (sinks_changed)
 		{
@@ -840,17 +840,17 @@ paimon_sink_committer_main(Datum main_arg)
 		work_start_writers();
 		ready = work_writers_ready();
 		/* only this process writes committer_ready: its own read needs no lock */
-		if (ready != CommitterDatabase->committer_ready)
+		if (ready != MyDatabaseEntry->committer_ready)
 			set_ready(ready);
 
 		/* a request whose loaders are done, then the requests */
 		if (serve_resume())
 			continue;
-		if (ready && request_next(CommitterDatabase, request, &slot, &riders))
+		if (ready && request_next(MyDatabaseEntry, request, &slot, &riders))
 		{
 			/* one that could wait for the shares in flight waits for them */
 			if (commit_group_defers(request))
-				request_defer(CommitterDatabase, slot, riders, request->sink_id);
+				request_defer(MyDatabaseEntry, slot, riders, request->sink_id);
 			else
 				serve_request(request, slot, riders);
 			napped = false;

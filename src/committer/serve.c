@@ -189,7 +189,7 @@ finish(CommitterRequest *request, bool periodic, int slot, uint64 riders)
 	if (is_commit(request))
 		maintenance_record_statistics(request);
 	if (!periodic)
-		request_finish(CommitterDatabase, slot, riders, request);
+		request_finish(MyDatabaseEntry, slot, riders, request);
 	commit_remove_files();
 	/* counted only: the expiry is a duty, run when no request waits */
 	if (is_commit(request) && request->sqlerrcode == 0)

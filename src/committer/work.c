@@ -27,8 +27,6 @@
 #include "utils/timestamp.h"
 #include "committer/work.h"
 
-int CommitterDatabaseIndex;
-DatabaseEntry *CommitterDatabase;
 MemoryContext CommitterContext;
 char CommitterDatabaseName[NAMEDATALEN] = "?";
 
@@ -52,8 +50,8 @@ static TimestampTz writer_start_logged_at = 0;
 void
 work_init(int database_index)
 {
-	CommitterDatabaseIndex = database_index;
-	CommitterDatabase = shared_database(database_index);
+	MyDatabaseIndex = database_index;
+	MyDatabaseEntry = shared_database(database_index);
 	CommitterContext =
 		AllocSetContextCreate(TopMemoryContext, "paimon_sink committer", ALLOCSET_DEFAULT_SIZES);
 	writer_handles = MemoryContextAllocZero(TopMemoryContext, sizeof(BackgroundWorkerHandle *) *
@@ -73,7 +71,7 @@ work_start_writers(void)
 {
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
-		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
 		pid_t pid;
 
 		if (writer_handles[w] != NULL &&
@@ -95,7 +93,7 @@ work_start_writers(void)
 			/* handles outlive every request */
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-			writer_handles[w] = worker_start_writer(CommitterDatabaseIndex, w);
+			writer_handles[w] = worker_start_writer(MyDatabaseIndex, w);
 			MemoryContextSwitchTo(old);
 		}
 		/*
@@ -154,7 +152,7 @@ work_writers_ready(void)
 	bool ready = true;
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-		ready = ready && liveness_writer_serves(shared_writer(CommitterDatabase, w));
+		ready = ready && liveness_writer_serves(shared_writer(MyDatabaseEntry, w));
 	return ready;
 }
 

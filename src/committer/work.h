@@ -15,9 +15,10 @@
 #include "postmaster/bgworker.h"
 #include "core/shared_state.h"
 
-/* in work.c: the committer process's state, set at its start */
-extern int CommitterDatabaseIndex;
-extern DatabaseEntry *CommitterDatabase;
+/*
+ * in work.c: the committer process's state, set at its start (with
+ * shared_state.h's MyDatabaseEntry and MyDatabaseIndex)
+ */
 extern MemoryContext CommitterContext;			/* reset after every request */
 extern char CommitterDatabaseName[NAMEDATALEN]; /* for log lines outside a transaction */
 

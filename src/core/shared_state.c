@@ -23,6 +23,14 @@ PaimonSinkShared *PaimonSinkState = NULL;
 /* True once _PG_init ran from shared_preload_libraries. */
 bool PaimonSinkPreloaded = false;
 
+/*
+ * The database entry this process serves, as PostgreSQL has MyProc: a
+ * committer's (work_init sets it) or a writer's (set at its start); NULL
+ * in other processes.
+ */
+int MyDatabaseIndex;
+DatabaseEntry *MyDatabaseEntry = NULL;
+
 /* queue_bytes returns the size in bytes of one hand-off or reply queue. */
 static Size
 queue_bytes(void)

@@ -472,6 +472,10 @@ extern PaimonSinkShared *PaimonSinkState;
 /* True once _PG_init ran from shared_preload_libraries. */
 extern bool PaimonSinkPreloaded;
 
+/* The database entry this process serves (a committer's or writer's; else NULL). */
+extern int MyDatabaseIndex;
+extern DatabaseEntry *MyDatabaseEntry;
+
 extern void shared_state_request(void);
 extern void shared_state_init(void);
 extern void shared_require_preload(void);

@@ -70,6 +70,7 @@
 #include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
+#include "core/shared_state.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
@@ -77,7 +78,6 @@
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-#include "committer/work.h"
 
 /*
  * An append sink without a bucket key passes over a writer whose heartbeat
@@ -507,7 +507,7 @@ release_checkpoint_hold(int index, PGPROC *proc, pid_t pid)
 void
 liveness_fence(int index, const char *what)
 {
-	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
 	PGPROC **requesters = palloc0(sizeof(PGPROC *) * writer->slot_count);
 	int waiting = 0;
 	pid_t pid;
@@ -561,7 +561,7 @@ liveness_fence(int index, const char *what)
 		SetLatch(&requesters[i]->procLatch);
 	pfree(requesters);
 	ConditionVariableBroadcast(&writer->slot_freed);
-	ConditionVariableBroadcast(&CommitterDatabase->workers_ready);
+	ConditionVariableBroadcast(&MyDatabaseEntry->workers_ready);
 	release_checkpoint_hold(index, proc, pid);
 }
 
@@ -574,7 +574,7 @@ liveness_fence(int index, const char *what)
 void
 liveness_refuse_fenced(int index, const char *outcome)
 {
-	WriterEntry *writer = shared_writer(CommitterDatabase, index);
+	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
 	pid_t pid;
 
 	if (liveness_fenced_alive(writer, &pid))
@@ -632,7 +632,7 @@ liveness_watch(void)
 
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
-		WriterEntry *writer = shared_writer(CommitterDatabase, w);
+		WriterEntry *writer = shared_writer(MyDatabaseEntry, w);
 		pid_t pid;
 		PGPROC *proc;
 		bool ready;
@@ -707,7 +707,7 @@ void
 liveness_committer_beat(void)
 {
 	if (beating_for_committer)
-		pg_atomic_write_u64(&CommitterDatabase->committer_heartbeat,
+		pg_atomic_write_u64(&MyDatabaseEntry->committer_heartbeat,
 							(uint64) GetCurrentTimestamp());
 }
 

@@ -114,7 +114,6 @@ int MyWriterIndex;
 HTAB *WriterStreams;
 MemoryContext WriterContext;
 
-static DatabaseEntry *MyDatabaseEntry;
 static uint64 MyIncarnation;
 static HTAB *sequences;
 static SlotReader *readers;
@@ -702,6 +701,7 @@ paimon_sink_writer_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	MyDatabaseIndex = database_index;
 	MyDatabaseEntry = shared_database(database_index);
 	MyWriter = shared_writer(MyDatabaseEntry, MyWriterIndex);
 	BackgroundWorkerInitializeConnectionByOid(MyDatabaseEntry->database_id, InvalidOid, 0);
