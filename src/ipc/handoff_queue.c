@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/handoff_queue.h"
 #include "ipc/liveness.h"
@@ -239,6 +240,19 @@ handoff_queue_wait_ack(ActiveHandoff *handoff)
 }
 
 /*
+ * handoff_queue_writer_for routes a (sink, bucket) to a writer index of the
+ * database: the session hands the stream to that writer, and writers use
+ * the same function when they adopt files.
+ */
+int
+handoff_queue_writer_for(int32 sink_id, int32 bucket)
+{
+	uint32 key[2] = {(uint32) sink_id, (uint32) bucket};
+
+	return hash_bytes((const unsigned char *) key, sizeof(key)) % PaimonSinkWritersPerDatabase;
+}
+
+/*
  * handoff_queue_route picks the bucket number under which a transaction
  * hands a stream of an append sink without a bucket key (buckets: the
  * sink's) to a writer of db, and that writer's index in *writer_index:
@@ -251,7 +265,7 @@ int32
 handoff_queue_route(DatabaseEntry *db, int32 sink_id, int32 bucket, int32 buckets,
 					int *writer_index)
 {
-	int home = handoff_writer_for(sink_id, bucket);
+	int home = handoff_queue_writer_for(sink_id, bucket);
 	int32 candidates = buckets + SPARE_BUCKETS_PER_WRITER * PaimonSinkWritersPerDatabase;
 
 	*writer_index = home;
@@ -261,7 +275,7 @@ handoff_queue_route(DatabaseEntry *db, int32 sink_id, int32 bucket, int32 bucket
 	{
 		/* the sink's buckets after the session's, then the spare numbers */
 		int32 candidate = k < buckets ? (bucket + k) % buckets : k;
-		int w = handoff_writer_for(sink_id, candidate);
+		int w = handoff_queue_writer_for(sink_id, candidate);
 
 		if (w != home && liveness_writer_answers(shared_writer(db, w)))
 		{

@@ -31,6 +31,7 @@ extern void handoff_queue_send(ActiveHandoff *handoff, HandoffMessage *message, 
 							   int length);
 extern void handoff_queue_close(ActiveHandoff *handoff);
 extern void handoff_queue_wait_ack(ActiveHandoff *handoff);
+extern int handoff_queue_writer_for(int32 sink_id, int32 bucket);
 extern int32 handoff_queue_route(DatabaseEntry *db, int32 sink_id, int32 bucket, int32 buckets,
 								 int *writer_index);
 

@@ -44,6 +44,7 @@
 #include "session/fdw.h"
 #include "session/fdw_session.h"
 #include "foreign/fdwapi.h"
+#include "ipc/handoff_queue.h"
 #include "session/handoff.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -613,7 +614,7 @@ insert_row(SinkInsertState *state, TupleTableSlot *slot)
 	MemoryContextSwitchTo(old);
 	/* an append sink without a bucket key may hand its rows to any writer that answers */
 	pending = handoff_stream(
-		&state->stream, handoff_writer_for(state->stream.sink_id, state->stream.bucket),
+		&state->stream, handoff_queue_writer_for(state->stream.sink_id, state->stream.bucket),
 		state->fence_epoch,
 		state->layout->bucket_key_count == 0 && !state->layout->upsert ? state->layout->sink.buckets
 																	   : 0);

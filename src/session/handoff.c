@@ -40,7 +40,6 @@
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
-#include "common/hashfn.h"
 #include "core/fault.h"
 #include "session/fdw_session.h"
 #include "session/handoff.h"
@@ -134,18 +133,6 @@ handoff_register_callbacks(void)
 {
 	RegisterXactCallback(handoff_xact_callback, NULL);
 	RegisterSubXactCallback(handoff_subxact_callback, NULL);
-}
-
-/*
- * handoff_writer_for routes a (sink, bucket) to a writer index of the
- * database; writers use the same function when they adopt files.
- */
-int
-handoff_writer_for(int32 sink_id, int32 bucket)
-{
-	uint32 key[2] = {(uint32) sink_id, (uint32) bucket};
-
-	return hash_bytes((const unsigned char *) key, sizeof(key)) % PaimonSinkWritersPerDatabase;
 }
 
 /*

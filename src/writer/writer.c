@@ -5,9 +5,9 @@
  *	  hand-off queues, its streams and their files, and sealing them.
  *
  * A writer owns the streams (sink, commit user, writer id, bucket) that
- * handoff_writer_for routes to it.  Each stream has open files, the last of
- * which takes new batches, and sealed files whose committables were reported
- * to the committer but not yet confirmed as recorded.
+ * handoff_queue_writer_for routes to it.  Each stream has open files, the
+ * last of which takes new batches, and sealed files whose committables were
+ * reported to the committer but not yet confirmed as recorded.
  *
  * Every batch carries the 64-bit xid of the transaction that wrote it.  At a
  * barrier the committer passes the snapshot it took at the barrier; a batch

@@ -21,7 +21,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "metadata/catalog.h"
-#include "session/handoff.h"
+#include "ipc/handoff_queue.h"
 #include "metadata/metadata.h"
 #include "miscadmin.h"
 #include "paimon_sink.h"
@@ -98,7 +98,7 @@ adopt_file(const char *path, const char *name)
 	handle = staged_file_open(path, &id, &offset, LOG);
 	if (handle < 0)
 		return; /* removed meanwhile, or not a staged file */
-	if (handoff_writer_for(id.sink_id, id.bucket) != MyWriterIndex || file_is_recorded(name))
+	if (handoff_queue_writer_for(id.sink_id, id.bucket) != MyWriterIndex || file_is_recorded(name))
 	{
 		FileClose(handle);
 		return;
@@ -218,7 +218,7 @@ writer_adopt_files(void)
 	{
 		BucketSequenceRow *sequence = lfirst(lc);
 
-		if (handoff_writer_for(sequence->sink_id, sequence->bucket) == MyWriterIndex)
+		if (handoff_queue_writer_for(sequence->sink_id, sequence->bucket) == MyWriterIndex)
 			writer_raise_sequence(sequence->sink_id, sequence->bucket,
 								  (uint64) sequence->max_sequence);
 	}
