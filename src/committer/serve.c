@@ -25,6 +25,7 @@
 #include "committer/commit_parallel.h"
 #include "executor/spi.h"
 #include "metadata/fence.h"
+#include "metadata/metadata.h"
 #include "apply/load.h"
 #include "committer/maintenance.h"
 #include "miscadmin.h"
@@ -48,6 +49,41 @@ static struct
 	uint64 riders;
 	CommitTally tally; /* its commits' CommitTallies so far */
 } held;
+
+/*
+ * check_fence holds a call the committer serves (prepare_commit,
+ * commit, end_input) to the fence, before any step of it: the epoch it
+ * names against each sink's commit user (a group's members were restored
+ * to one epoch), read in a transaction of its own.  The committer serves
+ * restores too, one request at a time, so none comes between this check
+ * and the call's steps.  Raises what fence_check_named raises.
+ */
+static void
+check_fence(const CommitterRequest *request)
+{
+	List *sink_ids;
+	const char *what = request->kind == REQUEST_PREPARE	 ? "prepare_commit()"
+					   : request->kind == REQUEST_COMMIT ? "commit()"
+														 : "end_input()";
+	const char *nothing = request->kind == REQUEST_PREPARE ? "Nothing was prepared or dropped."
+														   : "Nothing was committed.";
+	ListCell *lc;
+
+	work_begin();
+	sink_ids = request->group_id != 0 ? metadata_group_members(request->group_id)
+									  : list_make1_int(request->sink_id);
+	foreach (lc, sink_ids)
+	{
+		SinkInfo *sink = work_require_sink(lfirst_int(lc));
+		CommitUserMarks marks;
+
+		if (!metadata_read_commit_user(sink->sink_id, request->commit_user, false, &marks))
+			memset(&marks, 0, sizeof(marks));
+		fence_check_named(sink->name, request->commit_user, marks.fence_epoch, marks.epoch_required,
+						  request->named_epoch, what, nothing);
+	}
+	work_end();
+}
 
 /*
  * run runs one request into outcome, a copy of it, or goes on with the
@@ -78,7 +114,7 @@ run(CommitterRequest *outcome, bool resume)
 			request_check(outcome);
 		/* a call of a fenced attempt (a zombie) changes nothing */
 		if (!resume && outcome->check_fence)
-			fence_check_request(outcome);
+			check_fence(outcome);
 		/* an in-doubt transaction of ours holds the locks this needs */
 		if (RecoveryInDoubtPossible)
 			(void) recovery_finish_in_doubt(true);

@@ -14,8 +14,8 @@
  * connection cannot lend one client's identity to another, and a subtask of
  * a failed attempt (a zombie) names an epoch that is stale.  The sessions
  * check when they write (fdw_session.c), the committer again when it serves
- * the call (prepare.c, commit.c), and the writers fence the rows of a stale
- * epoch at the barrier whatever came between.
+ * the call (serve.c, before any step of it), and the writers fence the rows
+ * of a stale epoch at the barrier whatever came between.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,8 +23,6 @@
 
 #include "metadata/fence.h"
 #include "metadata/metadata.h"
-#include "core/shared_state.h"
-#include "committer/work.h"
 
 /*
  * fence_check_named refuses a write or a call (what: "a write",
@@ -78,39 +76,4 @@ fence_check_named(const char *sink_name, const char *commit_user, uint64 current
 				 errdetail("The commit user's fence epoch is %llu. %s",
 						   (unsigned long long) current, nothing_done),
 				 errhint("Name the fence_epoch that restart_job() returned.")));
-}
-
-/*
- * fence_check_request holds a call the committer serves (prepare_commit,
- * commit, end_input) to the fence, before any step of it: the epoch it
- * names against each sink's commit user (a group's members were restored
- * to one epoch), read in a transaction of its own.  The committer serves
- * restores too, one request at a time, so none comes between this check
- * and the call's steps.  Raises what fence_check_named raises.
- */
-void
-fence_check_request(const CommitterRequest *request)
-{
-	List *sink_ids;
-	const char *what = request->kind == REQUEST_PREPARE	 ? "prepare_commit()"
-					   : request->kind == REQUEST_COMMIT ? "commit()"
-														 : "end_input()";
-	const char *nothing = request->kind == REQUEST_PREPARE ? "Nothing was prepared or dropped."
-														   : "Nothing was committed.";
-	ListCell *lc;
-
-	work_begin();
-	sink_ids = request->group_id != 0 ? metadata_group_members(request->group_id)
-									  : list_make1_int(request->sink_id);
-	foreach (lc, sink_ids)
-	{
-		SinkInfo *sink = work_require_sink(lfirst_int(lc));
-		CommitUserMarks marks;
-
-		if (!metadata_read_commit_user(sink->sink_id, request->commit_user, false, &marks))
-			memset(&marks, 0, sizeof(marks));
-		fence_check_named(sink->name, request->commit_user, marks.fence_epoch, marks.epoch_required,
-						  request->named_epoch, what, nothing);
-	}
-	work_end();
 }

@@ -12,9 +12,6 @@
 /* A write or call that names no fence epoch. */
 #define FENCE_EPOCH_UNNAMED (-1)
 
-struct CommitterRequest;
-
-extern void fence_check_request(const struct CommitterRequest *request);
 extern void fence_check_named(const char *sink_name, const char *commit_user, uint64 current,
 							  bool epoch_required, int64 named, const char *what,
 							  const char *nothing_done);
