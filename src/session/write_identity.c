@@ -26,7 +26,6 @@
 #include "metadata/metadata.h"
 #include "core/names.h"
 #include "paimon_sink.h"
-#include "api/sink_group.h"
 #include "api/sql_call.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -212,7 +211,8 @@ paimon_sink_write_as(PG_FUNCTION_ARGS)
 						errmsg("fence epoch must be zero or more"),
 						errhint("Pass the fence_epoch that restart_job() returned.")));
 
-	group = sink_group_named(name);
+	/* a group's name or a sink's (they share one namespace: sink_group.c) */
+	group = metadata_group_by_name(name);
 	if (group == NULL)
 		sinks = list_make1(catalog_require_sink(name));
 	else
