@@ -39,6 +39,7 @@ OBJS = \
 	src/writer/writer_adopt.o \
 	src/writer/writer_seal.o \
 	src/writer/writer_window.o \
+	src/writer/writer_barrier.o \
 	src/session/fdw.o \
 	src/session/fdw_session.o \
 	src/session/handoff.o \

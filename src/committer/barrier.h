@@ -3,49 +3,23 @@
  * barrier.h
  *	  The checkpoint barrier between the committer and its writers: every
  *	  writer seals (or discards, or lists) a stream's files against one
- *	  snapshot and answers on a reply queue (barrier.c, both ends).
+ *	  snapshot and answers on a reply queue: the committer's end
+ *	  (barrier.c; the writer's is writer/writer_barrier.c).
  *
- * The committer fills a writer's barrier area (the kind, the streams it
- * concerns, its snapshot, a reply queue) and sets BARRIER_REQUESTED; the
- * writer answers with one record per file and a BARRIER_RECORD_END, then
- * sets BARRIER_IDLE.  Its sealed files are forgotten once the committer
- * confirms the barrier that reported them.
+ * The protocol and its records are ipc/barrier_protocol.h's.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef PAIMON_SINK_BARRIER_H
 #define PAIMON_SINK_BARRIER_H
 
+#include "ipc/barrier_protocol.h"
 #include "metadata/catalog.h"
-#include "staging/staged_file.h"
-
-/* Records on a barrier reply queue (writer to committer). */
-#define BARRIER_RECORD_COMMITTABLE 1
-#define BARRIER_RECORD_END 2
-#define BARRIER_RECORD_DISCARDED 3 /* an open file the writer removed */
-#define BARRIER_RECORD_DROPPED 4   /* a file sealed and removed: row_count rows dropped */
-#define BARRIER_RECORD_STAGED 5	   /* a stream's committed rows, not yet sealed */
-
-/* A committable: one sealed file and the batch offsets it leaves out. */
-typedef struct CommittableRecord
-{
-	uint32 kind;
-	int32 excluded_count; /* int64 offsets follow the record */
-	StreamIdentity stream;
-	char file_name[STAGED_FILE_NAME_LENGTH + 1];
-	int64 row_count;
-	int64 byte_count;
-	int64 max_sequence; /* the highest sequence number in the file */
-} CommittableRecord;
 
 /* in barrier.c: the committer's end */
 extern List *barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 						 uint64 fence_epoch, uint64 *seqs);
 extern void barrier_confirm(const uint64 *seqs);
 extern void barrier_detach_all(void);
-
-/* in barrier.c: the writer's end */
-extern void barrier_writer_answer(void);
-extern void barrier_writer_exit(void);
 
 #endif /* PAIMON_SINK_BARRIER_H */

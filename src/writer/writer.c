@@ -48,7 +48,8 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
-#include "committer/barrier.h"
+#include "ipc/barrier_protocol.h"
+#include "writer/writer_barrier.h"
 #include "core/fault.h"
 #include "session/handoff.h"
 #include "ipc/liveness.h"
@@ -675,7 +676,7 @@ writer_exit(int code, Datum arg)
 	/* Their slots may be free already: only this list still names them. */
 	for (int i = 0; i < pending_ack_count; i++)
 		SetLatch(&pending_acks[i].requester->procLatch);
-	barrier_writer_exit();
+	writer_barrier_exit();
 	ConditionVariableBroadcast(&MyWriter->slot_freed);
 
 	/*
@@ -775,7 +776,7 @@ paimon_sink_writer_main(Datum main_arg)
 		}
 		progress = poll_handoffs();
 		writer_acknowledge_handoffs();
-		barrier_writer_answer();
+		writer_barrier_answer();
 		if (writer_window_due())
 			writer_close_window();
 		/*

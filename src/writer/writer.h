@@ -15,7 +15,7 @@
 #ifndef PAIMON_SINK_WRITER_H
 #define PAIMON_SINK_WRITER_H
 
-#include "committer/barrier.h"
+#include "ipc/barrier_protocol.h"
 #include "fmgr.h"
 
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);

@@ -15,7 +15,7 @@
 #ifndef PAIMON_SINK_WRITER_INTERNAL_H
 #define PAIMON_SINK_WRITER_INTERNAL_H
 
-#include "committer/barrier.h"
+#include "ipc/barrier_protocol.h"
 #include "nodes/pg_list.h"
 #include "core/shared_state.h"
 #include "staging/staged_file.h"

@@ -20,7 +20,7 @@
 #include "postgres.h"
 
 #include "access/transam.h"
-#include "committer/barrier.h"
+#include "ipc/barrier_protocol.h"
 #include "ipc/liveness.h"
 #include "core/shared_state.h"
 #include "storage/procarray.h"
