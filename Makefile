@@ -63,7 +63,8 @@ OBJS = \
 	src/api/sink_ddl.o \
 	src/api/sink_group.o \
 	src/api/sql_call.o \
-	src/api/foreign_table.o
+	src/api/foreign_table.o \
+	src/api/utility_hook.o
 
 EXTENSION = paimon_sink
 # The library's version is the control file's default_version: the catalog

@@ -17,6 +17,7 @@
 
 #include "fmgr.h"
 #include "api/foreign_table.h"
+#include "api/utility_hook.h"
 #include "core/guc.h"
 #include "core/shared_state.h"
 #include "session/fdw_session.h"
@@ -57,7 +58,7 @@ _PG_init(void)
 
 	PaimonSinkPreloaded = true;
 	shmem_hooks_install();
-	version_install_utility_hook();
+	utility_hook_install();
 	foreign_table_install_hook();
 	handoff_register_callbacks();
 	launcher_register();

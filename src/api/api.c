@@ -34,6 +34,7 @@
 #include "paimon_sink.h"
 #include "core/shared_state.h"
 #include "api/sink_group.h"
+#include "api/utility_hook.h"
 #include "api/sql_call.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -290,7 +291,7 @@ paimon_sink_start_workers(PG_FUNCTION_ARGS)
 {
 	paimon_sink_require_ready();
 	budget_require_workers(
-		MyDatabaseId, !creating_extension || version_creating_extension() ? ERROR : WARNING, true);
+		MyDatabaseId, !creating_extension || utility_hook_creating_extension() ? ERROR : WARNING, true);
 	/* in an extension script the extension is not ours to see until it commits */
 	(void) shared_want_database(MyDatabaseId, !creating_extension);
 	/* from an extension script: the committer can see the extension only then */

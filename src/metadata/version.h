@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * version.h
- *	  The checks before work (preloaded, the extension at the library's
- *	  version), the library's version and the utility hook (version.c).
+ *	  The check before work (the extension at the library's version) and
+ *	  the library's version (version.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,8 +20,6 @@
 #endif
 
 extern void paimon_sink_require_ready(void);
-extern void version_install_utility_hook(void);
-extern bool version_creating_extension(void);
 extern Datum paimon_sink_library_version(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_VERSION_H */
