@@ -16,6 +16,7 @@ OBJS = \
 	src/staging/value_encoding.o \
 	src/metadata/catalog.o \
 	src/metadata/version.o \
+	src/metadata/extension.o \
 	src/metadata/statement.o \
 	src/metadata/metadata.o \
 	src/metadata/metadata_group.o \

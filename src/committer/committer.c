@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "metadata/extension.h"
 #include "committer/barrier.h"
 #include "core/budget.h"
 #include "metadata/catalog.h"
@@ -151,7 +152,7 @@ catalog_state(char *version, size_t size)
 	StartTransactionCommand();
 	name = get_database_name(MyDatabaseId);
 	strlcpy(CommitterDatabaseName, name ? name : "?", sizeof(CommitterDatabaseName));
-	installed = catalog_installed_version();
+	installed = extension_installed_version();
 	if (installed == NULL)
 		state = CATALOG_MISSING;
 	else if (strcmp(installed, PAIMON_SINK_VERSION) == 0)

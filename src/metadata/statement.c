@@ -16,7 +16,7 @@
  */
 #include "postgres.h"
 
-#include "metadata/catalog.h"
+#include "metadata/extension.h"
 #include "funcapi.h"
 #include "core/security.h"
 #include "metadata/statement.h"
@@ -49,7 +49,7 @@ statement_run(Statement *statement, const Arg *args, int nargs, int flags)
 	}
 	/* parsed as the role it runs as, so that name look-up sees what that role sees */
 	if (flags & RUN_AS_OWNER)
-		security_switch_role(catalog_extension_owner(), &saved);
+		security_switch_role(extension_owner(), &saved);
 	if (statement->plan == NULL)
 	{
 		SPIPlanPtr plan = SPI_prepare(statement->sql, nargs, types);

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "metadata/extension.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/version.h"
@@ -41,7 +42,7 @@ paimon_sink_require_ready(void)
 	shared_require_preload();
 	if (creating_extension && CurrentExtensionObject == get_extension_oid("paimon_sink", true))
 		return;
-	installed = catalog_installed_version();
+	installed = extension_installed_version();
 	if (installed == NULL)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("extension \"paimon_sink\" is not installed in this database"),

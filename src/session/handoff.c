@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "metadata/extension.h"
 #include "core/budget.h"
 #include "metadata/catalog.h"
 
@@ -446,7 +447,7 @@ await_workers(DatabaseEntry *db, TimestampTz deadline)
 			break;
 
 		/* they wait for our commit, and we for them: say so at once */
-		if (catalog_extension_changed_here())
+		if (extension_changed_here())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the workers of paimon_sink cannot serve this transaction"),
