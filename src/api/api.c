@@ -291,7 +291,8 @@ paimon_sink_start_workers(PG_FUNCTION_ARGS)
 {
 	paimon_sink_require_ready();
 	budget_require_workers(
-		MyDatabaseId, !creating_extension || utility_hook_creating_extension() ? ERROR : WARNING, true);
+		MyDatabaseId, !creating_extension || utility_hook_creating_extension() ? ERROR : WARNING,
+		true);
 	/* in an extension script the extension is not ours to see until it commits */
 	(void) shared_want_database(MyDatabaseId, !creating_extension);
 	/* from an extension script: the committer can see the extension only then */

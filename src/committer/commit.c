@@ -216,14 +216,14 @@ missing_files_hint(const SinkInfo *sink, const char *commit_user)
 }
 
 /*
- * read_checkpoint_files is the first step: the committables of the
+ * commit_read_checkpoint_files is the first step: the committables of the
  * checkpoint, as LoadFiles in the request's memory, with their rows and
  * bytes added up (*file_bytes: the files' sizes, which the loaders split);
  * an error when a file is missing (nothing is applied).
  */
 List *
-read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					  int64 *rows, int64 *bytes, int64 *file_bytes)
+commit_read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+							 int64 *rows, int64 *bytes, int64 *file_bytes)
 {
 	int32 sink_id = sink->sink_id;
 	MemoryContext old_context = MemoryContextSwitchTo(CommitterContext);
@@ -258,7 +258,7 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
 }
 
 /*
- * load_checkpoint is the second step: the files loaded into the target
+ * commit_load_checkpoint is the second step: the files loaded into the target
  * (or applied, for an upsert sink), what an overwrite sink's commit
  * replaces deleted (overwrite.c); returns the rows loaded, *commit_kind
  * the snapshot's commit kind.  An error of
@@ -266,8 +266,8 @@ read_checkpoint_files(const SinkInfo *sink, const char *commit_user, int64 check
  * the constraint and the table) on its way to the requester.
  */
 uint64
-load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files,
-				int64 rows, UpsertCounts *changes, const char **commit_kind)
+commit_load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files,
+					   int64 rows, UpsertCounts *changes, const char **commit_kind)
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	uint64 loaded;
@@ -302,13 +302,13 @@ load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 }
 
 /*
- * record_snapshot is the third step: the snapshot's row in snapshot_log,
+ * commit_record_snapshot is the third step: the snapshot's row in snapshot_log,
  * the committables marked with it and the commit user's mark raised, in
  * the transaction about to be prepared; returns the snapshot id.
  */
 int64
-record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
-				int files, int64 bytes, TimestampTz start, const char *commit_kind)
+commit_record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uint64 loaded,
+					   int files, int64 bytes, TimestampTz start, const char *commit_kind)
 {
 	SnapshotEntry entry = {
 		.sink_id = sink_id,
@@ -327,7 +327,7 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
 }
 
 /*
- * prepare_and_commit_gid is the fourth step: PREPARE TRANSACTION of the
+ * commit_prepare_and_commit_gid is the fourth step: PREPARE TRANSACTION of the
  * open transaction block under a fresh gid, then COMMIT PREPARED.  The
  * gid is drawn now, not before the load, and shown only to the sink
  * owner's members (commit_progress): a role that learns it before the
@@ -339,8 +339,8 @@ record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id, uin
  * own (commit_removal.c).
  */
 void
-prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-					   List *files, ErrorContextCallback *callback, bool parallel)
+commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+							  List *files, ErrorContextCallback *callback, bool parallel)
 {
 	char gid[GIDSIZE];
 	List *paths = NIL;
@@ -390,13 +390,13 @@ prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 chec
 }
 
 /*
- * log_commit is the last step: the commit in the server log (when it took
+ * commit_log is the last step: the commit in the server log (when it took
  * paimon_sink.log_commit_min_duration or longer), in the request's tally
  * and its answer (CommitAnswer), and its files handed to
  * commit_removal_add.
  */
 void
-log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
+commit_log(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int64 snapshot_id,
 		   uint64 loaded, List *files, int64 bytes, const UpsertCounts *changes, TimestampTz start,
 		   int loaders)
 {
@@ -447,11 +447,11 @@ log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, i
 }
 
 /*
- * begin_block starts the transaction block checkpoints commit in, with SPI
+ * commit_begin_block starts the transaction block checkpoints commit in, with SPI
  * connected and a snapshot.
  */
 void
-begin_block(void)
+commit_begin_block(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -463,13 +463,13 @@ begin_block(void)
 }
 
 /*
- * enter_checkpoint puts callback (naming the checkpoint, in *context) on
+ * commit_enter_checkpoint puts callback (naming the checkpoint, in *context) on
  * the error context stack of the open block and checks that the
  * checkpoint is not committed yet; returns the sink.
  */
 SinkInfo *
-enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-				 CommitContext *context, ErrorContextCallback *callback)
+commit_enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+						CommitContext *context, ErrorContextCallback *callback)
 {
 	SinkInfo *sink;
 
@@ -497,15 +497,15 @@ static SinkInfo *
 begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, CommitContext *context,
 			 ErrorContextCallback *callback)
 {
-	begin_block();
-	return enter_checkpoint(sink_id, commit_user, checkpoint_id, context, callback);
+	commit_begin_block();
+	return commit_enter_checkpoint(sink_id, commit_user, checkpoint_id, context, callback);
 }
 
 /*
  * commit_loaded is the parallel commit's decision: once the loaders
  * prepared every share of checkpoint_id (loaded rows in all), record the
  * snapshot and raise the mark in the committer's own transaction, prepare
- * and commit it, then commit the shares (prepare_and_commit_gid).  Before
+ * and commit it, then commit the shares (commit_prepare_and_commit_gid).  Before
  * the decision is prepared, an error rolls every share back; after it, the
  * shares are committed by the next in-doubt resolution.
  */
@@ -525,12 +525,12 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 	PG_TRY();
 	{
 		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
-		snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded,
-									  list_length(files), bytes, start, "APPEND");
+		snapshot_id = commit_record_snapshot(sink_id, commit_user, checkpoint_id, loaded,
+											 list_length(files), bytes, start, "APPEND");
 		PopActiveSnapshot();
 		SPI_finish();
 		error_context_stack = callback.previous;
-		prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, true);
+		commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, true);
 	}
 	PG_CATCH();
 	{
@@ -548,7 +548,7 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 		ReThrowError(error);
 	}
 	PG_END_TRY();
-	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
+	commit_log(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
 			   PaimonSinkLoadersPerDatabase);
 	fault_point("committer_after_commit_prepared");
 }
@@ -613,7 +613,8 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	const char *commit_kind;
 
 	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
-	files = read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
+	files =
+		commit_read_checkpoint_files(sink, commit_user, checkpoint_id, &rows, &bytes, &file_bytes);
 	/*
 	 * reject_failing_rows() loads here: the loaders follow the sink's own
 	 * on_error; so does an overwrite sink's commit that replaces rows, in the
@@ -650,15 +651,16 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 		error_context_stack = callback.previous;
 		sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	}
-	loaded = load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes, &commit_kind);
-	snapshot_id = record_snapshot(sink_id, commit_user, checkpoint_id, loaded, list_length(files),
-								  bytes, start, commit_kind);
+	loaded = commit_load_checkpoint(sink, commit_user, checkpoint_id, files, rows, &changes,
+									&commit_kind);
+	snapshot_id = commit_record_snapshot(sink_id, commit_user, checkpoint_id, loaded,
+										 list_length(files), bytes, start, commit_kind);
 	PopActiveSnapshot();
 	SPI_finish();
 	error_context_stack = callback.previous;
 
-	prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, false);
-	log_commit(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
+	commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, false);
+	commit_log(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
 			   0);
 	fault_point("committer_after_commit_prepared");
 	return false;

@@ -156,15 +156,15 @@ load_member(Member *member, const char *commit_user, int64 checkpoint_id, List *
 
 		one->start = GetCurrentTimestamp();
 		one->checkpoint_id = identifier;
-		one->sink =
-			enter_checkpoint(member->sink_id, commit_user, identifier, &one->context, &callback);
-		one->files = read_checkpoint_files(one->sink, commit_user, identifier, &rows, &one->bytes,
-										   &file_bytes);
-		one->loaded = load_checkpoint(one->sink, commit_user, identifier, one->files, rows,
-									  &one->changes, &commit_kind);
+		one->sink = commit_enter_checkpoint(member->sink_id, commit_user, identifier, &one->context,
+											&callback);
+		one->files = commit_read_checkpoint_files(one->sink, commit_user, identifier, &rows,
+												  &one->bytes, &file_bytes);
+		one->loaded = commit_load_checkpoint(one->sink, commit_user, identifier, one->files, rows,
+											 &one->changes, &commit_kind);
 		one->snapshot_id =
-			record_snapshot(member->sink_id, commit_user, identifier, one->loaded,
-							list_length(one->files), one->bytes, one->start, commit_kind);
+			commit_record_snapshot(member->sink_id, commit_user, identifier, one->loaded,
+								   list_length(one->files), one->bytes, one->start, commit_kind);
 		error_context_stack = callback.previous;
 		member->marks.last_committed = Max(member->marks.last_committed, identifier);
 		old = MemoryContextSwitchTo(CommitterContext);
@@ -193,7 +193,7 @@ commit_members(List *members, const char *commit_user, int64 checkpoint_id)
 	ErrorContextCallback callback;
 	ListCell *lc;
 
-	begin_block();
+	commit_begin_block();
 	foreach (lc, members)
 	{
 		List *loaded;
@@ -219,13 +219,13 @@ commit_members(List *members, const char *commit_user, int64 checkpoint_id)
 	/* a PREPARE refused names the checkpoint whose gid it is */
 	callback.callback = commit_error_context;
 	callback.arg = &decision->context;
-	prepare_and_commit_gid(decision->sink, commit_user, decision->checkpoint_id, files, &callback,
-						   false);
+	commit_prepare_and_commit_gid(decision->sink, commit_user, decision->checkpoint_id, files,
+								  &callback, false);
 	foreach (lc, done)
 	{
 		MemberCheckpoint *one = lfirst(lc);
 
-		log_commit(one->sink, commit_user, one->checkpoint_id, one->snapshot_id, one->loaded,
+		commit_log(one->sink, commit_user, one->checkpoint_id, one->snapshot_id, one->loaded,
 				   one->files, one->bytes, &one->changes, one->start, 0);
 	}
 	fault_point("committer_after_commit_prepared");

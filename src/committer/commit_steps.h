@@ -30,22 +30,23 @@ typedef struct CommitContext
 
 /* in commit.c */
 extern void commit_error_context(void *arg);
-extern void begin_block(void);
-extern SinkInfo *enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-								  CommitContext *context, ErrorContextCallback *callback);
-extern List *read_checkpoint_files(const SinkInfo *sink, const char *commit_user,
-								   int64 checkpoint_id, int64 *rows, int64 *bytes,
-								   int64 *file_bytes);
-extern uint64 load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-							  List *files, int64 rows, UpsertCounts *changes,
-							  const char **commit_kind);
-extern int64 record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id,
-							 uint64 loaded, int files, int64 bytes, TimestampTz start,
-							 const char *commit_kind);
-extern void prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user,
-								   int64 checkpoint_id, List *files, ErrorContextCallback *callback,
-								   bool parallel);
-extern void log_commit(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+extern void commit_begin_block(void);
+extern SinkInfo *commit_enter_checkpoint(int32 sink_id, const char *commit_user,
+										 int64 checkpoint_id, CommitContext *context,
+										 ErrorContextCallback *callback);
+extern List *commit_read_checkpoint_files(const SinkInfo *sink, const char *commit_user,
+										  int64 checkpoint_id, int64 *rows, int64 *bytes,
+										  int64 *file_bytes);
+extern uint64 commit_load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+									 List *files, int64 rows, UpsertCounts *changes,
+									 const char **commit_kind);
+extern int64 commit_record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id,
+									uint64 loaded, int files, int64 bytes, TimestampTz start,
+									const char *commit_kind);
+extern void commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user,
+										  int64 checkpoint_id, List *files,
+										  ErrorContextCallback *callback, bool parallel);
+extern void commit_log(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					   int64 snapshot_id, uint64 loaded, List *files, int64 bytes,
 					   const UpsertCounts *changes, TimestampTz start, int loaders);
 

@@ -53,7 +53,7 @@ BackgroundWorkerHandle *
 worker_start_committer(int database_index)
 {
 	return worker_start("paimon_sink_committer_main", "paimon_sink committer",
-								 "paimon_sink committer", Int32GetDatum(database_index));
+						"paimon_sink committer", Int32GetDatum(database_index));
 }
 
 /*
@@ -69,7 +69,7 @@ worker_start_writer(int database_index, int writer_index)
 
 	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
 	return worker_start("paimon_sink_writer_main", "paimon_sink writer", name,
-								 Int32GetDatum((database_index << 16) | writer_index));
+						Int32GetDatum((database_index << 16) | writer_index));
 }
 
 /*
@@ -85,5 +85,5 @@ worker_start_loader(int database_index, int loader_index)
 
 	snprintf(name, sizeof(name), "paimon_sink loader %d", loader_index);
 	return worker_start("paimon_sink_loader_main", "paimon_sink loader", name,
-								 Int32GetDatum((database_index << 16) | loader_index));
+						Int32GetDatum((database_index << 16) | loader_index));
 }

@@ -707,8 +707,7 @@ void
 liveness_committer_beat(void)
 {
 	if (beating_for_committer)
-		pg_atomic_write_u64(&MyDatabaseEntry->committer_heartbeat,
-							(uint64) GetCurrentTimestamp());
+		pg_atomic_write_u64(&MyDatabaseEntry->committer_heartbeat, (uint64) GetCurrentTimestamp());
 }
 
 /*
