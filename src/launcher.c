@@ -32,16 +32,12 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "core/budget.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
-#include "core/worker_start.h"
-#include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
-#include "core/shared_state.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -49,6 +45,11 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+#include "core/budget.h"
+#include "core/shared_state.h"
+#include "core/worker_start.h"
+#include "launcher.h"
 
 /* A stopped committer is started again after this pause. */
 #define COMMITTER_RESTART_DELAY_MS 1000

@@ -16,17 +16,18 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
+
 #include "api/foreign_table.h"
 #include "api/utility_hook.h"
 #include "core/guc.h"
 #include "core/shared_state.h"
+#include "launcher.h"
+#include "metadata/version.h"
 #include "session/fdw_session.h"
 #include "session/handoff.h"
-#include "launcher.h"
-#include "miscadmin.h"
 #include "shmem_hooks.h"
 #include "staging/staged_wal.h"
-#include "metadata/version.h"
 
 PG_MODULE_MAGIC;
 

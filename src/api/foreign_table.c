@@ -34,7 +34,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "metadata/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
@@ -46,17 +45,19 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
-#include "api/foreign_table.h"
-#include "metadata/metadata.h"
 #include "miscadmin.h"
-#include "api/sql_call.h"
-#include "metadata/statement.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+
+#include "api/foreign_table.h"
+#include "api/sql_call.h"
+#include "metadata/catalog.h"
+#include "metadata/metadata.h"
+#include "metadata/statement.h"
 #include "metadata/version.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_restore_foreign_table);

@@ -28,19 +28,20 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "metadata/catalog.h"
 #include "commands/dbcommands.h"
-#include "committer/committer.h"
 #include "funcapi.h"
-#include "session/handoff.h"
-#include "metadata/metadata.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
-#include "ipc/request.h"
-#include "api/sink_group.h"
-#include "api/sql_call.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+
+#include "api/sink_group.h"
+#include "api/sql_call.h"
+#include "committer/committer.h"
+#include "ipc/request.h"
+#include "metadata/catalog.h"
+#include "metadata/metadata.h"
+#include "paimon_sink.h"
+#include "session/handoff.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_last_commit);
 PG_FUNCTION_INFO_V1(paimon_sink_restart_job);

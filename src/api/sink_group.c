@@ -22,16 +22,17 @@
  */
 #include "postgres.h"
 
-#include "metadata/catalog.h"
 #include "catalog/pg_type.h"
-#include "metadata/metadata.h"
-#include "core/names.h"
-#include "paimon_sink.h"
-#include "api/sink_group.h"
-#include "api/sql_call.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+
+#include "api/sink_group.h"
+#include "api/sql_call.h"
+#include "core/names.h"
+#include "metadata/catalog.h"
+#include "metadata/metadata.h"
+#include "paimon_sink.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_create_sink_group);
 PG_FUNCTION_INFO_V1(paimon_sink_drop_sink_group);

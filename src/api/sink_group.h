@@ -9,8 +9,9 @@
 #ifndef PAIMON_SINK_SINK_GROUP_H
 #define PAIMON_SINK_SINK_GROUP_H
 
-#include "metadata/catalog.h"
 #include "fmgr.h"
+
+#include "metadata/catalog.h"
 #include "metadata/metadata.h"
 
 /* in sink_group.c */

@@ -11,13 +11,14 @@
 
 #include "access/twophase.h"
 #include "access/xact.h"
-#include "metadata/catalog.h"
-#include "core/names.h"
-#include "paimon_sink.h"
-#include "core/shared_state.h"
-#include "api/sql_call.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+
+#include "api/sql_call.h"
+#include "core/names.h"
+#include "core/shared_state.h"
+#include "metadata/catalog.h"
+#include "paimon_sink.h"
 
 /* sql_text_argument returns a text argument as a C string, or NULL. */
 char *

@@ -9,11 +9,12 @@
 #ifndef PAIMON_SINK_SQL_CALL_H
 #define PAIMON_SINK_SQL_CALL_H
 
-#include "metadata/catalog.h"
 #include "fmgr.h"
-#include "core/names.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
+
+#include "core/names.h"
+#include "metadata/catalog.h"
 
 /* The longest interval sql_interval_ms returns, in milliseconds. */
 #define SQL_INTERVAL_MS_MAX (PG_INT64_MAX / 1000 / 2)

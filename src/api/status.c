@@ -14,19 +14,20 @@
  */
 #include "postgres.h"
 
-#include "metadata/catalog.h"
 #include "funcapi.h"
-#include "metadata/metadata.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
-#include "core/shared_state.h"
-#include "api/sink_group.h"
-#include "api/sql_call.h"
-#include "api/status.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+#include "api/sink_group.h"
+#include "api/sql_call.h"
+#include "api/status.h"
+#include "core/shared_state.h"
+#include "metadata/catalog.h"
+#include "metadata/metadata.h"
+#include "paimon_sink.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_writer_status);

@@ -21,28 +21,29 @@
  */
 #include "postgres.h"
 
-#include "metadata/catalog.h"
-#include "session/handoff.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "api/foreign_table.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "nodes/value.h"
-#include "paimon_sink.h"
-#include "committer/recovery.h"
-#include "core/shared_state.h"
-#include "metadata/statement.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
-#include "metadata/version.h"
+
+#include "api/foreign_table.h"
 #include "api/utility_hook.h"
+#include "committer/recovery.h"
+#include "core/shared_state.h"
+#include "metadata/catalog.h"
+#include "metadata/statement.h"
+#include "metadata/version.h"
+#include "paimon_sink.h"
+#include "session/handoff.h"
 
 static ProcessUtility_hook_type previous_process_utility_hook = NULL;
 

@@ -10,10 +10,10 @@
 #ifndef PAIMON_SINK_LOAD_H
 #define PAIMON_SINK_LOAD_H
 
+#include "apply/upsert.h"
+#include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
-#include "core/shared_state.h"
-#include "apply/upsert.h"
 
 /* One staged file to load, and the batch offsets it leaves out. */
 typedef struct LoadFile

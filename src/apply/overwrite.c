@@ -50,16 +50,17 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "executor/executor.h"
-#include "metadata/metadata.h"
-#include "apply/overwrite.h"
 #include "pgstat.h"
-#include "core/security.h"
 #include "storage/lockdefs.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+
+#include "apply/overwrite.h"
+#include "core/security.h"
+#include "metadata/metadata.h"
 
 /* What the commit being loaded replaces, from overwrite_begin to overwrite_end. */
 static struct

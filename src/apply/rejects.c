@@ -29,13 +29,14 @@
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "apply/rejects.h"
-#include "metadata/statement.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+
+#include "apply/rejects.h"
+#include "metadata/statement.h"
 #include "metadata/write_check.h"
 
 /* Rows tried together in a redo; a failing group is tried row by row. */

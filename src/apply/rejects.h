@@ -10,9 +10,10 @@
 #define PAIMON_SINK_REJECTS_H
 
 #include "access/tupdesc.h"
-#include "metadata/catalog.h"
 #include "utils/elog.h"
 #include "utils/tuplestore.h"
+
+#include "metadata/catalog.h"
 
 /* Where the rows of a failed load come from again, and how they are applied. */
 typedef struct RedoSource

@@ -10,8 +10,9 @@
 #ifndef PAIMON_SINK_UPSERT_H
 #define PAIMON_SINK_UPSERT_H
 
-#include "metadata/catalog.h"
 #include "commands/copy.h"
+
+#include "metadata/catalog.h"
 
 /* What one checkpoint changed. */
 typedef struct UpsertCounts

@@ -15,14 +15,15 @@
 
 #include "access/xact.h"
 #include "executor/spi.h"
-#include "apply/rejects.h"
-#include "apply/upsert_merge.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/queryenvironment.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+
+#include "apply/rejects.h"
+#include "apply/upsert_merge.h"
 
 #define CHANGES_RELATION "paimon_sink_changes"
 

@@ -28,16 +28,17 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "committer/barrier.h"
-#include "core/fault.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+#include "committer/barrier.h"
 #include "committer/work.h"
+#include "core/fault.h"
+#include "ipc/liveness.h"
 
 /* The reply queues of the barrier under way, detached at exit. */
 static shm_mq_handle **barrier_queues;

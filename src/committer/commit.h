@@ -10,8 +10,8 @@
 #define PAIMON_SINK_COMMIT_H
 
 #include "committer/commit_removal.h"
-#include "metadata/metadata.h"
 #include "core/shared_state.h"
+#include "metadata/metadata.h"
 
 /* in commit.c: what the request being served committed, for commit_statistics */
 extern CommitTally CommitTallies;

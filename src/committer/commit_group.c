@@ -28,17 +28,18 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
 #include "committer/commit.h"
 #include "committer/commit_parallel.h"
 #include "committer/commit_steps.h"
-#include "executor/spi.h"
-#include "core/fault.h"
 #include "committer/maintenance.h"
-#include "metadata/metadata.h"
 #include "committer/prepare.h"
-#include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "committer/work.h"
+#include "core/fault.h"
+#include "metadata/metadata.h"
 
 /* One member of the group being committed: its marks before, its checkpoints to commit. */
 typedef struct Member

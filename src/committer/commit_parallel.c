@@ -42,20 +42,21 @@
 
 #include "access/twophase.h"
 #include "access/xact.h"
-#include "committer/commit_parallel.h"
-#include "core/worker_start.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
-#include "core/names.h"
 #include "pgstat.h"
-#include "committer/recovery.h"
-#include "ipc/request.h"
 #include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+#include "committer/commit_parallel.h"
+#include "committer/recovery.h"
 #include "committer/work.h"
+#include "core/names.h"
+#include "core/worker_start.h"
+#include "ipc/liveness.h"
+#include "ipc/request.h"
 
 /* How often the committer looks at loaders that do not wake it (a lock wait). */
 #define LOADER_POLL_MS 1000

@@ -11,8 +11,8 @@
 #ifndef PAIMON_SINK_COMMIT_PARALLEL_H
 #define PAIMON_SINK_COMMIT_PARALLEL_H
 
-#include "metadata/catalog.h"
 #include "core/names.h"
+#include "metadata/catalog.h"
 
 /* What commit_parallel_load did. */
 typedef enum ParallelLoad

@@ -22,10 +22,11 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
-#include "committer/commit_removal.h"
 #include "nodes/pg_list.h"
-#include "staging/staged_file.h"
 #include "utils/memutils.h"
+
+#include "committer/commit_removal.h"
+#include "staging/staged_file.h"
 
 static List *committed_paths = NIL;
 static XLogRecPtr committed_removals = InvalidXLogRecPtr;

@@ -11,9 +11,10 @@
 #ifndef PAIMON_SINK_COMMIT_STEPS_H
 #define PAIMON_SINK_COMMIT_STEPS_H
 
-#include "metadata/catalog.h"
 #include "datatype/timestamp.h"
+
 #include "apply/load.h"
+#include "metadata/catalog.h"
 
 /*
  * What a commit's errors say about where they come from.  The target's

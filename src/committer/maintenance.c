@@ -18,18 +18,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "committer/barrier.h"
-#include "committer/commit.h"
-#include "core/fault.h"
-#include "ipc/liveness.h"
-#include "committer/maintenance.h"
 #include "miscadmin.h"
-#include "ipc/request.h"
-#include "staging/staged_file.h"
 #include "storage/fd.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+
+#include "committer/barrier.h"
+#include "committer/commit.h"
+#include "committer/maintenance.h"
 #include "committer/work.h"
+#include "core/fault.h"
+#include "ipc/liveness.h"
+#include "ipc/request.h"
+#include "staging/staged_file.h"
 
 /* A sink's failed maintenance, waiting for its next commit to be reported. */
 typedef struct MaintenanceFailure

@@ -9,8 +9,9 @@
 #ifndef PAIMON_SINK_MAINTENANCE_H
 #define PAIMON_SINK_MAINTENANCE_H
 
-#include "core/shared_state.h"
 #include "utils/timestamp.h"
+
+#include "core/shared_state.h"
 
 /* in maintenance.c */
 extern void maintenance_remove_orphans(int32 sink_id, CommitterRequest *request);

@@ -26,11 +26,12 @@
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
-#include "committer/missing_files.h"
-#include "staging/staged_file.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+
+#include "committer/missing_files.h"
 #include "committer/work.h"
+#include "staging/staged_file.h"
 
 /*
  * missing_files_discard serves discard_missing_files(): forgets the pending

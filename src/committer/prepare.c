@@ -28,16 +28,17 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "committer/barrier.h"
-#include "committer/commit.h"
-#include "metadata/metadata.h"
-#include "committer/prepare.h"
-#include "ipc/request.h"
-#include "ipc/stream_lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+
+#include "committer/barrier.h"
+#include "committer/commit.h"
+#include "committer/prepare.h"
 #include "committer/work.h"
+#include "ipc/request.h"
+#include "ipc/stream_lock.h"
+#include "metadata/metadata.h"
 
 /*
  * check_checkpoint_id refuses a checkpoint id the commit user's marks do

@@ -42,21 +42,22 @@
 
 #include "access/twophase.h"
 #include "access/xact.h"
-#include "committer/barrier.h"
-#include "metadata/catalog.h"
-#include "committer/commit.h"
-#include "committer/commit_parallel.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "committer/recovery.h"
-#include "core/security.h"
-#include "staging/staged_file.h"
-#include "metadata/statement.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+#include "committer/barrier.h"
+#include "committer/commit.h"
+#include "committer/commit_parallel.h"
+#include "committer/recovery.h"
 #include "committer/work.h"
+#include "core/security.h"
+#include "metadata/catalog.h"
+#include "metadata/statement.h"
+#include "staging/staged_file.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_in_doubt_status);
 

@@ -10,9 +10,10 @@
 #ifndef PAIMON_SINK_RECOVERY_H
 #define PAIMON_SINK_RECOVERY_H
 
+#include "utils/timestamp.h"
+
 #include "core/names.h"
 #include "core/shared_state.h"
-#include "utils/timestamp.h"
 
 /* One prepared transaction of this database whose gid has our prefix. */
 typedef struct PreparedGid

@@ -21,23 +21,24 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+
+#include "apply/load.h"
+#include "apply/rejects.h"
 #include "committer/commit.h"
 #include "committer/commit_parallel.h"
-#include "executor/spi.h"
-#include "metadata/fence.h"
-#include "metadata/metadata.h"
-#include "apply/load.h"
 #include "committer/maintenance.h"
-#include "miscadmin.h"
 #include "committer/missing_files.h"
-#include "pgstat.h"
 #include "committer/prepare.h"
 #include "committer/recovery.h"
-#include "apply/rejects.h"
-#include "ipc/request.h"
 #include "committer/serve.h"
-#include "utils/memutils.h"
 #include "committer/work.h"
+#include "ipc/request.h"
+#include "metadata/fence.h"
+#include "metadata/metadata.h"
 
 /* The request whose commit the loaders load, and whom to answer. */
 static struct

@@ -17,15 +17,16 @@
 
 #include "access/xact.h"
 #include "executor/spi.h"
-#include "core/worker_start.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
 #include "committer/work.h"
+#include "core/worker_start.h"
+#include "ipc/liveness.h"
 
 MemoryContext CommitterContext;
 char CommitterDatabaseName[NAMEDATALEN] = "?";

@@ -11,9 +11,10 @@
 #ifndef PAIMON_SINK_WORK_H
 #define PAIMON_SINK_WORK_H
 
-#include "metadata/metadata.h"
 #include "postmaster/bgworker.h"
+
 #include "core/shared_state.h"
+#include "metadata/metadata.h"
 
 /*
  * in work.c: the committer process's state, set at its start (with

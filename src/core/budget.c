@@ -33,12 +33,13 @@
  */
 #include "postgres.h"
 
-#include "core/budget.h"
 #include "commands/dbcommands.h"
-#include "core/guc.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "replication/logicallauncher.h"
+
+#include "core/budget.h"
+#include "core/guc.h"
 
 /* budget_per_database returns the worker slots a database with sinks holds. */
 int

@@ -14,17 +14,18 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "core/fault.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "core/names.h"
 #include "pgstat.h"
-#include "core/shared_state.h"
 #include "storage/latch.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
+
+#include "core/fault.h"
+#include "core/names.h"
+#include "core/shared_state.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_inject_fault);
 PG_FUNCTION_INFO_V1(paimon_sink_release_fault);

@@ -16,10 +16,11 @@
 #include <ctype.h>
 #include <limits.h>
 
-#include "core/guc.h"
 #include "miscadmin.h"
-#include "core/names.h"
 #include "utils/guc.h"
+
+#include "core/guc.h"
+#include "core/names.h"
 
 int PaimonSinkWritersPerDatabase = 2;
 int PaimonSinkMaxDatabases = 4;

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
+
 #include "core/names.h"
 
 /* Between a gid's commit user and its random suffix: no commit user has it. */

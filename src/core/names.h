@@ -18,6 +18,7 @@
 #define PAIMON_SINK_NAMES_H
 
 #include "access/xact.h"
+
 #include "paimon_sink.h"
 
 /* What a gid of ours names. */

@@ -21,13 +21,14 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "commands/prepare.h"
-#include "access/xact.h"
 #include "miscadmin.h"
-#include "core/security.h"
 #include "storage/lock.h"
 #include "utils/guc.h"
+
+#include "core/security.h"
 
 /*
  * security_switch_role makes role the current user inside a

@@ -7,16 +7,18 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/transam.h"
 #include "access/twophase.h"
 #include "miscadmin.h"
-#include "core/shared_state.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include <signal.h>
 #include "storage/shmem.h"
 #include "utils/errcodes.h"
+
+#include "core/shared_state.h"
 
 PaimonSinkShared *PaimonSinkState = NULL;
 

@@ -16,8 +16,6 @@
 #define PAIMON_SINK_SHARED_STATE_H
 
 #include "access/xact.h"
-#include "core/fault.h"
-#include "paimon_sink.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
@@ -26,6 +24,9 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
+
+#include "core/fault.h"
+#include "paimon_sink.h"
 
 /* Database entry states. */
 typedef enum DatabaseState

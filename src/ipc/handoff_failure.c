@@ -24,11 +24,12 @@
  */
 #include "postgres.h"
 
-#include "ipc/handoff_failure.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/elog.h"
+
+#include "ipc/handoff_failure.h"
 
 /*
  * handoff_failure_relayable tells whether a writer's error while staging

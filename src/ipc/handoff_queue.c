@@ -25,14 +25,15 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
-#include "ipc/handoff_failure.h"
-#include "ipc/handoff_queue.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+#include "ipc/handoff_failure.h"
+#include "ipc/handoff_queue.h"
+#include "ipc/liveness.h"
 
 /*
  * Bucket numbers beyond a sink's buckets that an append sink without a

@@ -12,8 +12,8 @@
 #ifndef PAIMON_SINK_HANDOFF_QUEUE_H
 #define PAIMON_SINK_HANDOFF_QUEUE_H
 
-#include "session/handoff.h"
 #include "core/shared_state.h"
+#include "session/handoff.h"
 
 /* A queue this backend is sending on, so an abort can detach it. */
 typedef struct ActiveHandoff

@@ -61,16 +61,13 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "common/file_utils.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
-#include "core/shared_state.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
@@ -78,6 +75,10 @@
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+#include "core/shared_state.h"
+#include "ipc/liveness.h"
+#include "paimon_sink.h"
 
 /*
  * An append sink without a bucket key passes over a writer whose heartbeat

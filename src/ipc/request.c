@@ -26,16 +26,17 @@
 #include "postgres.h"
 
 #include "commands/dbcommands.h"
-#include "metadata/fence.h"
 #include "libpq/pqformat.h"
 #include "libpq/pqmq.h"
-#include "ipc/liveness.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "core/names.h"
 #include "pgstat.h"
-#include "ipc/request.h"
 #include "storage/latch.h"
+
+#include "core/names.h"
+#include "ipc/liveness.h"
+#include "ipc/request.h"
+#include "metadata/fence.h"
 
 /* What a field cut to fit the slot ends with. */
 #define CUT_MARKER                                                                                 \

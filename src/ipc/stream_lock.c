@@ -32,15 +32,16 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
-#include "ipc/stream_lock.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
+
+#include "ipc/liveness.h"
+#include "ipc/stream_lock.h"
+#include "paimon_sink.h"
 
 /* field4 of the tag: paimon_sink's resource manager id, no advisory lock's */
 #define PAIMON_SINK_STREAM_LOCK_CLASS 187

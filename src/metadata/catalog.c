@@ -14,24 +14,25 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "metadata/catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_index.h"
-#include "utils/relcache.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
-#include "core/names.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
-#include "access/genam.h"
+
+#include "core/names.h"
+#include "metadata/catalog.h"
 #include "metadata/metadata.h"
 
 /*

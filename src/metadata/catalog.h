@@ -11,9 +11,10 @@
 
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
-#include "paimon_sink.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
+
+#include "paimon_sink.h"
 
 typedef struct SinkInfo
 {

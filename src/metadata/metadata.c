@@ -22,13 +22,14 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "metadata/metadata.h"
-#include "paimon_sink.h"
-#include "metadata/statement.h"
 #include "utils/array.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/uuid.h"
+
+#include "metadata/metadata.h"
+#include "metadata/statement.h"
+#include "paimon_sink.h"
 
 /* ---------------------------------------------------------------- sinks */
 

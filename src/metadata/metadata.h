@@ -15,11 +15,12 @@
 #ifndef PAIMON_SINK_METADATA_H
 #define PAIMON_SINK_METADATA_H
 
-#include "metadata/catalog.h"
 #include "fmgr.h"
 #include "nodes/pg_list.h"
-#include "core/shared_state.h"
 #include "utils/timestamp.h"
+
+#include "core/shared_state.h"
+#include "metadata/catalog.h"
 
 /* A commit user's high-water marks and fence epoch (commit_user_state). */
 typedef struct CommitUserMarks

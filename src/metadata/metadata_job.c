@@ -17,8 +17,8 @@
 #include "postgres.h"
 
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
 #include "metadata/statement.h"
+#include "paimon_sink.h"
 
 /*
  * metadata_sink_has_job: whether a commit user of the sink is a job's

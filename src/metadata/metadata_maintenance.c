@@ -15,10 +15,11 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "metadata/metadata.h"
-#include "metadata/statement.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+
+#include "metadata/metadata.h"
+#include "metadata/statement.h"
 
 /* ------------------------------------------------------ snapshot expiry */
 

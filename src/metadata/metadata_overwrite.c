@@ -19,9 +19,10 @@
  */
 #include "postgres.h"
 
+#include "utils/array.h"
+
 #include "metadata/metadata.h"
 #include "metadata/statement.h"
-#include "utils/array.h"
 
 /* read_overwrite_state reads an OverwriteState from a row of metadata_overwrite_state's query. */
 static void *

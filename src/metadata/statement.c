@@ -16,12 +16,13 @@
  */
 #include "postgres.h"
 
-#include "metadata/extension.h"
 #include "funcapi.h"
-#include "core/security.h"
-#include "metadata/statement.h"
 #include "utils/array.h"
 #include "utils/snapmgr.h"
+
+#include "core/security.h"
+#include "metadata/extension.h"
+#include "metadata/statement.h"
 
 /*
  * statement_run executes a statement with its arguments and returns the

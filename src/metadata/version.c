@@ -16,9 +16,9 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "metadata/extension.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
+#include "metadata/extension.h"
 #include "metadata/version.h"
 #include "paimon_sink.h"
 

@@ -32,8 +32,8 @@
 
 #include "access/detoast.h"
 #include "access/genam.h"
-#include "access/itup.h"
 #include "access/heaptoast.h"
+#include "access/itup.h"
 #include "access/nbtree.h"
 #include "access/sysattr.h"
 #include "access/toast_internals.h"
@@ -45,6 +45,7 @@
 #include "optimizer/optimizer.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
+
 #include "metadata/write_check.h"
 
 /* One btree index of the target to check, on plain columns. */

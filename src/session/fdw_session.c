@@ -15,12 +15,8 @@
  */
 #include "postgres.h"
 
-#include "metadata/catalog.h"
 #include "commands/defrem.h"
-#include "session/fdw_session.h"
-#include "metadata/fence.h"
 #include "foreign/foreign.h"
-#include "metadata/metadata.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -30,7 +26,12 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/typcache.h"
+
+#include "metadata/catalog.h"
+#include "metadata/fence.h"
+#include "metadata/metadata.h"
 #include "metadata/version.h"
+#include "session/fdw_session.h"
 
 /*
  * The sinks of the foreign tables this session used, by foreign table OID,

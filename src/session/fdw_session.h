@@ -9,9 +9,10 @@
 #ifndef PAIMON_SINK_FDW_SESSION_H
 #define PAIMON_SINK_FDW_SESSION_H
 
-#include "metadata/catalog.h"
 #include "fmgr.h"
 #include "utils/rel.h"
+
+#include "metadata/catalog.h"
 #include "staging/value_encoding.h"
 
 /*

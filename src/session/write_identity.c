@@ -20,15 +20,16 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "session/fdw_session.h"
-#include "metadata/fence.h"
-#include "core/guc.h"
-#include "metadata/metadata.h"
-#include "core/names.h"
-#include "paimon_sink.h"
-#include "api/sql_call.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+
+#include "api/sql_call.h"
+#include "core/guc.h"
+#include "core/names.h"
+#include "metadata/fence.h"
+#include "metadata/metadata.h"
+#include "paimon_sink.h"
+#include "session/fdw_session.h"
 #include "session/write_identity.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_write_as);

@@ -9,8 +9,9 @@
 #ifndef PAIMON_SINK_WRITE_IDENTITY_H
 #define PAIMON_SINK_WRITE_IDENTITY_H
 
-#include "metadata/catalog.h"
 #include "fmgr.h"
+
+#include "metadata/catalog.h"
 
 /* The identity a write carries: commit user, writer id and named fence epoch. */
 typedef struct WriteIdentity

@@ -45,10 +45,11 @@
 #include <uuid/uuid.h>
 
 #include "access/xlog.h"
-#include "core/fault.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/pg_crc32c.h"
+
+#include "core/fault.h"
 #include "staging/staged_file.h"
 #include "staging/staged_wal.h"
 

@@ -15,9 +15,10 @@
 #include "access/transam.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
-#include "paimon_sink.h"
 #include "storage/fd.h"
 #include "utils/uuid.h"
+
+#include "paimon_sink.h"
 
 #define STAGED_FILE_MAGIC 0x50534B46  /* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42 /* "PSKB" */

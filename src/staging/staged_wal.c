@@ -79,14 +79,15 @@
 #include "catalog/pg_control.h"
 #include "common/controldata_utils.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
 #include "pgstat.h"
-#include "core/shared_state.h"
-#include "staging/staged_file.h"
-#include "staging/staged_wal.h"
 #include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
+
+#include "core/shared_state.h"
+#include "paimon_sink.h"
+#include "staging/staged_file.h"
+#include "staging/staged_wal.h"
 
 /* The record format is the WAL's: a change to it must still read the old one. */
 StaticAssertDecl(sizeof(xl_staged_file) == 40, "xl_staged_file is 40 bytes");

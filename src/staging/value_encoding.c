@@ -37,6 +37,7 @@
 #include "port/pg_bswap.h"
 #include "utils/fmgroids.h"
 #include "utils/uuid.h"
+
 #include "staging/value_encoding.h"
 
 /*

@@ -15,8 +15,9 @@
 #ifndef PAIMON_SINK_WRITER_H
 #define PAIMON_SINK_WRITER_H
 
-#include "ipc/barrier_protocol.h"
 #include "fmgr.h"
+
+#include "ipc/barrier_protocol.h"
 
 extern PGDLLEXPORT void paimon_sink_writer_main(Datum main_arg);
 

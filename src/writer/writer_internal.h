@@ -15,13 +15,14 @@
 #ifndef PAIMON_SINK_WRITER_INTERNAL_H
 #define PAIMON_SINK_WRITER_INTERNAL_H
 
-#include "ipc/barrier_protocol.h"
 #include "nodes/pg_list.h"
-#include "core/shared_state.h"
-#include "staging/staged_file.h"
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 #include "utils/snapshot.h"
+
+#include "core/shared_state.h"
+#include "ipc/barrier_protocol.h"
+#include "staging/staged_file.h"
 
 /*
  * Adjacent batch records of one transaction (same epoch, same fate) share

@@ -20,13 +20,14 @@
 #include "postgres.h"
 
 #include "access/transam.h"
-#include "ipc/barrier_protocol.h"
-#include "ipc/liveness.h"
-#include "core/shared_state.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/snapshot.h"
+
+#include "core/shared_state.h"
+#include "ipc/barrier_protocol.h"
+#include "ipc/liveness.h"
 #include "writer/writer_internal.h"
 
 /* Batch classes at a barrier (see classify). */

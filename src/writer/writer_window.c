@@ -50,15 +50,16 @@
 #include <fcntl.h>
 
 #include "access/xact.h"
-#include "core/fault.h"
-#include "ipc/liveness.h"
 #include "miscadmin.h"
-#include "paimon_sink.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+
+#include "core/fault.h"
+#include "ipc/liveness.h"
+#include "paimon_sink.h"
 #include "writer/writer_internal.h"
 
 static bool window_open = false;
