@@ -37,10 +37,12 @@
 #include "api/sink_group.h"
 #include "api/sql_call.h"
 #include "committer/committer.h"
+#include "core/constants.h"
+#include "core/guc.h"
 #include "ipc/request.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
+#include "metadata/version.h"
 #include "session/handoff.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_last_commit);

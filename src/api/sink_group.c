@@ -29,10 +29,11 @@
 
 #include "api/sink_group.h"
 #include "api/sql_call.h"
+#include "core/constants.h"
 #include "core/names.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
+#include "metadata/version.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_create_sink_group);
 PG_FUNCTION_INFO_V1(paimon_sink_drop_sink_group);

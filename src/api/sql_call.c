@@ -15,10 +15,11 @@
 #include "utils/jsonb.h"
 
 #include "api/sql_call.h"
+#include "core/constants.h"
 #include "core/names.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
-#include "paimon_sink.h"
+#include "metadata/version.h"
 
 /* sql_text_argument returns a text argument as a C string, or NULL. */
 char *

@@ -24,10 +24,12 @@
 #include "api/sink_group.h"
 #include "api/sql_call.h"
 #include "api/status.h"
+#include "core/constants.h"
+#include "core/guc.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
+#include "metadata/version.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_writer_status);

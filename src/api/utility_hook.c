@@ -38,11 +38,11 @@
 #include "api/foreign_table.h"
 #include "api/utility_hook.h"
 #include "committer/recovery.h"
+#include "core/constants.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/statement.h"
 #include "metadata/version.h"
-#include "paimon_sink.h"
 #include "session/handoff.h"
 
 static ProcessUtility_hook_type previous_process_utility_hook = NULL;

@@ -38,6 +38,7 @@
 #include "committer/barrier.h"
 #include "committer/work.h"
 #include "core/fault.h"
+#include "core/guc.h"
 #include "ipc/liveness.h"
 
 /* The reply queues of the barrier under way, detached at exit. */

@@ -45,6 +45,7 @@
 #include "committer/recovery.h"
 #include "committer/work.h"
 #include "core/fault.h"
+#include "core/guc.h"
 #include "core/names.h"
 #include "core/security.h"
 #include "staging/staged_file.h"

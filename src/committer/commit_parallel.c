@@ -53,6 +53,7 @@
 #include "committer/commit_parallel.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
+#include "core/guc.h"
 #include "core/names.h"
 #include "core/worker_start.h"
 #include "ipc/liveness.h"

@@ -48,11 +48,13 @@
 #include "committer/serve.h"
 #include "committer/work.h"
 #include "core/budget.h"
+#include "core/guc.h"
 #include "core/security.h"
 #include "ipc/liveness.h"
 #include "ipc/request.h"
 #include "metadata/catalog.h"
 #include "metadata/extension.h"
+#include "metadata/version.h"
 
 /* The longest nap of the loop, and the nap while a writer does not serve yet. */
 #define COMMITTER_NAP_MS 10000

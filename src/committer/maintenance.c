@@ -28,6 +28,7 @@
 #include "committer/maintenance.h"
 #include "committer/work.h"
 #include "core/fault.h"
+#include "core/guc.h"
 #include "ipc/liveness.h"
 #include "ipc/request.h"
 #include "staging/staged_file.h"

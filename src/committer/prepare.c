@@ -36,6 +36,7 @@
 #include "committer/commit.h"
 #include "committer/prepare.h"
 #include "committer/work.h"
+#include "core/guc.h"
 #include "ipc/request.h"
 #include "ipc/stream_lock.h"
 #include "metadata/metadata.h"

@@ -54,6 +54,7 @@
 #include "committer/commit_parallel.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
+#include "core/guc.h"
 #include "core/security.h"
 #include "metadata/catalog.h"
 #include "metadata/statement.h"

@@ -25,6 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "committer/work.h"
+#include "core/guc.h"
 #include "core/worker_start.h"
 #include "ipc/liveness.h"
 

@@ -19,6 +19,7 @@
 
 #include "mb/pg_wchar.h"
 
+#include "core/guc.h"
 #include "core/names.h"
 
 /* Between a gid's commit user and its random suffix: no commit user has it. */

@@ -19,7 +19,7 @@
 
 #include "access/xact.h"
 
-#include "paimon_sink.h"
+#include "core/constants.h"
 
 /* What a gid of ours names. */
 typedef struct GidParts

@@ -10,7 +10,7 @@
 #ifndef PAIMON_SINK_SECURITY_H
 #define PAIMON_SINK_SECURITY_H
 
-#include "paimon_sink.h"
+#include "core/constants.h"
 
 /*
  * The search_path of everything that runs with rights other than the

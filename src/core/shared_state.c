@@ -18,6 +18,7 @@
 #include "storage/shmem.h"
 #include "utils/errcodes.h"
 
+#include "core/guc.h"
 #include "core/shared_state.h"
 
 PaimonSinkShared *PaimonSinkState = NULL;

@@ -25,8 +25,8 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "core/constants.h"
 #include "core/fault.h"
-#include "paimon_sink.h"
 
 /* Database entry states. */
 typedef enum DatabaseState

@@ -31,6 +31,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "core/guc.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/handoff_queue.h"
 #include "ipc/liveness.h"

@@ -76,9 +76,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "core/constants.h"
+#include "core/guc.h"
 #include "core/shared_state.h"
 #include "ipc/liveness.h"
-#include "paimon_sink.h"
 
 /*
  * An append sink without a bucket key passes over a writer whose heartbeat

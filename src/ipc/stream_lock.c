@@ -39,9 +39,10 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "core/constants.h"
+#include "core/guc.h"
 #include "ipc/liveness.h"
 #include "ipc/stream_lock.h"
-#include "paimon_sink.h"
 
 /* field4 of the tag: paimon_sink's resource manager id, no advisory lock's */
 #define PAIMON_SINK_STREAM_LOCK_CLASS 187

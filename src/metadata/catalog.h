@@ -14,7 +14,7 @@
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
-#include "paimon_sink.h"
+#include "core/constants.h"
 
 typedef struct SinkInfo
 {

@@ -27,9 +27,9 @@
 #include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
+#include "core/constants.h"
 #include "metadata/metadata.h"
 #include "metadata/statement.h"
-#include "paimon_sink.h"
 
 /* ---------------------------------------------------------------- sinks */
 

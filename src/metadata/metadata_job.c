@@ -16,9 +16,9 @@
  */
 #include "postgres.h"
 
+#include "core/constants.h"
 #include "metadata/metadata.h"
 #include "metadata/statement.h"
-#include "paimon_sink.h"
 
 /*
  * metadata_sink_has_job: whether a commit user of the sink is a job's

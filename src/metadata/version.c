@@ -16,11 +16,11 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "core/constants.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/extension.h"
 #include "metadata/version.h"
-#include "paimon_sink.h"
 
 /*
  * paimon_sink_require_ready raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE

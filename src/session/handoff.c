@@ -50,6 +50,7 @@
 
 #include "core/budget.h"
 #include "core/fault.h"
+#include "core/guc.h"
 #include "core/shared_state.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/handoff_queue.h"

@@ -24,11 +24,12 @@
 #include "utils/memutils.h"
 
 #include "api/sql_call.h"
+#include "core/constants.h"
 #include "core/guc.h"
 #include "core/names.h"
 #include "metadata/fence.h"
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
+#include "metadata/version.h"
 #include "session/fdw_session.h"
 #include "session/write_identity.h"
 

@@ -18,7 +18,7 @@
 #include "storage/fd.h"
 #include "utils/uuid.h"
 
-#include "paimon_sink.h"
+#include "core/constants.h"
 
 #define STAGED_FILE_MAGIC 0x50534B46  /* "PSKF" */
 #define STAGED_BATCH_MAGIC 0x50534B42 /* "PSKB" */

@@ -84,8 +84,8 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
+#include "core/constants.h"
 #include "core/shared_state.h"
-#include "paimon_sink.h"
 #include "staging/staged_file.h"
 #include "staging/staged_wal.h"
 

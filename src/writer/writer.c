@@ -63,6 +63,7 @@
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
+#include "core/constants.h"
 #include "core/fault.h"
 #include "core/names.h"
 #include "core/security.h"
@@ -70,7 +71,6 @@
 #include "ipc/barrier_protocol.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/liveness.h"
-#include "paimon_sink.h"
 #include "session/handoff.h"
 #include "writer/writer.h"
 #include "writer/writer_adopt.h"

@@ -28,10 +28,10 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "core/constants.h"
 #include "ipc/handoff_queue.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
-#include "paimon_sink.h"
 #include "staging/staged_file.h"
 #include "staging/staged_wal.h"
 #include "writer/writer_adopt.h"

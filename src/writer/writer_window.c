@@ -57,9 +57,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "core/constants.h"
 #include "core/fault.h"
+#include "core/guc.h"
 #include "ipc/liveness.h"
-#include "paimon_sink.h"
 #include "writer/writer_internal.h"
 
 static bool window_open = false;

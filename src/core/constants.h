@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * paimon_sink.h
- *	  Names and limits shared by every subsystem of paimon_sink, with the
- *	  settings (guc.h) and the checks before work (version.h).
+ * constants.h
+ *	  Names and limits shared by every subsystem of paimon_sink.
  *
  * The design follows Apache Paimon's Flink sink (writers stage files,
  * a single committer commits checkpoints idempotently keyed by commit user
@@ -10,11 +9,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PAIMON_SINK_H
-#define PAIMON_SINK_H
+#ifndef PAIMON_SINK_CONSTANTS_H
+#define PAIMON_SINK_CONSTANTS_H
 
-#include "core/guc.h"
-#include "metadata/version.h"
 
 /* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
 #define PAIMON_SINK_COMMIT_USER_MAXLEN 64
@@ -28,4 +25,4 @@
 /* Paimon's END_INPUT commit identifier. */
 #define PAIMON_SINK_END_INPUT_CHECKPOINT INT64CONST(9223372036854775807)
 
-#endif /* PAIMON_SINK_H */
+#endif /* PAIMON_SINK_CONSTANTS_H */
