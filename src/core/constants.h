@@ -12,7 +12,6 @@
 #ifndef PAIMON_SINK_CONSTANTS_H
 #define PAIMON_SINK_CONSTANTS_H
 
-
 /* Commit users: at most this many characters of [A-Za-z0-9._:-]. */
 #define PAIMON_SINK_COMMIT_USER_MAXLEN 64
 
