@@ -3,12 +3,13 @@
  * paimon_sink.c
  *	  The module's root: _PG_init, and nothing else.
  *
- * _PG_init defines the settings (guc.c) and, when the library is preloaded,
- * registers the WAL resource manager of staged files (staged_wal.c) and,
- * outside a binary upgrade, installs the shared-memory hooks
- * (shmem_hooks.c), the utility hook (version.c), the object access hook
- * (foreign_table.c) and the transaction callbacks (handoff.c), and
- * registers the launcher (launcher.c).  Kept
+ * _PG_init registers what the settings call up (core/guc.h's GucHooks),
+ * defines the settings (core/guc.c) and, when the library is preloaded,
+ * registers the WAL resource manager of staged files (staging/staged_wal.c)
+ * and, outside a binary upgrade, installs the shared-memory hooks
+ * (shmem_hooks.c), the utility hook (api/utility_hook.c), the object
+ * access hook (api/foreign_table.c) and the transaction callbacks
+ * (session/handoff.c), and registers the launcher (launcher.c).  Kept
  * small, as pg_cron's _PG_init.
  *
  *-------------------------------------------------------------------------

@@ -318,7 +318,7 @@ take_dropped(int level, bool copy)
 
 /*
  * foreign_table_begin_statement is called as a utility statement starts
- * (version.c's hook); returns its nesting level, for the calls below.
+ * (utility_hook.c); returns its nesting level, for the calls below.
  */
 int
 foreign_table_begin_statement(void)

@@ -8,7 +8,7 @@
  *
  * They read the catalog under the latest snapshot, or the shared state of
  * this database's workers under its locks; library_version is in
- * version.c, with the version state it reports.
+ * metadata/version.c, with the version checks.
  *
  *-------------------------------------------------------------------------
  */

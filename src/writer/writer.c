@@ -2,7 +2,7 @@
  *
  * writer.c
  *	  The writer background worker: its loop, the receiving end of the
- *	  hand-off queues, its streams and their files, and sealing them.
+ *	  hand-off queues, its streams and their files (sealed by writer_seal.c).
  *
  * A writer owns the streams (sink, commit user, writer id, bucket) that
  * handoff_queue_writer_for routes to it.  Each stream has open files, the
@@ -16,9 +16,9 @@
  * into the stream's next file) when its transaction was still running: so a
  * checkpoint holds exactly the transactions that committed before the
  * barrier, on every writer alike.  Sealed files are never rewritten; their
- * committable lists the offsets of the batches they leave out.  Answering
- * the barrier is barrier_writer.c's; rebuilding the streams from the staged
- * files after a restart is writer_adopt.c's.
+ * committable lists the offsets of the batches they leave out.  Sealing is
+ * writer_seal.c's, answering the barrier writer_barrier.c's; rebuilding the
+ * streams from the staged files after a restart is writer_adopt.c's.
  *
  * Hand-off slots: the writer creates each free slot's queue, attaches to it
  * as the receiver and only then publishes the slot; a sender takes only a

@@ -2,10 +2,10 @@
  *
  * writer_internal.h
  *	  The state of one writer process, shared by the files that make it up:
- *	  writer.c (the loop, hand-off receive, streams, sealing), writer_adopt.c
- *	  (streams rebuilt from staged files after a restart), writer_window.c
- *	  (the sync windows) and
- *	  barrier_writer.c (its end of the barrier protocol).
+ *	  writer.c (the loop, hand-off receive, streams), writer_seal.c
+ *	  (sealing streams at a barrier), writer_adopt.c (streams rebuilt from
+ *	  staged files after a restart), writer_window.c (the sync windows) and
+ *	  writer_barrier.c (its end of the barrier protocol).
  *
  * Only a writer process includes this: the variables below are that
  * process's own.
