@@ -91,6 +91,42 @@ def strongly_connected(nodes, edges):
     return found
 
 
+def shortest_cycle(comp, edges):
+    """shortest_cycle returns the shortest cycle inside the strongly
+    connected component comp, as a list of folders whose first and last are
+    the same (breadth-first from each folder back to itself)."""
+    members = set(comp)
+    best = None
+    for start in sorted(comp):
+        previous = {}
+        queue = collections.deque([start])
+        found = False
+        while queue and not found:
+            v = queue.popleft()
+            for w in sorted(edges.get(v, ())):
+                if w not in members:
+                    continue
+                if w == start:
+                    previous[start] = v
+                    found = True
+                    break
+                if w not in previous:
+                    previous[w] = v
+                    queue.append(w)
+        if not found:
+            continue
+        path = [start]
+        v = previous[start]
+        while v != start:
+            path.append(v)
+            v = previous[v]
+        path.append(start)
+        path.reverse()
+        if best is None or len(path) < len(best):
+            best = path
+    return best
+
+
 def main():
     """main runs the check and prints its TAP; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -151,12 +187,13 @@ def main():
         failed += 1
         print("not ok %d - no cycle between folders" % n)
         for comp in cycles:
-            print("#   cycle between folders: %s" % " ".join(comp))
-            for a in comp:
-                for b in comp:
-                    if b in folder_edges.get(a, {}):
-                        sym, x, y = folder_edges[a][b]
-                        print("#     %s -> %s: %s uses %s, defined in %s" % (a, b, name(x), sym, name(y)))
+            path = shortest_cycle(comp, {a: set(d) for a, d in folder_edges.items()})
+            print("#   cycle between folders: %s" % " -> ".join(path))
+            for a, b in zip(path, path[1:]):
+                sym, x, y = folder_edges[a][b]
+                print("#     %s -> %s: %s uses %s, defined in %s" % (a, b, name(x), sym, name(y)))
+            if len(comp) > len(path) - 1:
+                print("#     (the folders %s all lie on cycles)" % " ".join(comp))
     else:
         print("ok %d - no cycle between folders" % n)
     print("# layering: %d objects in %d folders, %d folder references, %d failed"
