@@ -362,10 +362,14 @@ count_failure(const CommitterRequest *outcome)
 	}
 	if (pending == NULL)
 	{
-		pending = MemoryContextAllocZero(TopMemoryContext, sizeof(PendingFailure));
+		/* the list too: a request's context is reset after it, the list lives on */
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		pending = palloc0(sizeof(PendingFailure));
 		pending->sink_id = outcome->sink_id;
 		pending->sqlerrcode = outcome->sqlerrcode;
 		pending_failures = lappend(pending_failures, pending);
+		MemoryContextSwitchTo(old);
 	}
 	if (pending->message != NULL)
 		pfree(pending->message);
