@@ -1,5 +1,7 @@
 # paimon_sink — built with PGXS.
 MODULE_big = paimon_sink
+# src/ (the module glue), then each folder of src/ in the order of test/layers,
+# lowest first; headers sit beside their .c, included by path from src/
 OBJS = \
 	src/paimon_sink.o \
 	src/shmem_hooks.o \
