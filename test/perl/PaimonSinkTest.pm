@@ -18,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT_OK = qw(source_dir readme_table sql_statements sql_problems sql_names writers_ready
+our @EXPORT_OK = qw(source_dir doc_table sql_statements sql_problems sql_names writers_ready
   back_after_crash
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
@@ -468,13 +468,15 @@ sub source_dir
 	return File::Spec->catdir(dirname(__FILE__), '..', '..', 'src');
 }
 
-# The table of README.md that follows the line containing marker: a list of
-# rows, each a list of cells (the header row first, the separator left out).
-sub readme_table
+# The table of a documentation page (page: a path from the repository's top,
+# such as docs/security.md) that follows the line containing marker: a list
+# of rows, each a list of cells (the header row first, the separator left
+# out).
+sub doc_table
 {
-	my ($marker) = @_;
-	my $readme = File::Spec->catfile(source_dir(), '..', 'README.md');
-	open(my $fh, '<', $readme) or die "cannot read $readme: $!";
+	my ($page, $marker) = @_;
+	my $path = File::Spec->catfile(source_dir(), "..", $page);
+	open(my $fh, "<", $path) or die "cannot read $path: $!";
 	my ($seen, @rows) = (0);
 	while (my $line = <$fh>)
 	{
@@ -490,7 +492,7 @@ sub readme_table
 		push @rows, \@cells;
 	}
 	close $fh;
-	die "no table after \"$marker\" in $readme" unless @rows;
+	die "no table after \"$marker\" in $path" unless @rows;
 	return @rows;
 }
 

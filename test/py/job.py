@@ -229,7 +229,7 @@ class Attempt:
         """connect opens a connection named job-a<N>-<who> for role (subtask, committer: see
         Job.open), refused (Stopped) once the attempt is over; fail() aborts the connections it
         keeps.  With --identity session it names the job's identity in the session (SET
-        commit_user, writer_id for a subtask <who> = s<N>, fence_epoch), as the README's
+        commit_user, writer_id for a subtask <who> = s<N>, fence_epoch), as docs/sinks.md's
         direct connections do."""
         conn = self.job.open(role, "job-a%d-%s" % (self.aid, who))
         with self.cond:

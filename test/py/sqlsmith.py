@@ -6,7 +6,7 @@ sqlsmith (Debian's package) generates random queries from what the catalog
 shows: every relation, function and operator it can see.  This program makes
 a throwaway cluster with a database "smith" in which
 
-* the role smith_owner (LOGIN, no superuser) was granted what the README
+* the role smith_owner (LOGIN, no superuser) was granted what docs/security.md
   says an operator needs: EXECUTE on the extension's functions (create_sink
   is revoked from PUBLIC; the fault and worker functions refuse it
   themselves), CREATE on schema public; its search_path is public,

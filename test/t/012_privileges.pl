@@ -1,8 +1,8 @@
 # The privilege model: who may create a sink, write to one, prepare,
 # commit, recover, maintain (orphans, snapshots, missing files) and drop it,
 # see the views and inject faults.
-# The matrix (role kind x operation -> yes or SQLSTATE) is the README's
-# table, read from README.md: every cell is run against a server here.
+# The matrix (role kind x operation -> yes or SQLSTATE) is the table of
+# docs/security.md, read from there: every cell is run against a server here.
 # Then the refusals that are the extension's own say what to grant; CREATE
 # and ALTER EXTENSION refuse a schema paimon_sink that another role could
 # plant objects in; staged files have PostgreSQL's modes; and a file name
@@ -12,7 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(readme_table writers_ready start_node);
+use PaimonSinkTest qw(doc_table writers_ready start_node);
 
 my $node = start_node('privileges');
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
@@ -101,13 +101,13 @@ my %script = (
 		"SELECT paimon_sink.release_fault('writer_after_ack')",
 		'SELECT paimon_sink.clear_faults()' ]);
 
-my ($header, @rows) = readme_table('privilege matrix:');
+my ($header, @rows) = doc_table('docs/security.md', 'privilege matrix:');
 my @columns = @{$header}[ 1 .. $#$header ];
-is(join(',', sort @columns), join(',', sort keys %role), 'the README\'s table has a column per role kind');
+is(join(',', sort @columns), join(',', sort keys %role), 'the privilege matrix of docs/security.md has a column per role kind');
 is(join("\n", sort map { $_->[0] } @rows), join("\n", sort keys %script),
 	'and a row per operation this test runs');
 
-# Rows in the README's order (drop_sink after everything that needs the sink).
+# Rows in the page's order (drop_sink after everything that needs the sink).
 for my $row (@rows)
 {
 	my ($operation, @cells) = @$row;
@@ -158,7 +158,7 @@ like($err, qr/ERROR:  42501: permission denied for foreign server paimon_sink\n.
 sql('GRANT USAGE ON FOREIGN SERVER paimon_sink TO PUBLIC');
 ($result, $err) = outcome('other_role', "SELECT * FROM paimon_sink.create_sink('s4', 'ct')");
 like($err, qr/ERROR:  42501: permission denied for function create_sink/,
-	'without the grant, PostgreSQL refuses create_sink (the README shows the GRANT)');
+	'without the grant, PostgreSQL refuses create_sink (docs/security.md shows the GRANT)');
 
 # --- a failed commit's message is its owner's to read
 my ($r) = outcome('sink_owner', q{
