@@ -81,15 +81,17 @@ PGFILEDESC = "paimon_sink - exactly-once transactional sink"
 PG_CPPFLAGS = -I$(srcdir)/src -DPAIMON_SINK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -luuid
 
-# pg_regress inputs live in test/sql, outputs in test/expected (--inputdir),
-# so that sql/ holds only the scripts the extension ships.
+# pg_regress inputs live in sql/ (beside the scripts the extension ships,
+# which DATA names one by one: only paimon_sink--*.sql is installed), outputs
+# in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity
 # UTF8, so that the encoding tests mean the same everywhere
-REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/paimon_sink.conf \
+REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
-ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence
+ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence \
+	recover_commit restart_writer checkpoint_twice drop_checkpoint
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 

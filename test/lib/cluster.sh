@@ -71,6 +71,32 @@ ps_missing_packages() {
 	done
 }
 
+# ps_apt_failed LOG WHAT -- the tail of the package manager's log, then die
+ps_apt_failed() {
+	tail -n 30 "$1" >&2
+	ps_die "$2 failed (whole output in $1)"
+}
+
+# ps_no_main_cluster PACKAGE... -- when the PostgreSQL server packages are
+# among those about to be installed, tell Debian's postgresql-common not to
+# create (and start, on a systemd machine) a 15/main cluster on port 5432:
+# the tests run their own clusters and need none.  Only before a first
+# install: a machine whose packages are installed keeps its settings.
+ps_no_main_cluster() {
+	local p conf=/etc/postgresql-common/createcluster.conf
+	for p in "$@"; do
+		[[ $p == postgresql-15 || $p == postgresql-common ]] || continue
+		mkdir -p "${conf%/*}"
+		if [[ -f $conf ]] && grep -qE '^[#[:space:]]*create_main_cluster' "$conf"; then
+			sed -i -E 's/^[#[:space:]]*create_main_cluster.*/create_main_cluster = false/' "$conf"
+		else
+			echo 'create_main_cluster = false' >>"$conf"
+		fi
+		ps_log "$conf: create_main_cluster = false (no 15/main cluster on port 5432)"
+		return 0
+	done
+}
+
 ps_ensure_packages() {
 	local -a missing
 	mapfile -t missing < <(ps_missing_packages)
@@ -78,12 +104,22 @@ ps_ensure_packages() {
 	if ! ps_is_root; then
 		ps_die "missing Debian packages: ${missing[*]} -- run as root, or: sudo apt-get install -y --no-install-recommends ${missing[*]}"
 	fi
-	ps_log "installing missing packages: ${missing[*]}"
+	# the package manager's hundreds of lines go to a log, named on failure
+	local log
+	log=$(mktemp "${TMPDIR:-/tmp}/paimon_sink-apt.XXXXXX.log")
+	ps_log "installing missing packages (about a minute; output in $log): ${missing[*]}"
+	ps_no_main_cluster "${missing[@]}"
 	if ((PS_APT_UPDATED == 0)); then
-		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$log" 2>&1 ||
+			ps_apt_failed "$log" "apt-get update"
 		PS_APT_UPDATED=1
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+	# --force-confold and UCF_FORCE_CONFFOLD (postgresql-common installs it with
+	# ucf): keep createcluster.conf as ps_no_main_cluster wrote it
+	DEBIAN_FRONTEND=noninteractive UCF_FORCE_CONFFOLD=1 apt-get install -y -qq --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+		"${missing[@]}" >>"$log" 2>&1 || ps_apt_failed "$log" "apt-get install"
+	rm -f "$log"
 	mapfile -t missing < <(ps_missing_packages)
 	((${#missing[@]} == 0)) || ps_die "packages still missing after apt-get install: ${missing[*]}"
 }

@@ -57,6 +57,22 @@ def loop(host, port, user, db, sink, interval_ms, out, stopfile):
         conn.close()
 
 
+def commit_log_ms(serverlog, sink):
+    """commit_log_ms is the committer's own time of each commit of sink, in
+    milliseconds, from its log lines in serverlog (src/commit.c's
+    log_commit: '... N rows, N files, N loaders, T ms')."""
+    pat = re.compile(r'paimon_sink committed snapshot \d+ of sink "%s": commit user "[^"]*", '
+                     r'identifier -?\d+, \d+ rows, \d+ files, \d+ loaders, ([0-9.]+) ms'
+                     % re.escape(sink))
+    log_ms = []
+    with open(serverlog, errors="replace") as f:
+        for line in f:
+            m = pat.search(line)
+            if m:
+                log_ms.append(float(m.group(1)))
+    return log_ms
+
+
 def pct(values, q):
     """pct is the nearest-rank percentile to one decimal, or n/a."""
     if not values:
@@ -86,14 +102,7 @@ def stats(csvfile, serverlog, sink):
             else:
                 errors += 1
                 errs[row[5]] = errs.get(row[5], 0) + 1
-    pat = re.compile(r'paimon_sink committed snapshot \d+ of sink "%s": .*, (\d+) rows, (\d+) files, ([0-9.]+) ms'
-                     % re.escape(sink))
-    log_ms = []
-    with open(serverlog, errors="replace") as f:
-        for line in f:
-            m = pat.search(line)
-            if m:
-                log_ms.append(float(m.group(3)))
+    log_ms = commit_log_ms(serverlog, sink)
     print(f"calls={calls}")
     print(f"calls_ok={ok}")
     print(f"calls_snapshot={len(lat_made)}")

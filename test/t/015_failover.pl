@@ -144,7 +144,7 @@ for my $sync (1, 0)
 		($diff, $rows) = ledger_diff($standby, [ $scen, $scen + 100 ]);
 		is($diff, $exact, "$label: with new rows, target equals ledger ($rows rows)");
 		is($standby->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.pending_checkpoints')
-			  . ' ' . staged_files($standby),
+			  . ' ' . staged_files_left($standby),
 			'0 0', "$label: nothing pending, no staged file left");
 
 		$standby->stop;

@@ -107,7 +107,7 @@ for my $node ($end, $middle)
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'paimon_sink:%'")
 		  . ' ' . $node->safe_psql('postgres', 'SELECT count(*) FROM paimon_sink.pending_checkpoints')
-		  . ' ' . staged_files($node),
+		  . ' ' . staged_files_left($node),
 		'0 0 0', "$name: nothing in doubt, nothing pending, no staged file left");
 	$node->stop;
 }

@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use File::Spec;
+use IPC::Run;
 use PaimonSinkTest qw(start_node try_sql writers_ready);
 
 my $node = start_node('commit_log');
@@ -61,6 +64,22 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 my $offset = -s $node->logfile;
 my $id = checkpoint_row('fast', 1);
 ok(commit_logged('fast', $id, $offset), 'by default a commit is logged');
+
+# test/demo's report reads the committer's own time from this line
+# (test/py/demo_ckpt.py stats): it parses the real one
+{
+	my $csv = $node->basedir . '/demo_checkpoints.csv';
+	open(my $fh, '>', $csv) or die "cannot write $csv: $!";
+	print $fh "0.000,ok,1,1,1.000,\n";
+	close($fh);
+	my $script = File::Spec->catfile(dirname(__FILE__), '..', 'py', 'demo_ckpt.py');
+	my ($stdout, $stderr);
+	IPC::Run::run([ '/usr/bin/python3', '-B', $script, 'stats', $csv, $node->logfile, 'fast' ],
+		'>', \$stdout, '2>', \$stderr);
+	like($stdout, qr/^log_n=[1-9][0-9]*$/m, "the demo's report finds the commit's log line")
+	  or diag($stderr);
+	like($stdout, qr/^log_p50=[0-9]+\.[0-9]$/m, "the demo's report reads its time") or diag($stderr);
+}
 
 # a threshold above the fast commit and below the slow one
 set_threshold('300ms');
