@@ -15,7 +15,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use PaimonSinkTest qw(background_sql checkpoint_ok ledger_diff ledger_rows ledger_setup run_load
+use PaimonSinkTest qw(staged_files_left background_sql checkpoint_ok ledger_diff ledger_rows ledger_setup run_load
   staged_files start_checkpoints start_load stop_load wait_rows writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';

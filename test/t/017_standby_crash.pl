@@ -9,7 +9,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(checkpoint_ok ledger_diff ledger_rows ledger_setup run_load
+use PaimonSinkTest qw(staged_files_left checkpoint_ok ledger_diff ledger_rows ledger_setup run_load
   same_staged_files staged_files start_checkpoints start_load stop_load wait_rows writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
