@@ -1,67 +1,73 @@
 # paimon_sink — built with PGXS.
 MODULE_big = paimon_sink
+# src/ (the module glue), then each folder of src/ in the order of test/layers,
+# lowest first; headers sit beside their .c, included by path from src/
 OBJS = \
 	src/paimon_sink.o \
-	src/guc.o \
-	src/version.o \
 	src/shmem_hooks.o \
-	src/shared_state.o \
 	src/launcher.o \
-	src/budget.o \
-	src/committer.o \
-	src/request.o \
-	src/serve.o \
-	src/work.o \
-	src/prepare.o \
-	src/commit.o \
-	src/commit_removal.o \
-	src/commit_parallel.o \
-	src/commit_group.o \
-	src/loader.o \
-	src/load.o \
-	src/barrier.o \
-	src/maintenance.o \
-	src/writer.o \
-	src/writer_adopt.o \
-	src/writer_seal.o \
-	src/writer_window.o \
-	src/handoff.o \
-	src/handoff_queue.o \
-	src/liveness.o \
-	src/handoff_failure.o \
-	src/stream_lock.o \
-	src/fdw.o \
-	src/fdw_session.o \
-	src/fence.o \
-	src/value_encoding.o \
-	src/staged_file.o \
-	src/staged_wal.o \
-	src/catalog.o \
-	src/metadata.o \
-	src/metadata_maintenance.o \
-	src/metadata_overwrite.o \
-	src/metadata_properties.o \
-	src/metadata_group.o \
-	src/metadata_job.o \
-	src/statement.o \
-	src/sink_ddl.o \
-	src/foreign_table.o \
-	src/sink_group.o \
-	src/api.o \
-	src/restart.o \
-	src/status.o \
-	src/sql_call.o \
-	src/upsert.o \
-	src/upsert_merge.o \
-	src/rejects.o \
-	src/write_check.o \
-	src/write_identity.o \
-	src/fault.o \
-	src/names.o \
-	src/overwrite.o \
-	src/security.o \
-	src/recovery.o \
-	src/missing_files.o
+	src/core/guc.o \
+	src/core/names.o \
+	src/core/fault.o \
+	src/core/security.o \
+	src/core/shared_state.o \
+	src/core/budget.o \
+	src/core/worker_start.o \
+	src/staging/staged_file.o \
+	src/staging/staged_wal.o \
+	src/staging/value_encoding.o \
+	src/metadata/catalog.o \
+	src/metadata/version.o \
+	src/metadata/extension.o \
+	src/metadata/statement.o \
+	src/metadata/metadata.o \
+	src/metadata/metadata_group.o \
+	src/metadata/metadata_job.o \
+	src/metadata/metadata_maintenance.o \
+	src/metadata/metadata_overwrite.o \
+	src/metadata/metadata_properties.o \
+	src/metadata/write_check.o \
+	src/metadata/fence.o \
+	src/ipc/request.o \
+	src/ipc/liveness.o \
+	src/ipc/handoff_queue.o \
+	src/ipc/handoff_failure.o \
+	src/ipc/stream_lock.o \
+	src/apply/load.o \
+	src/apply/upsert.o \
+	src/apply/upsert_merge.o \
+	src/apply/overwrite.o \
+	src/apply/rejects.o \
+	src/writer/writer.o \
+	src/writer/writer_adopt.o \
+	src/writer/writer_seal.o \
+	src/writer/writer_window.o \
+	src/writer/writer_barrier.o \
+	src/session/fdw.o \
+	src/session/fdw_session.o \
+	src/session/handoff.o \
+	src/session/write_identity.o \
+	src/committer/committer.o \
+	src/committer/serve.o \
+	src/committer/work.o \
+	src/committer/prepare.o \
+	src/committer/commit.o \
+	src/committer/commit_group.o \
+	src/committer/commit_parallel.o \
+	src/committer/commit_removal.o \
+	src/committer/recovery.o \
+	src/committer/maintenance.o \
+	src/committer/missing_files.o \
+	src/committer/loader.o \
+	src/committer/barrier.o \
+	src/api/api.o \
+	src/api/restart.o \
+	src/api/status.o \
+	src/api/sink_ddl.o \
+	src/api/sink_group.o \
+	src/api/sql_call.o \
+	src/api/foreign_table.o \
+	src/api/utility_hook.o
 
 EXTENSION = paimon_sink
 # The library's version is the control file's default_version: the catalog
@@ -153,7 +159,7 @@ endif
 
 # Every object depends on every header: shared-memory layouts must agree;
 # and on the control file, whose version is compiled in.
-$(OBJS): $(wildcard $(srcdir)/src/*.h) $(srcdir)/paimon_sink.control .build_mode
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h) $(srcdir)/paimon_sink.control .build_mode
 
 ifeq ($(SANITIZE),1)
 all: $(SANITIZER_INIT)
@@ -170,4 +176,4 @@ endif
 
 .PHONY: check-format
 check-format:
-	clang-format --dry-run --Werror src/*.c src/*.h
+	clang-format --dry-run --Werror src/*.c src/*.h src/*/*.c src/*/*.h

@@ -32,15 +32,12 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "budget.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
-#include "launcher.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
-#include "shared_state.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -48,6 +45,11 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+#include "core/budget.h"
+#include "core/shared_state.h"
+#include "core/worker_start.h"
+#include "launcher.h"
 
 /* A stopped committer is started again after this pause. */
 #define COMMITTER_RESTART_DELAY_MS 1000
@@ -83,78 +85,6 @@ launcher_register(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "paimon_sink launcher");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "paimon_sink launcher");
 	RegisterBackgroundWorker(&worker);
-}
-
-/*
- * launcher_start_worker registers a dynamic worker of this library by its
- * entry point's name (as the logical replication launcher does): it
- * connects to a database, the caller is notified when it starts and stops
- * (so its handle works), and the postmaster never restarts it (its starter
- * does that).  NULL when no worker slot is free.
- */
-static BackgroundWorkerHandle *
-launcher_start_worker(const char *function, const char *type, const char *name, Datum main_arg)
-{
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "paimon_sink", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
-	strlcpy(worker.bgw_type, type, BGW_MAXLEN);
-	worker.bgw_main_arg = main_arg;
-	worker.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		return NULL;
-	return handle;
-}
-
-/*
- * launcher_start_committer registers the committer of a database entry
- * (paimon_sink_committer_main); the launcher calls it, and is told when
- * the committer stops.  NULL when no worker slot is free.
- */
-BackgroundWorkerHandle *
-launcher_start_committer(int database_index)
-{
-	return launcher_start_worker("paimon_sink_committer_main", "paimon_sink committer",
-								 "paimon_sink committer", Int32GetDatum(database_index));
-}
-
-/*
- * launcher_start_writer registers writer writer_index of a database entry
- * (paimon_sink_writer_main).  The committer calls it: the writer's stop is
- * told to the committer, which restarts it and attaches barrier reply
- * queues with the handle.  NULL when no worker slot is free.
- */
-BackgroundWorkerHandle *
-launcher_start_writer(int database_index, int writer_index)
-{
-	char name[BGW_MAXLEN];
-
-	snprintf(name, sizeof(name), "paimon_sink writer %d", writer_index);
-	return launcher_start_worker("paimon_sink_writer_main", "paimon_sink writer", name,
-								 Int32GetDatum((database_index << 16) | writer_index));
-}
-
-/*
- * launcher_start_loader registers loader loader_index of a database entry
- * (paimon_sink_loader_main), whose assignment the committer has written
- * into the entry.  The committer calls it, is told when the loader starts
- * and stops, and waits on the handle.  NULL when no worker slot is free.
- */
-BackgroundWorkerHandle *
-launcher_start_loader(int database_index, int loader_index)
-{
-	char name[BGW_MAXLEN];
-
-	snprintf(name, sizeof(name), "paimon_sink loader %d", loader_index);
-	return launcher_start_worker("paimon_sink_loader_main", "paimon_sink loader", name,
-								 Int32GetDatum((database_index << 16) | loader_index));
 }
 
 /* Mark every connectable, non-template database as wanted. */
@@ -412,7 +342,7 @@ paimon_sink_launcher_main(Datum main_arg)
 			}
 			if (entry->retry_at != 0 && now < entry->retry_at)
 				continue;
-			entry->handle = launcher_start_committer(d);
+			entry->handle = worker_start_committer(d);
 			if (entry->handle == NULL && starting > 0)
 			{
 				/* our own probes hold the slots for a moment: again in a second, quietly */

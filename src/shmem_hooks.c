@@ -15,10 +15,11 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "shared_state.h"
-#include "shmem_hooks.h"
-#include "staged_wal.h"
 #include "storage/ipc.h"
+
+#include "core/shared_state.h"
+#include "shmem_hooks.h"
+#include "staging/staged_wal.h"
 
 static shmem_request_hook_type previous_shmem_request_hook = NULL;
 static shmem_startup_hook_type previous_shmem_startup_hook = NULL;

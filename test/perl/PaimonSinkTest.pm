@@ -508,14 +508,15 @@ sub _unescape
 
 my $literal = qr/"(?:[^"\\\n]|\\.)*"/;
 
-# The SQL statements (and statement fragments) of every src/*.c: each run of
-# adjacent string literals (string macros expanded) that starts with an SQL
-# keyword in capitals, as the code writes them and no message does.  Returns
-# a list of [file, line, text].
+# The SQL statements (and statement fragments) of every src/*.c and
+# src/*/*.c: each run of adjacent string literals (string macros expanded)
+# that starts with an SQL keyword in capitals, as the code writes them and
+# no message does.  Returns a list of [file (its path under src/, such as
+# metadata/metadata.c), line, text].
 sub sql_statements
 {
 	my @found;
-	for my $file (sort glob(File::Spec->catfile(source_dir(), '*.c')))
+	for my $file (sort map { glob(File::Spec->catfile(source_dir(), @$_)) } ['*.c'], ['*', '*.c'])
 	{
 		open(my $fh, '<', $file) or die "cannot read $file: $!";
 		my $src = do { local $/; <$fh> };

@@ -51,7 +51,7 @@ It counts
   internal    errors with SQLSTATE XX000 (internal_error) or a "cache
               lookup failed" message raised by the extension's code (the
               LOCATION of the error, log_error_verbosity = verbose, names a
-              function of src/*.c), and such errors and PANICs of any
+              function of src/*.c or src/*/*.c), and such errors and PANICs of any
               process other than a session (the extension's workers);
   sanitizer   with PS_SANITIZE=1 (see test/lib/cluster.sh), the sanitizer
               reports of the server;
@@ -250,11 +250,13 @@ CSV_FIELDS = ["log_time", "user_name", "database_name", "process_id", "connectio
 
 def our_functions():
     """our_functions returns the set of (function, file) pairs defined in
-    the extension's src/*.c (a function's name begins its line, as
-    PostgreSQL's style puts it), and the set of those files' names; the
-    LOCATION of an error raised by our code names one of them."""
+    the extension's src/*.c and src/*/*.c (a function's name begins its
+    line, as PostgreSQL's style puts it), and the set of those files' names
+    (without their folder); the LOCATION of an error raised by our code
+    names one of them."""
     funcs, files = set(), set()
-    for path in glob.glob(os.path.join(ROOT, "src", "*.c")):
+    for path in (glob.glob(os.path.join(ROOT, "src", "*.c"))
+                 + glob.glob(os.path.join(ROOT, "src", "*", "*.c"))):
         base = os.path.basename(path)
         files.add(base)
         with open(path, errors="replace") as f:

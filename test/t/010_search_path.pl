@@ -25,7 +25,9 @@ use PaimonSinkTest qw(sql_statements sql_problems sql_names writers_ready start_
 my @statements = sql_statements();
 my %files = map { $_->[0] => 1 } @statements;
 cmp_ok(scalar(@statements), '>=', 60, scalar(@statements) . ' SQL statements found in the C source');
-for my $file (qw(metadata.c recovery.c foreign_table.c upsert_merge.c version.c))
+for my $file (
+	qw(metadata/metadata.c committer/recovery.c api/foreign_table.c apply/upsert_merge.c
+	api/utility_hook.c))
 {
 	ok($files{$file}, "statements of $file are read");
 }

@@ -1,0 +1,259 @@
+/*-------------------------------------------------------------------------
+ *
+ * status.c
+ *	  The status functions behind the extension's views:
+ *	  last_committed_checkpoint, writer_status (the writers view),
+ *	  commit_progress (what the committer is committing now) and
+ *	  checkpoint_schedule_status (its periodic checkpoints' schedule).
+ *
+ * They read the catalog under the latest snapshot, or the shared state of
+ * this database's workers under its locks; library_version is in
+ * metadata/version.c, with the version checks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "api/sink_group.h"
+#include "api/sql_call.h"
+#include "api/status.h"
+#include "core/constants.h"
+#include "core/guc.h"
+#include "core/shared_state.h"
+#include "metadata/catalog.h"
+#include "metadata/metadata.h"
+#include "metadata/version.h"
+
+PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
+PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
+PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
+PG_FUNCTION_INFO_V1(paimon_sink_checkpoint_schedule_status);
+
+/*
+ * last_committed_checkpoint(sink_name text, commit_user text) returns the
+ * commit user's high-water mark (bigint; 0 before its first commit, NULL for
+ * a commit user the sink has never seen).
+ */
+Datum
+paimon_sink_last_committed_checkpoint(PG_FUNCTION_ARGS)
+{
+	SinkInfo *sink;
+	CommitUserMarks marks;
+
+	paimon_sink_require_ready();
+	/* a sink group's mark is its first member's: the members commit together */
+	sink = sink_group_first_sink(fcinfo);
+	/* the latest snapshot: the committer may have committed after this statement began */
+	if (!metadata_read_commit_user(sink->sink_id, sql_commit_user_argument(fcinfo, 1, sink), true,
+								   &marks))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(marks.last_committed);
+}
+
+/*
+ * status_database starts a status function: it makes its result set and
+ * returns this database's shared entry, or NULL when no worker serves it
+ * yet.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE when the library was not
+ * preloaded or the extension's version is not the library's.
+ */
+static DatabaseEntry *
+status_database(FunctionCallInfo fcinfo)
+{
+	int index;
+
+	paimon_sink_require_ready();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(MyDatabaseId);
+	LWLockRelease(PaimonSinkState->lock);
+	return index < 0 ? NULL : shared_database(index);
+}
+
+/*
+ * writer_status() returns one row per writer of this database: (writer
+ * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
+ * bigint, files_open integer, queues_in_use integer, streams integer,
+ * fsyncs bigint, handoffs bigint).
+ */
+Datum
+paimon_sink_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	DatabaseEntry *db = status_database(fcinfo);
+
+	if (db == NULL)
+		return (Datum) 0;
+	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
+	{
+		WriterEntry *writer = shared_writer(db, w);
+		Datum values[10];
+		bool nulls[10] = {0};
+		pid_t pid;
+		bool ready;
+
+		/* The writer sets its pid and readiness together, under its mutex. */
+		SpinLockAcquire(&writer->mutex);
+		pid = writer->pid;
+		ready = writer->ready;
+		SpinLockRelease(&writer->mutex);
+		values[0] = Int32GetDatum(w);
+		values[1] = Int32GetDatum(pid);
+		nulls[1] = pid == 0;
+		values[2] = BoolGetDatum(ready);
+		values[3] = Int64GetDatum(pg_atomic_read_u64(&writer->rows_staged));
+		values[4] = Int64GetDatum(pg_atomic_read_u64(&writer->bytes_staged));
+		values[5] = Int32GetDatum(pg_atomic_read_u32(&writer->files_open));
+		values[6] = Int32GetDatum(pg_atomic_read_u32(&writer->queues_in_use));
+		values[7] = Int32GetDatum(pg_atomic_read_u32(&writer->streams));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->fsyncs));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * progress_row adds the row of one commit in progress (a copy of its
+ * CommitProgress) to commit_progress()'s result; a commit by loaders sums
+ * their rows and files done.
+ */
+static void
+progress_row(ReturnSetInfo *rsinfo, DatabaseEntry *db, const CommitProgress *progress)
+{
+	static const char *const phases[] = {"idle", "loading", "applying", "preparing"};
+	Datum values[12];
+	bool nulls[12] = {0};
+	int64 rows_done = progress->rows_done;
+	int32 files_done = progress->files_done;
+
+	/* a loader's counters are its own, read without a lock: a view may lag them */
+	if (progress->loaders > 0)
+	{
+		rows_done = files_done = 0;
+		for (int i = 0;
+			 i < progress->loaders && progress->first_loader + i < PaimonSinkLoadersPerDatabase;
+			 i++)
+		{
+			LoaderEntry *loader = shared_loader(db, progress->first_loader + i);
+
+			rows_done += (int64) pg_atomic_read_u64(&loader->rows_done);
+			files_done += (int32) pg_atomic_read_u32(&loader->files_done);
+		}
+	}
+	/* The committer's pid changes under the lock of the database entries. */
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	values[0] = Int32GetDatum(db->committer_pid);
+	LWLockRelease(PaimonSinkState->lock);
+	values[1] = Int32GetDatum(progress->sink_id);
+	values[2] = CStringGetTextDatum(progress->commit_user);
+	values[3] = Int64GetDatum(progress->checkpoint_id);
+	values[4] = CStringGetTextDatum(phases[progress->phase]);
+	values[5] = Int32GetDatum(files_done);
+	values[6] = Int32GetDatum(progress->files_total);
+	values[7] = Int64GetDatum(rows_done);
+	values[8] = Int64GetDatum(progress->rows_total);
+	values[9] = TimestampTzGetDatum(progress->started_at);
+	/* A role that knew the gid before the PREPARE could take it: the owner's only. */
+	{
+		SinkInfo sink;
+
+		nulls[10] = progress->gid[0] == '\0' || !metadata_sink_by_id(progress->sink_id, &sink) ||
+					!has_privs_of_role(GetUserId(), sink.owner);
+		if (!nulls[10])
+			values[10] = CStringGetTextDatum(progress->gid);
+	}
+	values[11] = Int32GetDatum(progress->loaders);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * commit_progress() returns the checkpoints this database's committer is
+ * committing, if any: the one it loads itself and the one its loaders load
+ * (pid integer, sink_id integer, commit_user text, checkpoint_id bigint,
+ * phase text, files_done integer, files_total integer, rows_done bigint,
+ * rows_total bigint, started_at timestamptz, gid text, loaders integer),
+ * as pg_stat_progress_copy reports a COPY.  gid, drawn once the rows are
+ * loaded, is NULL until then and for a caller that is not a member of the
+ * sink's owner; loaders is 0 for the committer's own load, else the number
+ * of loader workers, whose files and rows done are summed.  Error: 55000
+ * library not preloaded.
+ */
+Datum
+paimon_sink_commit_progress(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DatabaseEntry *db = status_database(fcinfo);
+	CommitProgress progress;
+
+	if (db == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&db->progress.mutex);
+	memcpy(&progress, &db->progress, sizeof(progress));
+	SpinLockRelease(&db->progress.mutex);
+	progress.loaders = 0;
+	if (progress.phase != COMMIT_PHASE_IDLE)
+		progress_row(rsinfo, db, &progress);
+	SpinLockAcquire(&db->parallel_progress.mutex);
+	memcpy(&progress, &db->parallel_progress, sizeof(progress));
+	SpinLockRelease(&db->parallel_progress.mutex);
+	if (progress.phase != COMMIT_PHASE_IDLE)
+		progress_row(rsinfo, db, &progress);
+	return (Datum) 0;
+}
+
+/*
+ * checkpoint_schedule_status() returns one row per sink this database's
+ * committer checkpoints periodically, as its schedule last saw them (none
+ * before the committer read it; the counters count since the committer
+ * started): (sink_id integer, interval_ms bigint, next_due timestamptz,
+ * checkpoints bigint, overdue bigint, last_late_ms bigint, max_late_ms
+ * bigint, last_run timestamptz).  overdue counts the slots skipped because
+ * the sink was more than an interval behind; *_late_ms how long after its
+ * deadline a periodic checkpoint started (ms).  Only the first
+ * PAIMON_SINK_SCHEDULE_SHOWN sinks of the schedule are shown.  Error:
+ * 55000 library not preloaded.
+ */
+Datum
+paimon_sink_checkpoint_schedule_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DatabaseEntry *db = status_database(fcinfo);
+	int count;
+
+	if (db == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&db->schedule.mutex);
+	count = db->schedule.count;
+	SpinLockRelease(&db->schedule.mutex);
+	for (int i = 0; i < count; i++)
+	{
+		ScheduleStatusEntry entry;
+		Datum values[8];
+		bool nulls[8] = {0};
+
+		SpinLockAcquire(&db->schedule.mutex);
+		memcpy(&entry, &db->schedule.entries[i], sizeof(entry));
+		SpinLockRelease(&db->schedule.mutex);
+		values[0] = Int32GetDatum(entry.sink_id);
+		values[1] = Int64GetDatum(entry.interval_ms);
+		values[2] = TimestampTzGetDatum(entry.next_due);
+		values[3] = Int64GetDatum(entry.checkpoints);
+		values[4] = Int64GetDatum(entry.overdue);
+		values[5] = Int64GetDatum(entry.last_late_ms);
+		values[6] = Int64GetDatum(entry.max_late_ms);
+		nulls[5] = nulls[6] = entry.checkpoints == 0;
+		values[7] = TimestampTzGetDatum(entry.last_run);
+		nulls[7] = entry.last_run == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

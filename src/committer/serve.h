@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * serve.h
+ *	  Serving one committer request (a requester's, or a periodic
+ *	  checkpoint): run with its error caught whole, answered, or held while
+ *	  its loaders load a large checkpoint and answered once they are done.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PAIMON_SINK_SERVE_H
+#define PAIMON_SINK_SERVE_H
+
+#include "core/shared_state.h"
+
+/* in serve.c */
+extern void serve_request(CommitterRequest *request, int slot, uint64 riders);
+extern bool serve_periodic(CommitterRequest *request);
+extern bool serve_holds(void);
+extern bool serve_resume(void);
+
+#endif /* PAIMON_SINK_SERVE_H */
