@@ -104,7 +104,9 @@ cmp_ok(sql("SELECT max(max_sequence) FROM paimon_sink.committable c JOIN paimon_
 my $log_offset = -s $node->logfile;
 sql("SELECT paimon_sink.inject_fault('committer_maintenance', 'error')");
 sql("INSERT INTO small_sink VALUES (30001)");
-($ret, $out, $err) = $node->psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
+my $first_err;
+($ret, $out, $first_err) =
+  $node->psql('postgres', "SELECT row_count FROM paimon_sink.checkpoint('small_sink')");
 is($ret . ' ' . $out, '0 1', 'the commit before the failed maintenance succeeds');
 ok($node->wait_for_log(qr/maintenance after a commit of sink \d+ failed: fault injected/, $log_offset),
 	'the failure is logged');
@@ -115,8 +117,12 @@ my %row = (small_sink => '30002', kv_sink => "30002, 'w'");
 ($ret, $out, $err) = $node->psql('postgres',
 	"INSERT INTO $failed VALUES ($row{$failed}); SELECT row_count FROM paimon_sink.checkpoint('$failed')");
 is($ret . ' ' . $out, '0 1', 'the next commit of that sink succeeds');
-like($err, qr/WARNING:  paimon_sink maintenance after a commit of sink $failed_id failed/,
-	'and reports the failure as a warning');
+# the maintenance of an earlier commit may fail before small_sink's commit
+# above: then that commit was the sink's next one, and reported it
+my $warning = qr/WARNING:  paimon_sink maintenance after a commit of sink $failed_id failed/;
+ok($err =~ $warning || ($failed eq 'small_sink' && $first_err =~ $warning),
+	'and the sink\'s next commit reports the failure as a warning')
+  or diag("first commit: $first_err; next commit: $err");
 $row{small_sink} = '30003';
 $row{kv_sink} = "30003, 'w'";
 ($ret, $out, $err) = $node->psql('postgres',
