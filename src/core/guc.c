@@ -100,7 +100,7 @@ check_fence_epoch_setting(char **newval, void **extra, GucSource source)
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
 	errno = 0;
-	epoch = strtoi64(*newval, &end, 10);
+	epoch = (int64) strtoll(*newval, &end, 10);
 	if (errno != 0 || *end != '\0' || end == *newval || epoch < 0 ||
 		!isdigit((unsigned char) (*newval)[0]))
 	{
