@@ -70,7 +70,7 @@ static List *
 primary_key_columns(Oid relid)
 {
 	Relation rel = table_open(relid, AccessShareLock);
-	Oid index = RelationGetPrimaryKeyIndexAny(rel);
+	Oid index = RelationGetImmediatePrimaryKeyIndex(rel);
 	List *names = NIL;
 
 	if (OidIsValid(index))

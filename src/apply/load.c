@@ -431,7 +431,7 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 			ErrorData *error)
 {
 	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
-	Oid key_index = RelationGetPrimaryKeyIndexAny(rel);
+	Oid key_index = RelationGetImmediatePrimaryKeyIndex(rel);
 	AppendRedo redo;
 	RedoSource source;
 	StringInfoData names;

@@ -94,13 +94,15 @@ typedef RangeTblEntry RTEPermissionInfo;
 #endif
 
 /*
- * A relation's primary key index: 18 added whether a deferrable one counts;
- * before 18 it always did, and so it does here on every major.
+ * A relation's immediate (not deferrable) primary key index: 18 added
+ * whether a deferrable one counts; before 18 it never did, and so it does
+ * not here on any major (ON CONFLICT, by which an upsert sink finds each
+ * key's row, takes only an immediate key).
  */
 #if PG_VERSION_NUM >= 180000
-#define RelationGetPrimaryKeyIndexAny(relation) RelationGetPrimaryKeyIndex((relation), true)
+#define RelationGetImmediatePrimaryKeyIndex(relation) RelationGetPrimaryKeyIndex((relation), false)
 #else
-#define RelationGetPrimaryKeyIndexAny(relation) RelationGetPrimaryKeyIndex(relation)
+#define RelationGetImmediatePrimaryKeyIndex(relation) RelationGetPrimaryKeyIndex(relation)
 #endif
 
 /*

@@ -45,7 +45,7 @@
 Oid
 catalog_check_primary_key(const SinkInfo *sink, Relation target)
 {
-	Oid index = RelationGetPrimaryKeyIndexAny(target);
+	Oid index = RelationGetImmediatePrimaryKeyIndex(target);
 	bool same = OidIsValid(index);
 	StringInfoData now;
 
