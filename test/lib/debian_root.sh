@@ -134,11 +134,6 @@ ps_debian_root() {
 		fi
 		mapfile -t missing < <(ps_debian_root_missing "$root" "$@")
 		if ((${#missing[@]} > 0)); then
-			# postinst scripts (postgresql-common's systemd-tmpfiles) need /proc
-			if ! mountpoint -q "$root/proc"; then
-				mount -t proc proc "$root/proc"
-				trap 'umount -l "$root/proc" 2>/dev/null' EXIT
-			fi
 			if [[ -z $(find "$root/var/lib/apt/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null) ]]; then
 				ps_debian_root_apt "$root" apt-get update -q >/dev/null || exit 1
 			fi
