@@ -53,14 +53,15 @@ ps_pg_major() {
 # regress, isolation and TAP suites (the roots of test/check's version
 # matrix); all (the default): besides, the host's other suites and tools
 # (clang-format, wal2json for test/cdc, clang 14 and its sanitizer runtime
-# for bookworm's PostgreSQL 15, sqlsmith).
+# for bookworm's PostgreSQL 15, sqlsmith, debootstrap for the matrix's
+# roots).
 ps_packages() {
 	local major=$1
 	printf '%s\n' "postgresql-$major" "postgresql-server-dev-$major" uuid-dev \
 		libipc-run-perl perl make gcc python3 python3-psycopg2 git pgbouncer
 	[[ ${2:-all} == core ]] && return 0
 	printf '%s\n' postgresql-contrib clang-format "postgresql-$major-wal2json" \
-		clang-14 libclang-rt-14-dev sqlsmith
+		clang-14 libclang-rt-14-dev sqlsmith debootstrap
 }
 
 # PS_PG_MAJOR: the major of the PostgreSQL under test; PS_PACKAGE_SET: which
