@@ -79,6 +79,10 @@ DATA = sql/paimon_sink--0.1.sql sql/paimon_sink--0.1--0.2.sql
 PGFILEDESC = "paimon_sink - exactly-once transactional sink"
 
 PG_CPPFLAGS = -I$(srcdir)/src -DPAIMON_SINK_VERSION='"$(EXTVERSION)"'
+# PGXS builds extensions with -Wshadow=compatible-local from PostgreSQL 16;
+# asked on every major, so that a shadowed local fails the build on 15 too
+# (test/check builds with -Werror), not only on the newer majors
+PG_CFLAGS = -Wshadow=compatible-local
 SHLIB_LINK = -luuid
 
 # pg_regress inputs live in sql/ (beside the scripts the extension ships,
@@ -140,7 +144,7 @@ ifeq ($(SANITIZE),1)
 # bitcode build does (its headers' gnu_printf: the gcc build checks formats); no
 # _FORTIFY_SOURCE, whose checked copies of memcpy & co. ASan does not see
 override CFLAGS := $(filter-out -Wimplicit-fallthrough=3 -Wcast-function-type -fexcess-precision=standard \
-	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wno-unused-command-line-argument \
+	-Wno-format-truncation -Wno-stringop-truncation -Wshadow=compatible-local,$(CFLAGS)) -Wno-unused-command-line-argument \
 	-Wno-compound-token-split-by-macro -Wno-ignored-attributes $(SANITIZE_FLAGS)
 override CPPFLAGS := $(CPPFLAGS) -U_FORTIFY_SOURCE
 endif
