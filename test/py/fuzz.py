@@ -134,6 +134,11 @@ checks, so that each known fault is shown found in seconds:
                         then checkpoint()
   end-input-race        a transaction writing under commit user E commits
                         after end_input(s, 'E') ran in another session
+  ledger-deadlock       a transaction writing through the routing parent
+                        is chosen as a deadlock's victim in its ledger
+                        call (another session holds the parent's other
+                        partitions and waits for the parent, as REASSIGN
+                        OWNED may): a refused write, no ledger failure
 
 Output: a line per round, a summary of the distinct failures, and as the
 last line
@@ -202,7 +207,7 @@ FAULT_POINTS = ["writer_after_receive", "writer_after_ack", "writer_before_wal",
 VIEWS = ["sinks", "snapshots", "pending_checkpoints", "commit_stats", "commit_progress", "in_doubt", "writers",
          "faults", "checkpoint_schedule", "rejects", "sink_groups"]
 SCENARIOS = ["prepare-zero", "prepare-negative", "on-conflict-router", "reassign-drop-role",
-             "add-column-not-null", "null-arguments", "prepare-max", "end-input-race"]
+             "add-column-not-null", "null-arguments", "prepare-max", "end-input-race", "ledger-deadlock"]
 INF = float("inf")
 CRASH_RE = re.compile(r"\(PID (\d+)\) was terminated by signal (\d+)")
 SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer")
@@ -1215,15 +1220,20 @@ class Session(threading.Thread):
                     self.finish(rec, "committed (%d ids)" % len(written))
         except psycopg2.Error as e:
             self.finish(rec, ("lost: " if unknown_outcome(e) else "ERROR ") + describe(e))
-            if "fz_ledger" in str(e) or "fz_record" in str(e):
-                # the ledger itself failed, not the sink: the fuzz is broken
-                self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
+            self.check_ledger_error(rec, e)
             try:
                 conn.rollback()
                 with conn.cursor() as cur:
                     cur.execute("ROLLBACK")
             except Exception:
                 self.drop(role)
+
+    def check_ledger_error(self, rec, e):
+        """check_ledger_error records a harness error when the error e that
+        ended the write transaction rec is the ledger's own (the fuzz is
+        broken then, not the sink)."""
+        if "fz_ledger" in str(e) or "fz_record" in str(e):
+            self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
 
     # ---- DDL -----------------------------------------------------------------------
     def ddl_random(self):
@@ -1480,8 +1490,7 @@ class Scenario(Session):
         except psycopg2.Error as e:
             self.finish(rec, "ERROR " + describe(e))
             self.drop(role)
-            if "fz_ledger" in str(e) or "fz_record" in str(e):
-                self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
+            self.check_ledger_error(rec, e)
         return ids
 
     def run(self):
@@ -1569,6 +1578,74 @@ class Scenario(Session):
         except psycopg2.Error as e:
             self.finish(rec, "ERROR " + describe(e))
             self.drop(OWNER)
+
+    def s_ledger_deadlock(self):
+        """a transaction writes rows of part 1 through the routing parent (so
+        holds the parent and the sink's partition fz_a); another session
+        (the superuser) locks the parent's other partitions and waits for
+        the parent, as REASSIGN OWNED of the parent's owner or an ATTACH
+        PARTITION (which locks the partition, then the default one) may;
+        past that session's deadlock check the transaction's ledger call
+        (fz_record, whose pg_get_expr() of each partition's bound locks the
+        partition) waits for it, closes the cycle and, waiting last, is the
+        deadlock's victim.  The transaction rolls back with its ledger rows:
+        a refused write, not a failure of the ledger."""
+        rec = self.begin(OWNER, "write", touched=("fz_a",))
+        ids = self.take_ids(2)
+        conn = self.connected(OWNER, rec, "BEGIN", None)
+        if conn is None:
+            return
+        locker = Server(self.fz.h.sockdir, self.fz.h.port, dbname=DB).connect("fuzz-s1-locker")
+        waiting = threading.Event()
+
+        def lock():
+            """lock holds the ordinary and default partitions, then waits for the parent."""
+            try:
+                with locker.cursor() as cur:
+                    cur.execute("BEGIN")
+                    cur.execute("LOCK TABLE public.fz_router_plain, public.fz_router_other IN ACCESS EXCLUSIVE MODE")
+                    waiting.set()
+                    cur.execute("LOCK TABLE public.fz_router IN ACCESS EXCLUSIVE MODE")
+                    cur.execute("ROLLBACK")
+            except psycopg2.Error as e:
+                note("%s: the locking session: %s" % (self.name, describe(e)))
+            finally:
+                waiting.set()
+        t = threading.Thread(target=lock, daemon=True)
+        try:
+            with conn.cursor() as cur:
+                self.execute(cur, rec, "SET paimon_sink.commit_user = ''")
+                rec.cu_setting = ""
+                self.execute(cur, rec, "BEGIN")
+                self.execute(cur, rec, "INSERT INTO public.fz_router (id, part, payload) "
+                                       "SELECT g, 1, 'p' FROM unnest(%s::bigint[]) g", (ids,))
+                t.start()
+                waiting.wait(30)
+                # the other session waits for the parent now; its deadlock
+                # check (deadlock_timeout, 1 s) passes before ours begins
+                pid = locker.get_backend_pid()
+                deadline = time.monotonic() + 30
+                while not self.fz.ctl.query("SELECT 1 FROM pg_catalog.pg_locks WHERE pid = %s AND NOT granted",
+                                            (pid,)) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                time.sleep(1.5)
+                rec.add("-- meanwhile, another session (the superuser): BEGIN; LOCK TABLE public.fz_router_plain, "
+                        "public.fz_router_other IN ACCESS EXCLUSIVE MODE; LOCK TABLE public.fz_router IN ACCESS "
+                        "EXCLUSIVE MODE (waits for this transaction)")
+                self.execute(cur, rec, "SELECT public.fz_record(%s::bigint[], 'public.fz_router'::regclass, 1, %s, "
+                                       "%s::text[], %s)", (ids, self.idx, [md5_of("p")] * len(ids), self.round))
+                self.execute(cur, rec, "COMMIT")
+            self.finish(rec, "committed (%d ids)" % len(ids))
+        except psycopg2.Error as e:
+            self.finish(rec, "ERROR " + describe(e))
+            self.drop(OWNER)
+            self.check_ledger_error(rec, e)
+        t.join(60)
+        close_quietly(locker)
+        # the scenario shows something only when the cycle closed where it means to
+        if not (rec.outcome.startswith("ERROR 40P01") and rec.sql[-1].startswith("SELECT public.fz_record(")):
+            self.world.harness_errors.append("%s: ledger-deadlock: the write was not the deadlock's victim in its "
+                                             "ledger call: %s" % (self.name, rec.line(self.world.t0)))
 
     # a valid value of each argument, by its name (else by its type), for the sweep
     SWEEP_BY_NAME = {"sink_name": "fz_b", "group_name": "fz_g", "commit_user": "J1", "checkpoint_id": 1,
