@@ -113,7 +113,11 @@ with the server log when the run fails) gets a reproduction: the seed and
 round, and the calls of each session that named the sink or stream
 concerned (for a crash, the calls on the backend that died and those in
 flight when it happened, the committer's requests that lost their answer
-first), as runnable SQL with the role, commit user and outcome.
+first), as runnable SQL with the role, commit user and outcome.  A failed
+run prints them at its end too (the first 400 lines), with each harness
+error's traceback, or a failed ledger call's error and statements: a
+suite's output is what test/check shows.  The server logs LOG, WARNING
+and ERROR lines (a deadlock's cycle among them).
 
 --scenario NAME (repeatable; "all" for each; "list" lists them) runs
 instead of random sessions one directed sequence per round, with the same
@@ -362,7 +366,7 @@ class World:
             self.accepted_ids = set()
             self.edge_ids = list(EDGE_IDS)
             self.committed_ids = []  # a sample of ids committed this round (for ON CONFLICT)
-            self.harness_errors = []
+            self.harness_errors = []   # (summary, detail)
 
     def set_catalog(self, sinks, groups, states, epochs):
         """set_catalog records the catalog as the driver read it."""
@@ -408,6 +412,13 @@ class World:
         with self.lock:
             self.accepted.append((what, call))
             self.accepted_ids.update(ids)
+
+    def harness_error(self, summary, detail=""):
+        """harness_error records a failure of the fuzz itself: summary, one
+        line for the round's report, and detail (a traceback, the error's
+        full text, the statements), printed when the run fails."""
+        with self.lock:
+            self.harness_errors.append((summary, detail))
 
     def claim_edge_id(self, rng):
         """claim_edge_id hands out one of this round's edge ids not used yet, or None."""
@@ -550,8 +561,8 @@ class Session(threading.Thread):
                     self.drop(role)
                 self.stop.wait(0.3)
             except Exception:
-                self.world.harness_errors.append("%s: %s" % (self.name, traceback.format_exc()))
-                note("%s: harness error: %s" % (self.name, traceback.format_exc()))
+                tb = traceback.format_exc()
+                self.world.harness_error("%s: %s" % (self.name, tb.strip().splitlines()[-1]), tb)
                 self.stop.wait(0.3)
         for role in list(self.conns):
             self.drop(role)
@@ -1243,7 +1254,8 @@ class Session(threading.Thread):
         if code is None or code.startswith("40") or code in ("55P03", "57014"):
             return
         if rec.sql and rec.sql[-1].startswith("SELECT public.fz_record("):
-            self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
+            self.world.harness_error("%s: the ledger failed: %s" % (self.name, describe(e)),
+                                     "the error: %s\nthe transaction: %s" % (str(e).strip(), rec.line(self.world.t0)))
 
     # ---- DDL -----------------------------------------------------------------------
     def ddl_random(self):
@@ -1508,7 +1520,8 @@ class Scenario(Session):
         try:
             getattr(self, "s_" + self.scenario.replace("-", "_"))()
         except Exception:
-            self.world.harness_errors.append("%s: %s" % (self.name, traceback.format_exc()))
+            tb = traceback.format_exc()
+            self.world.harness_error("%s: %s" % (self.name, tb.strip().splitlines()[-1]), tb)
         self.done.set()
         self.stop.wait()
         for role in list(self.conns):
@@ -1654,8 +1667,8 @@ class Scenario(Session):
         close_quietly(locker)
         # the scenario shows something only when the cycle closed where it means to
         if not (rec.outcome.startswith("ERROR 40P01") and rec.sql[-1].startswith("SELECT public.fz_record(")):
-            self.world.harness_errors.append("%s: ledger-deadlock: the write was not the deadlock's victim in its "
-                                             "ledger call: %s" % (self.name, rec.line(self.world.t0)))
+            self.world.harness_error("%s: ledger-deadlock: the write was not the deadlock's victim in its ledger "
+                                     "call" % self.name, rec.line(self.world.t0))
 
     # a valid value of each argument, by its name (else by its type), for the sweep
     SWEEP_BY_NAME = {"sink_name": "fz_b", "group_name": "fz_g", "commit_user": "J1", "checkpoint_id": 1,
@@ -1906,6 +1919,28 @@ class Fuzz:
         self.dboid = None
         self.traces = []
         self.scenario_found = collections.OrderedDict()
+        self.details = []      # lines print_details prints when the run fails
+
+    def detail(self, head, lines):
+        """detail keeps, for print_details, a failure's head line and its
+        detail lines (the first 40 failures' only)."""
+        if sum(1 for d in self.details if d.startswith("---- ")) < 40:
+            self.details.append("---- " + head)
+            self.details += ["    " + line for line in lines]
+
+    def print_details(self, max_lines=400, width=1500):
+        """print_details prints, for a failed run, what the round lines only
+        sum up (test/check shows a suite's output, not the logs the run
+        kept): each harness error's traceback or error and statements, and
+        each reproduction, at most max_lines lines of at most width
+        characters."""
+        if not self.details:
+            return
+        print("----- details of the failures (logs/fuzz.log has them all)")
+        for line in self.details[:max_lines]:
+            print(line if len(line) <= width else line[:width] + "...[%d chars]" % len(line))
+        if len(self.details) > max_lines:
+            print("    ...[%d more lines in logs/fuzz.log]" % (len(self.details) - max_lines))
 
     # ---- the server ------------------------------------------------------------------
     def setup(self):
@@ -1922,8 +1957,11 @@ class Fuzz:
             log("build: make COPT=-Werror && make install")
             if h.build_install(os.path.join(h.work, "logs", "build.log")) != 0:
                 raise Abort("build or make install failed (see logs/build.log)")
+        # log_min_messages = warning, not log: the server log ranks LOG above
+        # ERROR, so "log" would leave every WARNING and ERROR out (a
+        # deadlock's cycle, a refused call's DETAIL), keeping LOG and FATAL
         h.create("\n# ---- test/fuzz ----\nmax_connections = 150\nmax_prepared_transactions = 20\n"
-                 "restart_after_crash = on\nlog_min_messages = log\n"
+                 "restart_after_crash = on\nlog_min_messages = warning\n"
                  "log_line_prefix = '%m [%p] {%n} %u@%d %a: '\n"
                  "paimon_sink.committer_timeout = '15s'\npaimon_sink.handoff_timeout = '10s'\n"
                  "paimon_sink.log_commit_min_duration = -1\n")
@@ -2092,12 +2130,14 @@ class Fuzz:
         crashes = self.check_logs(n, sessions)
         failures += crashes
         self.calls += len(drain_session.trace)
-        errs = collections.Counter(e.strip().splitlines()[-1] for e in self.world.harness_errors)
-        for e, k in errs.items():
-            log("  HARNESS ERROR (%dx): %s" % (k, e))
-        for e in self.world.harness_errors:
-            note(e)
-        self.harness_errors += sum(errs.values())
+        errs = collections.OrderedDict()
+        for summary, detail in self.world.harness_errors:
+            errs.setdefault(summary, []).append(detail)
+            note("%s: %s" % (summary, detail))
+        for summary, details in errs.items():
+            log("  HARNESS ERROR (%dx): %s" % (len(details), summary))
+            self.detail("round %d, harness error (%dx): %s" % (n, len(details), summary), details[0].splitlines())
+        self.harness_errors += len(self.world.harness_errors)
         kills = collections.Counter(k[1] for k in self.world.kills)
         self.fuzz_kills.update(kills)
         nc = sum(1 for f in crashes)
@@ -2545,6 +2585,8 @@ class Fuzz:
                                            self.cfg.round_seconds, head))
         for line in lines or ["(none traced)"]:
             note("    " + line)
+        self.detail("reproduction of round %d, %s: %s; %s:" % (f.round, f.kind, f.detail, head),
+                    lines or ["(none traced)"])
         if f.kind == "crash":
             for line in lines[:8]:
                 log("    " + line[:300])
@@ -2643,9 +2685,9 @@ class Fuzz:
             for sig, fs in sigs.items():
                 log("  %dx (rounds %s) %s" % (len(fs), ",".join(str(r) for r in sorted(set(f.round for f in fs))[:10]),
                                               fs[0].detail[:300]))
-            log("reproductions: in logs/fuzz.log (kept below); seed %d" % self.cfg.seed)
+            log("reproductions: below and in logs/fuzz.log (kept); seed %d" % self.cfg.seed)
         if self.harness_errors:
-            log("the fuzz itself failed %d time(s) (HARNESS ERROR above; tracebacks in logs/fuzz.log)"
+            log("the fuzz itself failed %d time(s) (HARNESS ERROR above; their details below and in logs/fuzz.log)"
                 % self.harness_errors)
             return 2
         return 0 if not self.worker_crashes and not self.invariant_failures else 1
@@ -2710,6 +2752,8 @@ def main():
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if rc != 0:
+            fz.print_details()
         if rc != 0 and fz.h.work:
             if fz.ctl is not None:
                 fz.diagnose()
