@@ -79,13 +79,18 @@ DATA = sql/paimon_sink--0.1.sql sql/paimon_sink--0.1--0.2.sql
 PGFILEDESC = "paimon_sink - exactly-once transactional sink"
 
 PG_CPPFLAGS = -I$(srcdir)/src -DPAIMON_SINK_VERSION='"$(EXTVERSION)"'
+# PGXS builds extensions with -Wshadow=compatible-local from PostgreSQL 16;
+# asked on every major, so that a shadowed local fails the build on 15 too
+# (test/check builds with -Werror), not only on the newer majors
+PG_CFLAGS = -Wshadow=compatible-local
 SHLIB_LINK = -luuid
 
 # pg_regress inputs live in sql/ (beside the scripts the extension ships,
 # which DATA names one by one: only paimon_sink--*.sql is installed), outputs
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
-	commit_cost types entry_points unstaged_columns arguments job_identity
+	commit_cost types entry_points unstaged_columns arguments job_identity \
+	failure_counts
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
@@ -139,7 +144,7 @@ ifeq ($(SANITIZE),1)
 # bitcode build does (its headers' gnu_printf: the gcc build checks formats); no
 # _FORTIFY_SOURCE, whose checked copies of memcpy & co. ASan does not see
 override CFLAGS := $(filter-out -Wimplicit-fallthrough=3 -Wcast-function-type -fexcess-precision=standard \
-	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wno-unused-command-line-argument \
+	-Wno-format-truncation -Wno-stringop-truncation -Wshadow=compatible-local,$(CFLAGS)) -Wno-unused-command-line-argument \
 	-Wno-compound-token-split-by-macro -Wno-ignored-attributes $(SANITIZE_FLAGS)
 override CPPFLAGS := $(CPPFLAGS) -U_FORTIFY_SOURCE
 endif

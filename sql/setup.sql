@@ -1,6 +1,10 @@
 -- Installing the extension: objects, comments, the workers it starts.
 CREATE EXTENSION paimon_sink;
-\dx paimon_sink
+-- what \dx shows (its columns differ by major: 18 adds the default version)
+SELECT e.extname, e.extversion, n.nspname AS schema,
+       obj_description(e.oid, 'pg_extension') AS description
+  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+ WHERE e.extname = 'paimon_sink';
 SELECT count(*) > 0 AS commented
   FROM pg_description d JOIN pg_proc p ON p.oid = d.objoid
   JOIN pg_namespace n ON n.oid = p.pronamespace

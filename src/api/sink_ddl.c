@@ -24,7 +24,9 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_foreign_server.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
@@ -48,6 +50,7 @@
 #include "core/budget.h"
 #include "core/constants.h"
 #include "core/names.h"
+#include "core/pg_compat.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
@@ -67,7 +70,7 @@ static List *
 primary_key_columns(Oid relid)
 {
 	Relation rel = table_open(relid, AccessShareLock);
-	Oid index = RelationGetPrimaryKeyIndex(rel);
+	Oid index = RelationGetImmediatePrimaryKeyIndex(rel);
 	List *names = NIL;
 
 	if (OidIsValid(index))
@@ -199,14 +202,15 @@ check_create_rights(Oid target, bool upsert, bool overwrite)
 			 errhint("GRANT %s ON TABLE %s TO %s;", missing,
 					 quote_qualified_identifier(get_namespace_name(schema), get_rel_name(target)),
 					 role)));
-	if (pg_namespace_aclcheck(schema, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+	if (object_aclcheck(NamespaceRelationId, schema, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						errmsg("permission denied for schema %s", get_namespace_name(schema)),
 						errdetail("create_sink creates the sink's foreign table in the target's "
 								  "schema, owned by its caller."),
 						errhint("GRANT CREATE ON SCHEMA %s TO %s;",
 								quote_identifier(get_namespace_name(schema)), role)));
-	if (pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+	if (object_aclcheck(ForeignServerRelationId, server->serverid, GetUserId(), ACL_USAGE) !=
+		ACLCHECK_OK)
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						errmsg("permission denied for foreign server paimon_sink"),
 						errdetail("Every sink's foreign table belongs to the server paimon_sink."),

@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -39,6 +40,7 @@
 #include "api/utility_hook.h"
 #include "committer/recovery.h"
 #include "core/constants.h"
+#include "core/pg_compat.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/statement.h"
@@ -292,7 +294,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 			Oid database_id = get_database_oid(((DropdbStmt *) statement)->dbname, true);
 
 			/* only for who may drop it; wanted again if the stop or the drop fails */
-			if (OidIsValid(database_id) && pg_database_ownercheck(database_id, GetUserId()))
+			if (OidIsValid(database_id) &&
+				object_ownercheck(DatabaseRelationId, database_id, GetUserId()))
 			{
 				if (shared_database_wanted(database_id))
 					stopped_database = database_id;

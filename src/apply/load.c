@@ -36,6 +36,7 @@
 
 #include "apply/load.h"
 #include "apply/rejects.h"
+#include "core/pg_compat.h"
 #include "core/security.h"
 #include "core/shared_state.h"
 #include "ipc/liveness.h"
@@ -430,7 +431,7 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 			ErrorData *error)
 {
 	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
-	Oid key_index = RelationGetPrimaryKeyIndex(rel);
+	Oid key_index = RelationGetImmediatePrimaryKeyIndex(rel);
 	AppendRedo redo;
 	RedoSource source;
 	StringInfoData names;
@@ -553,6 +554,7 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 	Relation rel;
 	ParseState *pstate;
 	ParseNamespaceItem *nsitem;
+	RTEPermissionInfo *permissions;
 	List *columns = NIL;
 	List *options;
 	RoleSwitch saved;
@@ -566,16 +568,17 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 	catalog_check_layout(sink, RelationGetRelid(rel), false);
 	pstate = make_parsestate(NULL);
 	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
-	nsitem->p_rte->requiredPerms = ACL_INSERT;
+	permissions = NamespaceItemPermissions(nsitem);
+	permissions->requiredPerms = ACL_INSERT;
 	for (int i = 0; i < sink->column_count; i++)
 	{
 		AttrNumber attnum = get_attnum(RelationGetRelid(rel), sink->column_names[i]);
 
 		columns = lappend(columns, makeString(sink->column_names[i]));
-		nsitem->p_rte->insertedCols = bms_add_member(nsitem->p_rte->insertedCols,
-													 attnum - FirstLowInvalidHeapAttributeNumber);
+		permissions->insertedCols =
+			bms_add_member(permissions->insertedCols, attnum - FirstLowInvalidHeapAttributeNumber);
 	}
-	ExecCheckRTPerms(pstate->p_rtable, true);
+	ExecCheckPermissions(pstate->p_rtable, list_make1(permissions), true);
 	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
 		ereport(
 			ERROR,

@@ -56,9 +56,11 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/pgstat_internal.h"
 #include "utils/snapmgr.h"
 
 #include "apply/overwrite.h"
+#include "core/pg_compat.h"
 #include "core/security.h"
 #include "metadata/metadata.h"
 
@@ -140,7 +142,7 @@ delete_rows(const SinkInfo *sink, Oid relid, bool only, Snapshot snapshot)
 	query =
 		CreateQueryDesc(statement, sql, snapshot, InvalidSnapshot, None_Receiver, NULL, NULL, 0);
 	ExecutorStart(query, 0);
-	ExecutorRun(query, ForwardScanDirection, 0, true);
+	ExecutorRunOnce(query, ForwardScanDirection, 0);
 	ExecutorFinish(query);
 	deleted = query->estate->es_processed;
 	ExecutorEnd(query);
@@ -156,16 +158,22 @@ delete_rows(const SinkInfo *sink, Oid relid, bool only, Snapshot snapshot)
  * relation relid and still holds: its statistics' per-transaction counts
  * of every subtransaction level still open, so not the inserts of
  * subtransactions rolled back (those PostgreSQL moves to the
- * relation's totals).
+ * relation's totals).  Read from the relation's pending statistics entry
+ * itself: find_tabstat_entry returns, from PostgreSQL 17, a copy whose
+ * per-transaction levels are gone (summed into counts that include the
+ * rolled-back inserts), where it returned the entry before.
  */
 static int64
 inserts_kept(Oid relid)
 {
-	PgStat_TableStatus *entry = find_tabstat_entry(relid);
+	PgStat_EntryRef *entry_ref =
+		pgstat_fetch_pending_entry(PGSTAT_KIND_RELATION, MyDatabaseId, relid);
+	PgStat_TableStatus *entry;
 	int64 inserted = 0;
 
-	if (entry == NULL)
+	if (entry_ref == NULL)
 		return 0;
+	entry = (PgStat_TableStatus *) entry_ref->pending;
 	for (PgStat_TableXactStatus *level = entry->trans; level != NULL; level = level->upper)
 		inserted += level->tuples_inserted;
 	return inserted;

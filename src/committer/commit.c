@@ -682,6 +682,7 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 			   CommitterRequest *request, List *identifiers, CommitUserMarks marks)
 {
 	ListCell *lc;
+	ListCell *later;
 
 	foreach (lc, identifiers)
 	{
@@ -697,11 +698,11 @@ commit_pending(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 			rest.checkpoint_id = checkpoint_id;
 			rest.marks = marks;
 			rest.identifiers = NIL;
-			for_each_cell(lc, identifiers, lnext(identifiers, lc))
+			for_each_cell(later, identifiers, lnext(identifiers, lc))
 			{
 				int64 *next = palloc(sizeof(int64));
 
-				*next = *(int64 *) lfirst(lc);
+				*next = *(int64 *) lfirst(later);
 				rest.identifiers = lappend(rest.identifiers, next);
 			}
 			MemoryContextSwitchTo(old);

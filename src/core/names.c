@@ -15,6 +15,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <inttypes.h>
+
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
@@ -149,9 +151,9 @@ build_gid(char *gid, Oid database_id, int32 sink_id, int64 checkpoint_id, const 
 						errmsg("could not generate a random gid suffix")));
 	if (part >= 0)
 		snprintf(part_text, sizeof(part_text), GID_PART_SEPARATOR "%d", part);
-	snprintf(
-		gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s%s" GID_NONCE_SEPARATOR "%016" INT64_MODIFIER "x",
-		PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, part_text, nonce);
+	snprintf(gid, GIDSIZE, "%s%u:%d:" INT64_FORMAT ":%s%s" GID_NONCE_SEPARATOR "%016" PRIx64,
+			 PAIMON_SINK_GID_START, database_id, sink_id, checkpoint_id, commit_user, part_text,
+			 nonce);
 }
 
 /*

@@ -21,6 +21,7 @@
 #ifndef PAIMON_SINK_LIVENESS_H
 #define PAIMON_SINK_LIVENESS_H
 
+#include "core/pg_compat.h"
 #include "core/shared_state.h"
 
 /*
@@ -45,8 +46,8 @@ extern bool liveness_writer_answers(WriterEntry *writer);
 extern bool liveness_writer_serves(WriterEntry *writer);
 extern bool liveness_fenced_alive(WriterEntry *writer, pid_t *pid);
 extern long liveness_wait_left(WriterEntry *writer, uint64 incarnation, TimestampTz wait_start);
-extern pg_attribute_noreturn() void liveness_raise(WriterEntry *writer, int index, const char *what,
-												   const char *outcome);
+extern pg_noreturn void liveness_raise(WriterEntry *writer, int index, const char *what,
+									   const char *outcome);
 extern long liveness_check_writer(WriterEntry *writer, int index, uint64 incarnation,
 								  TimestampTz wait_start, const char *what, const char *outcome);
 extern long liveness_remaining_ms(TimestampTz start);

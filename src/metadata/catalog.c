@@ -32,6 +32,7 @@
 #include "utils/syscache.h"
 
 #include "core/names.h"
+#include "core/pg_compat.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
 
@@ -44,7 +45,7 @@
 Oid
 catalog_check_primary_key(const SinkInfo *sink, Relation target)
 {
-	Oid index = RelationGetPrimaryKeyIndex(target);
+	Oid index = RelationGetImmediatePrimaryKeyIndex(target);
 	bool same = OidIsValid(index);
 	StringInfoData now;
 
@@ -172,7 +173,6 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 	if (exact)
 	{
 		HeapTuple tuple;
-		int natts = 0;
 
 		for (AttrNumber attnum = 1;; attnum++)
 		{
@@ -199,7 +199,6 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 				}
 				column++;
 			}
-			natts++;
 			ReleaseSysCache(tuple);
 		}
 		if (column != sink->column_count)

@@ -46,6 +46,7 @@
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
+#include "core/pg_compat.h"
 #include "metadata/write_check.h"
 
 /* One btree index of the target to check, on plain columns. */
@@ -249,7 +250,7 @@ write_check_begin(Relation target)
 	ListCell *lc;
 
 	PageInit(page.data, BLCKSZ, sizeof(BTPageOpaqueData));
-	checks->max_item = BTMaxItemSize((Page) page.data);
+	checks->max_item = BTMaxItemSizeOfPage((Page) page.data);
 	checks->target = target;
 	checks->checks = palloc0(sizeof(IndexCheck) * Max(list_length(indexes), 1));
 	foreach (lc, indexes)

@@ -38,6 +38,7 @@
 #include "utils/fmgroids.h"
 #include "utils/uuid.h"
 
+#include "core/pg_compat.h"
 #include "staging/value_encoding.h"
 
 /*

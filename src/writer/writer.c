@@ -791,7 +791,7 @@ paimon_sink_writer_main(Datum main_arg)
 		{
 			bool idle = !writer_window_is_open();
 			long timeout = writer_window_timeout(liveness_idle_nap_ms());
-			/* its WAL counts reach pg_stat_wal as an idle backend's do */
+			/* its WAL and I/O counts reach pg_stat_wal and pg_stat_io as an idle backend's do */
 			long stats_ms = liveness_report_statistics();
 			int events;
 

@@ -71,6 +71,11 @@ ps_debian_root() {
 				grep -q '^install ok installed$' || missing+=("$pkg")
 		done
 		if ((${#missing[@]} > 0)); then
+			# postinst scripts (postgresql-common's systemd-tmpfiles) need /proc
+			if ! mountpoint -q "$root/proc"; then
+				mount -t proc proc "$root/proc"
+				trap 'umount -l "$root/proc" 2>/dev/null' EXIT
+			fi
 			if [[ -z $(find "$root/var/lib/apt/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null) ]]; then
 				chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || exit 1
 			fi

@@ -63,15 +63,24 @@ sub start_node
 # try_sql(NODE, SQL, [ROLE], [DATABASE]): runs SQL with psql as ROLE (the
 # bootstrap superuser when undef) in DATABASE (postgres), stopping at the
 # first error, with VERBOSITY verbose so that errors show their SQLSTATE and
-# fields; returns (exit code, stdout, stderr).
+# fields; returns (exit code, stdout, stderr).  The script goes to psql as a
+# file (-f), not on its standard input: a script that crashes the server
+# ends psql early, and a write to its closed input then failed the whole
+# test with EPIPE when the machine was slow to feed it.
+my $try_sql_scripts = 0;
+
 sub try_sql
 {
 	my ($node, $sql, $role, $database) = @_;
 	my ($out, $err) = ('', '');
 	my @role = $role ? ('-U', $role) : ();
-	my $ret = $node->psql($database // 'postgres', $sql,
+	my $file = sprintf('%s/try_sql_%d_%d.sql', $PostgreSQL::Test::Utils::tmp_check, $$,
+		++$try_sql_scripts);
+	PostgreSQL::Test::Utils::append_to_file($file, $sql);
+	my $ret = $node->psql($database // 'postgres', '',
 		stdout => \$out, stderr => \$err, on_error_stop => 1,
-		extra_params => [ @role, '-v', 'VERBOSITY=verbose' ]);
+		extra_params => [ @role, '-v', 'VERBOSITY=verbose', '-f', $file ]);
+	unlink $file;
 	return ($ret, $out, $err);
 }
 

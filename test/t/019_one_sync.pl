@@ -52,14 +52,20 @@ sub crashing_insert
 # --- the syncs of small transactions
 committed_insert(1, 1, 'warm up');
 my $fsyncs_before = sql('SELECT sum(fsyncs) FROM paimon_sink.writers');
-my $wal_before = sql('SELECT wal_sync FROM pg_stat_wal');
+# the WAL's syncs: pg_stat_wal's wal_sync until 17; from 18 pg_stat_io's
+# fsyncs of the object 'wal' (18 moved the WAL's I/O counts there)
+my $wal_sync_query =
+  sql('SHOW server_version_num') >= 180000
+  ? "SELECT sum(fsyncs) FROM pg_stat_io WHERE object = 'wal'"
+  : 'SELECT wal_sync FROM pg_stat_wal';
+my $wal_before = sql($wal_sync_query);
 my $n = 200;
 my $script = join('', map { "INSERT INTO s VALUES (" . (100 + $_) . ", 'small');\n" } 1 .. $n);
 my ($ret, $out, $err) = try_sql($node, $script);
 is($ret, 0, "$n one-row transactions commit") or diag($err);
 $committed{ 100 + $_ } = 1 for 1 .. $n;
 # a new session: the one that ran them reported its WAL statistics as it ended
-my $wal_syncs = sql('SELECT wal_sync FROM pg_stat_wal') - $wal_before;
+my $wal_syncs = sql($wal_sync_query) - $wal_before;
 my $fsyncs = sql('SELECT sum(fsyncs) FROM paimon_sink.writers') - $fsyncs_before;
 note("$n transactions: $wal_syncs WAL syncs, $fsyncs staged-file fsyncs");
 ok($wal_syncs >= $n * 0.5 && $wal_syncs <= $n * 1.5,

@@ -13,6 +13,22 @@
 # restart_after_crash), after an immediate stop, and with a streaming
 # standby, whose staged files must match the primary's and which, promoted,
 # must hold every committed row exactly once.
+#
+# What recovery finds differs by major and by cluster, and each case is
+# named in the output:
+# - From PostgreSQL 17 an online checkpoint logs a redo record
+#   (XLOG_CHECKPOINT_REDO) at its redo point, so a crash after CHECKPOINT
+#   always runs redo, and the end of redo cuts the batch: the one-node
+#   parts check that path on 17+, the "redo is not required" path before.
+# - Only a shutdown checkpoint (here the end-of-recovery one) leaves
+#   nothing to replay on every major, unless something is logged and
+#   flushed after it.  With data checksums on (initdb's default from 18),
+#   reading the catalog sets hint bits, which are logged as full-page
+#   images (FPI_FOR_HINT), some under the dead transaction's own xid; their
+#   flush makes redo run, and replaying them moves the next xid past the
+#   dead one, which then is never handed out again.  The standby part runs
+#   twice: checksums off (the no-redo path, on every major) and on (either
+#   path, whichever the flushes give); both must end exact.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -101,27 +117,53 @@ sub crash_after_unlogged_batch
 	return $xid;
 }
 
-# After the restart: recovery had nothing to replay (so no end of redo), and
-# the batch was cut against the next xid recovery ended with.
-sub check_no_redo
+# After the restart: recovery had nothing to replay (so no end of redo), or
+# replayed what it had to, as expect says ('no redo', 'redo', or 'either'),
+# and the batch was cut against the next xid recovery ended with (by the
+# first writer to adopt files, or by the end of redo).  Returns whether
+# redo ran.
+sub check_recovery
 {
-	my ($node, $label, $offset, $xid) = @_;
+	my ($node, $label, $offset, $xid, $expect) = @_;
 	ok(writers_ready($node, 'postgres'), "$label: the server and its writers are back");
 	my $log = slurp_file($node->logfile, $offset);
-	like($log, qr/redo is not required/, "$label: recovery found nothing to replay");
-	unlike($log, qr/redo starts at/, "$label: no redo ran");
+	my $redo = $log =~ /redo starts at/ ? 1 : 0;
+	if ($expect eq 'no redo')
+	{
+		like($log, qr/redo is not required/, "$label: recovery found nothing to replay");
+		unlike($log, qr/redo starts at/, "$label: no redo ran");
+	}
+	elsif ($expect eq 'redo')
+	{
+		like($log, qr/redo starts at/,
+			"$label: recovery replayed from the checkpoint's redo record (PostgreSQL 17+)");
+	}
+	else
+	{
+		note("$label: " . ($redo ? 'redo ran (WAL was flushed after the checkpoint)' : 'no redo ran'));
+	}
 	my ($next_xid) = $log
 	  =~ /paimon_sink cuts staged file .* never logged\n.*transaction id $xid; the next transaction id after recovery is (\d+)\./;
+	if ($expect eq 'either' && $redo && !(defined $next_xid && $next_xid <= $xid))
+	{
+		# redo replayed a record of the dead transaction (a hint bit's
+		# full-page image): the next xid is past it, and its batch is no
+		# transaction's that may ever commit
+		like($log, qr/paimon_sink (cuts|writer removed) staged file/,
+			"$label: the unlogged batch was cut or its file removed, its xid behind the next");
+		return 0;
+	}
 	ok(defined $next_xid && $next_xid <= $xid,
 		"$label: the unlogged batch was cut against the next xid recovery ended with");
-	return;
+	return 1;
 }
 
 # Commits transactions (each a row of the sink) until one gets xid; tests
-# that it did, and returns how many committed.
+# that it did, and returns how many committed.  When recovery moved the next
+# xid past it (reusable false), says so and commits one.
 sub reuse_xid
 {
-	my ($node, $label, $xid, $first) = @_;
+	my ($node, $label, $xid, $first, $reusable) = @_;
 	# (no TRUNCATE first: it would take the next xid itself)
 	my $before = sql($node, 'SELECT count(*) FROM reused');
 	sql($node, qq{
@@ -142,6 +184,11 @@ sub reuse_xid
 	note("$label: $n transactions committed, the last with xid "
 		  . sql($node, 'SELECT max(xid::text::bigint) FROM reused'));
 	$committed{ $node->name }{ $first + $_ } = 1 for 0 .. $n - 1;
+	if (defined $reusable && !$reusable)
+	{
+		note("$label: xid $xid is behind the next xid after recovery: it is not handed out again");
+		return $n;
+	}
 	is(sql($node, "SELECT count(*) FROM reused WHERE xid = '$xid'"),
 		'1', "$label: a committed transaction got the dead transaction's xid $xid again");
 	return $n;
@@ -151,10 +198,19 @@ sub reuse_xid
 # stop.  wal_level minimal: an online checkpoint then logs no snapshot of
 # running transactions at its redo point (which recovery would replay),
 # nor does the background writer later.
+# From 17 an online checkpoint logs a redo record, which a crash after it
+# replays: the end of redo cuts the batch.  Before 17 nothing is replayed.
+my $online_checkpoint_redo;
+
 my $node = start_node('noredo',
 	"restart_after_crash = on\nautovacuum = off\nwal_level = minimal\nmax_wal_senders = 0");
 setup($node);
 ok(writers_ready($node, 'postgres'), 'writers serve');
+$online_checkpoint_redo = sql($node, 'SHOW server_version_num') >= 170000;
+note( $online_checkpoint_redo
+	? 'PostgreSQL 17+: a CHECKPOINT logs a redo record; the one-node parts check the cut at the end of redo'
+	: 'before PostgreSQL 17: a CHECKPOINT leaves nothing to replay; the one-node parts check the cut without redo');
+my $after_checkpoint = $online_checkpoint_redo ? 'redo' : 'no redo';
 
 my $offset = -s $node->logfile;
 my $xid = crash_after_unlogged_batch(
@@ -164,7 +220,7 @@ my $xid = crash_after_unlogged_batch(
 		isnt($ret, 0, 'panic: the transaction fails with the crash');
 		return $out;
 	});
-check_no_redo($node, 'panic', $offset, $xid);
+check_recovery($node, 'panic', $offset, $xid, $after_checkpoint);
 reuse_xid($node, 'panic', $xid, 10001);
 committed_insert($node, 2001, 2010, 'after the reuse');
 check_exact($node, 'panic');
@@ -183,7 +239,7 @@ $xid = crash_after_unlogged_batch(
 		$node->start;
 		return $out;
 	});
-check_no_redo($node, 'immediate', $offset, $xid);
+check_recovery($node, 'immediate', $offset, $xid, $after_checkpoint);
 reuse_xid($node, 'immediate', $xid, 20001);
 committed_insert($node, 4001, 4010, 'after the reuse');
 check_exact($node, 'immediate');
@@ -197,52 +253,74 @@ $node->stop;
 # bits logged nor buffers written (a write flushes the WAL up to its page),
 # and wal_writer_delay keeps a new file's record in the WAL buffers, as an
 # idle server does.
-my $primary = PostgreSQL::Test::Cluster->new('noredo_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"restart_after_crash = on\nautovacuum = off\nwal_writer_delay = 10s\n"
-	  . "wal_log_hints = off\nbgwriter_lru_maxpages = 0");
-$primary->start;
-setup($primary);
-ok(writers_ready($primary, 'postgres'), 'primary: writers serve');
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('noredo_standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
-committed_insert($primary, 5001, 5100, 'standby: before the crashes');
-check_exact($primary, 'primary before the crashes');
-# nothing left for a scan after the restart to prune (a logged change)
-sql($primary, 'VACUUM');
-$primary->stop('immediate');
-$primary->start;
-ok(writers_ready($primary, 'postgres'), 'standby: the primary is back after a first crash');
+# checksums: data checksums on or off (initdb's default: off before 18, on
+# from 18).  Off, nothing is logged after the end-of-recovery checkpoint
+# and recovery must find nothing to replay; on, hint bits set by reading
+# the catalog are logged as full-page images, and whether redo runs depends
+# on their flush: either path must end exact.
+sub standby_case
+{
+	my ($checksums) = @_;
+	my $case = $checksums ? 'checksums' : 'no_checksums';
+	my $label = "standby, data checksums " . ($checksums ? 'on' : 'off');
+	my $primary = PostgreSQL::Test::Cluster->new("noredo_primary_$case");
+	my @initdb =
+	    $checksums ? ('--data-checksums')
+	  : $primary->pg_version >= 18 ? ('--no-data-checksums')
+	  :                              ();
+	$primary->init(allows_streaming => 1, extra => \@initdb);
+	$primary->append_conf('postgresql.conf',
+		"restart_after_crash = on\nautovacuum = off\nwal_writer_delay = 10s\n"
+		  . "wal_log_hints = off\nbgwriter_lru_maxpages = 0");
+	$primary->start;
+	is(sql($primary, 'SHOW data_checksums'), $checksums ? 'on' : 'off', "$label: the cluster's checksums");
+	setup($primary);
+	ok(writers_ready($primary, 'postgres'), "$label: primary: writers serve");
+	$primary->backup('base');
+	my $standby = PostgreSQL::Test::Cluster->new("noredo_standby_$case");
+	$standby->init_from_backup($primary, 'base', has_streaming => 1);
+	$standby->start;
+	committed_insert($primary, 5001, 5100, 'standby: before the crashes');
+	check_exact($primary, "$label: primary before the crashes");
+	# nothing left for a scan after the restart to prune (a logged change)
+	sql($primary, 'VACUUM');
+	$primary->stop('immediate');
+	$primary->start;
+	ok(writers_ready($primary, 'postgres'), "$label: the primary is back after a first crash");
 
-# the writer pauses twice: with the new file's header written, then with
-# the batch written, neither logged
-$offset = -s $primary->logfile;
-sql($primary, "SELECT paimon_sink.inject_fault('writer_before_wal', 'pause', 2)");
-my $run = background_script($primary, 'standby',
-	"BEGIN;\nSELECT pg_catalog.txid_current();\n"
-	  . "INSERT INTO s SELECT g, 'dead: standby' FROM generate_series(5101, 5200) g;\nCOMMIT;\n");
-my $paused = "SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'";
-ok($primary->poll_query_until('postgres', $paused), 'standby: the writer made a file, unlogged');
-sql($primary, "SELECT paimon_sink.release_fault('writer_before_wal')");
-ok( $primary->poll_query_until('postgres',
-		"SELECT hits = 2 AND paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'"),
-	'standby: the writer wrote the batch and waits before logging it');
-$primary->stop('immediate');
-($xid) = stop_load($run) =~ /^(\d+)$/m;
-$xid //= '';
-like($xid, qr/^\d+$/, "standby: the dead transaction had xid $xid");
-$primary->start;
-check_no_redo($primary, 'standby', $offset, $xid);
-reuse_xid($primary, 'standby', $xid, 30001);
-committed_insert($primary, 6001, 6010, 'after the reuse');
-same_staged_files($primary, $standby, 'standby');
-$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
-$primary->stop('immediate');
-$standby->promote;
-ok(writers_ready($standby, 'postgres'), 'promoted standby: writers serve');
-check_exact($standby, 'promoted standby', 'noredo_primary');
+	# the writer pauses twice: with the new file's header written, then with
+	# the batch written, neither logged
+	my $offset = -s $primary->logfile;
+	sql($primary, "SELECT paimon_sink.inject_fault('writer_before_wal', 'pause', 2)");
+	my $run = background_script($primary, "standby_$case",
+		"BEGIN;\nSELECT pg_catalog.txid_current();\n"
+		  . "INSERT INTO s SELECT g, 'dead: standby' FROM generate_series(5101, 5200) g;\nCOMMIT;\n");
+	my $paused = "SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'";
+	ok($primary->poll_query_until('postgres', $paused), "$label: the writer made a file, unlogged");
+	sql($primary, "SELECT paimon_sink.release_fault('writer_before_wal')");
+	ok( $primary->poll_query_until('postgres',
+			"SELECT hits = 2 AND paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = 'writer_before_wal'"),
+		"$label: the writer wrote the batch and waits before logging it");
+	$primary->stop('immediate');
+	my ($xid) = stop_load($run) =~ /^(\d+)$/m;
+	$xid //= '';
+	like($xid, qr/^\d+$/, "$label: the dead transaction had xid $xid");
+	$primary->start;
+	my $reusable =
+	  check_recovery($primary, $label, $offset, $xid, $checksums ? 'either' : 'no redo');
+	reuse_xid($primary, $label, $xid, 30001, $reusable);
+	committed_insert($primary, 6001, 6010, 'after the reuse');
+	same_staged_files($primary, $standby, $label);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	$primary->stop('immediate');
+	$standby->promote;
+	ok(writers_ready($standby, 'postgres'), "$label: promoted standby: writers serve");
+	check_exact($standby, "$label: promoted standby", $primary->name);
+	$standby->stop;
+	return;
+}
+
+standby_case(0);
+standby_case(1);
 
 done_testing();
