@@ -12,9 +12,9 @@
  * use one of its names, after postgres.h and the PostgreSQL headers the
  * guarded call lives in.
  *
- * 16 is compiled by these guards but not tested here: no Debian release
- * this project's CI reaches packages it (docs/operations.md, "Supported
- * PostgreSQL versions").
+ * The guards cover 16 too, but no build here compiles it: no Debian
+ * release this project's CI reaches packages it (docs/operations.md,
+ * "Supported PostgreSQL versions").
  *
  *-------------------------------------------------------------------------
  */

@@ -113,7 +113,11 @@ with the server log when the run fails) gets a reproduction: the seed and
 round, and the calls of each session that named the sink or stream
 concerned (for a crash, the calls on the backend that died and those in
 flight when it happened, the committer's requests that lost their answer
-first), as runnable SQL with the role, commit user and outcome.
+first), as runnable SQL with the role, commit user and outcome.  A failed
+run prints them at its end too (the first 400 lines), with each harness
+error's traceback, or a failed ledger call's error and statements: a
+suite's output is what test/check shows.  The server logs LOG, WARNING
+and ERROR lines (a deadlock's cycle among them).
 
 --scenario NAME (repeatable; "all" for each; "list" lists them) runs
 instead of random sessions one directed sequence per round, with the same
@@ -134,6 +138,15 @@ checks, so that each known fault is shown found in seconds:
                         then checkpoint()
   end-input-race        a transaction writing under commit user E commits
                         after end_input(s, 'E') ran in another session
+  ledger-deadlock       a transaction writing through the routing parent
+                        is chosen as a deadlock's victim in its ledger
+                        call (another session holds the parent's other
+                        partitions and waits for the parent, as REASSIGN
+                        OWNED may): a refused write, no ledger failure
+  target-changes        rows of the edge ids (-1, 0, int32 and int64
+                        limits) staged into each sink, then every change
+                        the fuzz makes to a target, on each, then
+                        checkpoint(): staged rows must still load
 
 Output: a line per round, a summary of the distinct failures, and as the
 last line
@@ -202,7 +215,8 @@ FAULT_POINTS = ["writer_after_receive", "writer_after_ack", "writer_before_wal",
 VIEWS = ["sinks", "snapshots", "pending_checkpoints", "commit_stats", "commit_progress", "in_doubt", "writers",
          "faults", "checkpoint_schedule", "rejects", "sink_groups"]
 SCENARIOS = ["prepare-zero", "prepare-negative", "on-conflict-router", "reassign-drop-role",
-             "add-column-not-null", "null-arguments", "prepare-max", "end-input-race"]
+             "add-column-not-null", "null-arguments", "prepare-max", "end-input-race", "ledger-deadlock",
+             "target-changes"]
 INF = float("inf")
 CRASH_RE = re.compile(r"\(PID (\d+)\) was terminated by signal (\d+)")
 SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer")
@@ -357,7 +371,7 @@ class World:
             self.accepted_ids = set()
             self.edge_ids = list(EDGE_IDS)
             self.committed_ids = []  # a sample of ids committed this round (for ON CONFLICT)
-            self.harness_errors = []
+            self.harness_errors = []   # (summary, detail)
 
     def set_catalog(self, sinks, groups, states, epochs):
         """set_catalog records the catalog as the driver read it."""
@@ -403,6 +417,13 @@ class World:
         with self.lock:
             self.accepted.append((what, call))
             self.accepted_ids.update(ids)
+
+    def harness_error(self, summary, detail=""):
+        """harness_error records a failure of the fuzz itself: summary, one
+        line for the round's report, and detail (a traceback, the error's
+        full text, the statements), printed when the run fails."""
+        with self.lock:
+            self.harness_errors.append((summary, detail))
 
     def claim_edge_id(self, rng):
         """claim_edge_id hands out one of this round's edge ids not used yet, or None."""
@@ -545,8 +566,8 @@ class Session(threading.Thread):
                     self.drop(role)
                 self.stop.wait(0.3)
             except Exception:
-                self.world.harness_errors.append("%s: %s" % (self.name, traceback.format_exc()))
-                note("%s: harness error: %s" % (self.name, traceback.format_exc()))
+                tb = traceback.format_exc()
+                self.world.harness_error("%s: %s" % (self.name, tb.strip().splitlines()[-1]), tb)
                 self.stop.wait(0.3)
         for role in list(self.conns):
             self.drop(role)
@@ -1215,15 +1236,31 @@ class Session(threading.Thread):
                     self.finish(rec, "committed (%d ids)" % len(written))
         except psycopg2.Error as e:
             self.finish(rec, ("lost: " if unknown_outcome(e) else "ERROR ") + describe(e))
-            if "fz_ledger" in str(e) or "fz_record" in str(e):
-                # the ledger itself failed, not the sink: the fuzz is broken
-                self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
+            self.check_ledger_error(rec, e)
             try:
                 conn.rollback()
                 with conn.cursor() as cur:
                     cur.execute("ROLLBACK")
             except Exception:
                 self.drop(role)
+
+    def check_ledger_error(self, rec, e):
+        """check_ledger_error records a harness error when the error e that
+        ended the write transaction rec is the ledger's own (the fuzz is
+        broken then, not the sink): the statement that failed is the ledger
+        call, and not because the server chose the transaction to end (a
+        deadlock's victim, a serialization failure: SQLSTATE class 40; a
+        lock or statement timeout, a cancel: 55P03, 57014; a lost
+        connection).  Such a transaction rolls back with its ledger rows, as
+        any refused write does, and the ledger stays exact.  The error's
+        text does not tell: a deadlock's DETAIL names the statement of each
+        process in the cycle, another session's ledger call among them."""
+        code = getattr(e, "pgcode", None)
+        if code is None or code.startswith("40") or code in ("55P03", "57014"):
+            return
+        if rec.sql and rec.sql[-1].startswith("SELECT public.fz_record("):
+            self.world.harness_error("%s: the ledger failed: %s" % (self.name, describe(e)),
+                                     "the error: %s\nthe transaction: %s" % (str(e).strip(), rec.line(self.world.t0)))
 
     # ---- DDL -----------------------------------------------------------------------
     def ddl_random(self):
@@ -1258,22 +1295,7 @@ class Session(threading.Thread):
         superuser): changes a sink must live with."""
         t = "public." + self.rng.choice(LEDGERED_TARGETS)
         c = "c%d_%d" % (self.idx, self.rng.randrange(100))
-        stmt = self.rng.choice([
-            "ALTER TABLE %s ADD COLUMN %s text" % (t, c),
-            "ALTER TABLE %s ADD COLUMN %s int DEFAULT 7" % (t, c),
-            "ALTER TABLE %s ADD COLUMN %s text NOT NULL DEFAULT 'x'" % (t, c),
-            "ALTER TABLE %s ADD COLUMN %s bigint GENERATED ALWAYS AS (id * 2) STORED" % (t, c),
-            "ALTER TABLE %s ADD COLUMN %s bigint GENERATED BY DEFAULT AS IDENTITY" % (t, c),
-            "ALTER TABLE %s ALTER COLUMN payload SET DEFAULT 'd'" % t,
-            "ALTER TABLE %s ALTER COLUMN payload DROP DEFAULT" % t,
-            "ALTER TABLE %s ADD CONSTRAINT %s CHECK (id <> -42)" % (t, c),
-            "ALTER TABLE %s ADD CONSTRAINT %s CHECK (part IS NULL OR part >= 0) NOT VALID" % (t, c),
-            "CREATE INDEX %s ON %s (payload)" % (c, t),
-            "CREATE INDEX %s ON %s (part, id)" % (c, t),
-            "ALTER TABLE %s SET (fillfactor = 50)" % t,
-            "ALTER TABLE %s OWNER TO %s" % (t, self.rng.choice([OWNER2, SUPER])),
-            "ALTER TABLE %s OWNER TO %s" % (t, SUPER),
-        ])
+        stmt = self.rng.choice(target_changes(t, c, self.rng.choice([OWNER2, SUPER])))
         self.ddl(SUPER, stmt, touched=[s["name"] for s in self.sinks().values()
                                        if "public." + (s["target"] or "") == t])
 
@@ -1414,6 +1436,33 @@ class Session(threading.Thread):
             self.drop(HOSTILE)
 
 
+def target_changes(t, c, owner):
+    """target_changes lists the statements the fuzz may run on a target t
+    the ledger checks (c names a new column, constraint or index; owner
+    the table's new owner): changes a sink must live with, so that the
+    rows it staged before one still load when their checkpoint commits.
+    Each row the fuzz writes must meet each change: its ids run from the
+    int64 minimum to the maximum, so a generated column of id may not
+    overflow for them (id * 2 did: a row staged before the column came
+    then fails its checkpoint, which on_error 'stop' keeps refusing)."""
+    return [
+        "ALTER TABLE %s ADD COLUMN %s text" % (t, c),
+        "ALTER TABLE %s ADD COLUMN %s int DEFAULT 7" % (t, c),
+        "ALTER TABLE %s ADD COLUMN %s text NOT NULL DEFAULT 'x'" % (t, c),
+        "ALTER TABLE %s ADD COLUMN %s bigint GENERATED ALWAYS AS (id / 2) STORED" % (t, c),
+        "ALTER TABLE %s ADD COLUMN %s bigint GENERATED BY DEFAULT AS IDENTITY" % (t, c),
+        "ALTER TABLE %s ALTER COLUMN payload SET DEFAULT 'd'" % t,
+        "ALTER TABLE %s ALTER COLUMN payload DROP DEFAULT" % t,
+        "ALTER TABLE %s ADD CONSTRAINT %s CHECK (id <> -42)" % (t, c),
+        "ALTER TABLE %s ADD CONSTRAINT %s CHECK (part IS NULL OR part >= 0) NOT VALID" % (t, c),
+        "CREATE INDEX %s ON %s (payload)" % (c, t),
+        "CREATE INDEX %s ON %s (part, id)" % (c, t),
+        "ALTER TABLE %s SET (fillfactor = 50)" % t,
+        "ALTER TABLE %s OWNER TO %s" % (t, owner),
+        "ALTER TABLE %s OWNER TO %s" % (t, SUPER),
+    ]
+
+
 def copy_field(v):
     """copy_field writes a value for COPY's text format."""
     if v is None:
@@ -1460,11 +1509,13 @@ class Scenario(Session):
         self.scenario = name
         self.done = threading.Event()
 
-    def write(self, role, sink, n, cu="", router=False):
-        """write commits n ledgered rows into sink (or through the routing
-        parent) under commit user cu, as role; returns the ids."""
+    def write(self, role, sink, n, cu="", router=False, ids=None):
+        """write commits n ledgered rows (or those of ids) into sink (or
+        through the routing parent) under commit user cu, as role; returns
+        the ids."""
         rec = self.begin(role, "write", touched=(sink,))
-        ids = self.take_ids(n)
+        ids = list(ids) if ids is not None else self.take_ids(n)
+        n = len(ids)
         try:
             with self.conn(role).cursor() as cur:
                 self.execute(cur, rec, "SET paimon_sink.commit_user = %s" % sql_quote(cu))
@@ -1480,8 +1531,7 @@ class Scenario(Session):
         except psycopg2.Error as e:
             self.finish(rec, "ERROR " + describe(e))
             self.drop(role)
-            if "fz_ledger" in str(e) or "fz_record" in str(e):
-                self.world.harness_errors.append("%s: the ledger failed: %s" % (self.name, describe(e)))
+            self.check_ledger_error(rec, e)
         return ids
 
     def run(self):
@@ -1489,7 +1539,8 @@ class Scenario(Session):
         try:
             getattr(self, "s_" + self.scenario.replace("-", "_"))()
         except Exception:
-            self.world.harness_errors.append("%s: %s" % (self.name, traceback.format_exc()))
+            tb = traceback.format_exc()
+            self.world.harness_error("%s: %s" % (self.name, tb.strip().splitlines()[-1]), tb)
         self.done.set()
         self.stop.wait()
         for role in list(self.conns):
@@ -1569,6 +1620,91 @@ class Scenario(Session):
         except psycopg2.Error as e:
             self.finish(rec, "ERROR " + describe(e))
             self.drop(OWNER)
+
+    def s_ledger_deadlock(self):
+        """a transaction writes rows of part 1 through the routing parent (so
+        holds the parent and the sink's partition fz_a); another session
+        (the superuser) locks the parent's other partitions and waits for
+        the parent, as REASSIGN OWNED of the parent's owner or an ATTACH
+        PARTITION (which locks the partition, then the default one) may;
+        past that session's deadlock check the transaction's ledger call
+        (fz_record, whose pg_get_expr() of each partition's bound locks the
+        partition) waits for it, closes the cycle and, waiting last, is the
+        deadlock's victim.  The transaction rolls back with its ledger rows:
+        a refused write, not a failure of the ledger."""
+        rec = self.begin(OWNER, "write", touched=("fz_a",))
+        ids = self.take_ids(2)
+        conn = self.connected(OWNER, rec, "BEGIN", None)
+        if conn is None:
+            return
+        locker = Server(self.fz.h.sockdir, self.fz.h.port, dbname=DB).connect("fuzz-s1-locker")
+        waiting = threading.Event()
+
+        def lock():
+            """lock holds the ordinary and default partitions, then waits for the parent."""
+            try:
+                with locker.cursor() as cur:
+                    cur.execute("BEGIN")
+                    cur.execute("LOCK TABLE public.fz_router_plain, public.fz_router_other IN ACCESS EXCLUSIVE MODE")
+                    waiting.set()
+                    cur.execute("LOCK TABLE public.fz_router IN ACCESS EXCLUSIVE MODE")
+                    cur.execute("ROLLBACK")
+            except psycopg2.Error as e:
+                note("%s: the locking session: %s" % (self.name, describe(e)))
+            finally:
+                waiting.set()
+        t = threading.Thread(target=lock, daemon=True)
+        try:
+            with conn.cursor() as cur:
+                self.execute(cur, rec, "SET paimon_sink.commit_user = ''")
+                rec.cu_setting = ""
+                self.execute(cur, rec, "BEGIN")
+                self.execute(cur, rec, "INSERT INTO public.fz_router (id, part, payload) "
+                                       "SELECT g, 1, 'p' FROM unnest(%s::bigint[]) g", (ids,))
+                t.start()
+                waiting.wait(30)
+                # the other session waits for the parent now; its deadlock
+                # check (deadlock_timeout, 1 s) passes before ours begins
+                pid = locker.get_backend_pid()
+                deadline = time.monotonic() + 30
+                while not self.fz.ctl.query("SELECT 1 FROM pg_catalog.pg_locks WHERE pid = %s AND NOT granted",
+                                            (pid,)) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                time.sleep(1.5)
+                rec.add("-- meanwhile, another session (the superuser): BEGIN; LOCK TABLE public.fz_router_plain, "
+                        "public.fz_router_other IN ACCESS EXCLUSIVE MODE; LOCK TABLE public.fz_router IN ACCESS "
+                        "EXCLUSIVE MODE (waits for this transaction)")
+                self.execute(cur, rec, "SELECT public.fz_record(%s::bigint[], 'public.fz_router'::regclass, 1, %s, "
+                                       "%s::text[], %s)", (ids, self.idx, [md5_of("p")] * len(ids), self.round))
+                self.execute(cur, rec, "COMMIT")
+            self.finish(rec, "committed (%d ids)" % len(ids))
+        except psycopg2.Error as e:
+            self.finish(rec, "ERROR " + describe(e))
+            self.drop(OWNER)
+            self.check_ledger_error(rec, e)
+        t.join(60)
+        close_quietly(locker)
+        # the scenario shows something only when the cycle closed where it means to
+        if not (rec.outcome.startswith("ERROR 40P01") and rec.sql[-1].startswith("SELECT public.fz_record(")):
+            self.world.harness_error("%s: ledger-deadlock: the write was not the deadlock's victim in its ledger "
+                                     "call" % self.name, rec.line(self.world.t0))
+
+    def s_target_changes(self):
+        """rows of the edge ids staged into each sink under its own commit
+        user, then each change target_changes lists run on each target the
+        ledger checks, then checkpoint() of each sink: the rows must load
+        (a change that one of them fails would stop its sink, on_error
+        'stop', and the drain would fail)."""
+        edges = [("fz_a", OWNER, [I64_MAX, -1]), ("fz_b", OWNER2, [I64_MIN, 0]),
+                 ("fz_u", OWNER, [I32_MAX, I32_MAX + 1])]
+        for sink, role, ids in edges:
+            self.write(role, sink, 0, ids=ids)
+        for t in LEDGERED_TARGETS:
+            for i in range(len(target_changes(t, "c", OWNER2))):
+                self.ddl(SUPER, target_changes("public." + t, "c9_%s_%d" % (t, i), OWNER2)[i],
+                         touched=[sink for sink, _, _ in edges])
+        for sink, role, _ in edges:
+            self.sql(SUPER, "SELECT * FROM paimon_sink.checkpoint(%s)", (sink,), touched=(sink,))
 
     # a valid value of each argument, by its name (else by its type), for the sweep
     SWEEP_BY_NAME = {"sink_name": "fz_b", "group_name": "fz_g", "commit_user": "J1", "checkpoint_id": 1,
@@ -1819,6 +1955,28 @@ class Fuzz:
         self.dboid = None
         self.traces = []
         self.scenario_found = collections.OrderedDict()
+        self.details = []      # lines print_details prints when the run fails
+
+    def detail(self, head, lines):
+        """detail keeps, for print_details, a failure's head line and its
+        detail lines (the first 40 failures' only)."""
+        if sum(1 for d in self.details if d.startswith("---- ")) < 40:
+            self.details.append("---- " + head)
+            self.details += ["    " + line for line in lines]
+
+    def print_details(self, max_lines=400, width=1500):
+        """print_details prints, for a failed run, what the round lines only
+        sum up (test/check shows a suite's output, not the logs the run
+        kept): each harness error's traceback or error and statements, and
+        each reproduction, at most max_lines lines of at most width
+        characters."""
+        if not self.details:
+            return
+        print("----- details of the failures (logs/fuzz.log has them all)")
+        for line in self.details[:max_lines]:
+            print(line if len(line) <= width else line[:width] + "...[%d chars]" % len(line))
+        if len(self.details) > max_lines:
+            print("    ...[%d more lines in logs/fuzz.log]" % (len(self.details) - max_lines))
 
     # ---- the server ------------------------------------------------------------------
     def setup(self):
@@ -1835,8 +1993,11 @@ class Fuzz:
             log("build: make COPT=-Werror && make install")
             if h.build_install(os.path.join(h.work, "logs", "build.log")) != 0:
                 raise Abort("build or make install failed (see logs/build.log)")
+        # log_min_messages = warning, not log: the server log ranks LOG above
+        # ERROR, so "log" would leave every WARNING and ERROR out (a
+        # deadlock's cycle, a refused call's DETAIL), keeping LOG and FATAL
         h.create("\n# ---- test/fuzz ----\nmax_connections = 150\nmax_prepared_transactions = 20\n"
-                 "restart_after_crash = on\nlog_min_messages = log\n"
+                 "restart_after_crash = on\nlog_min_messages = warning\n"
                  "log_line_prefix = '%m [%p] {%n} %u@%d %a: '\n"
                  "paimon_sink.committer_timeout = '15s'\npaimon_sink.handoff_timeout = '10s'\n"
                  "paimon_sink.log_commit_min_duration = -1\n")
@@ -2005,12 +2166,14 @@ class Fuzz:
         crashes = self.check_logs(n, sessions)
         failures += crashes
         self.calls += len(drain_session.trace)
-        errs = collections.Counter(e.strip().splitlines()[-1] for e in self.world.harness_errors)
-        for e, k in errs.items():
-            log("  HARNESS ERROR (%dx): %s" % (k, e))
-        for e in self.world.harness_errors:
-            note(e)
-        self.harness_errors += sum(errs.values())
+        errs = collections.OrderedDict()
+        for summary, detail in self.world.harness_errors:
+            errs.setdefault(summary, []).append(detail)
+            note("%s: %s" % (summary, detail))
+        for summary, details in errs.items():
+            log("  HARNESS ERROR (%dx): %s" % (len(details), summary))
+            self.detail("round %d, harness error (%dx): %s" % (n, len(details), summary), details[0].splitlines())
+        self.harness_errors += len(self.world.harness_errors)
         kills = collections.Counter(k[1] for k in self.world.kills)
         self.fuzz_kills.update(kills)
         nc = sum(1 for f in crashes)
@@ -2458,6 +2621,8 @@ class Fuzz:
                                            self.cfg.round_seconds, head))
         for line in lines or ["(none traced)"]:
             note("    " + line)
+        self.detail("reproduction of round %d, %s: %s; %s:" % (f.round, f.kind, f.detail, head),
+                    lines or ["(none traced)"])
         if f.kind == "crash":
             for line in lines[:8]:
                 log("    " + line[:300])
@@ -2556,9 +2721,9 @@ class Fuzz:
             for sig, fs in sigs.items():
                 log("  %dx (rounds %s) %s" % (len(fs), ",".join(str(r) for r in sorted(set(f.round for f in fs))[:10]),
                                               fs[0].detail[:300]))
-            log("reproductions: in logs/fuzz.log (kept below); seed %d" % self.cfg.seed)
+            log("reproductions: below and in logs/fuzz.log (kept); seed %d" % self.cfg.seed)
         if self.harness_errors:
-            log("the fuzz itself failed %d time(s) (HARNESS ERROR above; tracebacks in logs/fuzz.log)"
+            log("the fuzz itself failed %d time(s) (HARNESS ERROR above; their details below and in logs/fuzz.log)"
                 % self.harness_errors)
             return 2
         return 0 if not self.worker_crashes and not self.invariant_failures else 1
@@ -2623,6 +2788,8 @@ def main():
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if rc != 0:
+            fz.print_details()
         if rc != 0 and fz.h.work:
             if fz.ctl is not None:
                 fz.diagnose()
