@@ -32,12 +32,45 @@ PS_PG_CONFIG=${PS_PG_CONFIG:-$PS_PGBIN/pg_config}
 PS_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PS_CONF_FILE=$PS_REPO_ROOT/test/paimon_sink.conf
 PS_PATH="$PS_PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PS_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-contrib uuid-dev
-	libipc-run-perl perl make gcc python3 python3-psycopg2 git clang-format
-	postgresql-15-wal2json clang-14 libclang-rt-14-dev sqlsmith pgbouncer)
+
+# ps_pg_major PG_CONFIG -- print the major version (15, 17, ...) of the
+# PostgreSQL of PG_CONFIG: what its --version says, or before it is
+# installed what Debian's path says (/usr/lib/postgresql/MAJOR/bin/...);
+# 15 when neither does.
+ps_pg_major() {
+	local v
+	if v=$("$1" --version 2>/dev/null) && [[ $v =~ ^PostgreSQL\ ([0-9]+) ]]; then
+		printf '%s\n' "${BASH_REMATCH[1]}"
+	elif [[ $1 =~ /postgresql/([0-9]+)/bin/[^/]+$ ]]; then
+		printf '%s\n' "${BASH_REMATCH[1]}"
+	else
+		echo 15
+	fi
+}
+
+# ps_packages MAJOR [SET] -- print, one a line, the Debian packages the
+# tests of PostgreSQL MAJOR need.  SET core: building, and the layering,
+# regress, isolation and TAP suites (the roots of test/check's version
+# matrix); all (the default): besides, the host's other suites and tools
+# (clang-format, wal2json for test/cdc, clang 14 and its sanitizer runtime
+# for bookworm's PostgreSQL 15, sqlsmith, debootstrap for the matrix's
+# roots).
+ps_packages() {
+	local major=$1
+	printf '%s\n' "postgresql-$major" "postgresql-server-dev-$major" uuid-dev \
+		libipc-run-perl perl make gcc python3 python3-psycopg2 git pgbouncer
+	[[ ${2:-all} == core ]] && return 0
+	printf '%s\n' postgresql-contrib clang-format "postgresql-$major-wal2json" \
+		clang-14 libclang-rt-14-dev sqlsmith debootstrap
+}
+
+# PS_PG_MAJOR: the major of the PostgreSQL under test; PS_PACKAGE_SET: which
+# of ps_packages' sets ps_ensure_packages installs.
+PS_PG_MAJOR=${PS_PG_MAJOR:-$(ps_pg_major "$PS_PG_CONFIG")}
+mapfile -t PS_PACKAGES < <(ps_packages "$PS_PG_MAJOR" "${PS_PACKAGE_SET:-all}")
 # The system PostgreSQL's library folder, where Debian's packages (wal2json)
 # put their plugins.
-PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/15/lib
+PS_SYSTEM_PKGLIBDIR=/usr/lib/postgresql/$PS_PG_MAJOR/lib
 
 if [[ $EUID -eq 0 ]]; then
 	PS_PG_USER=${PS_PG_USER:-postgres}
@@ -85,14 +118,14 @@ ps_apt_failed() {
 ps_no_main_cluster() {
 	local p conf=/etc/postgresql-common/createcluster.conf
 	for p in "$@"; do
-		[[ $p == postgresql-15 || $p == postgresql-common ]] || continue
+		[[ $p == "postgresql-$PS_PG_MAJOR" || $p == postgresql-common ]] || continue
 		mkdir -p "${conf%/*}"
 		if [[ -f $conf ]] && grep -qE '^[#[:space:]]*create_main_cluster' "$conf"; then
 			sed -i -E 's/^[#[:space:]]*create_main_cluster.*/create_main_cluster = false/' "$conf"
 		else
 			echo 'create_main_cluster = false' >>"$conf"
 		fi
-		ps_log "$conf: create_main_cluster = false (no 15/main cluster on port 5432)"
+		ps_log "$conf: create_main_cluster = false (no $PS_PG_MAJOR/main cluster on port 5432)"
 		return 0
 	done
 }
@@ -135,7 +168,7 @@ ps_ensure_wal2json() {
 	libdir=$("$PS_PG_CONFIG" --pkglibdir) || ps_die "$PS_PG_CONFIG --pkglibdir failed"
 	[[ -f $libdir/wal2json.so ]] && return 0
 	if [[ ! -f $PS_SYSTEM_PKGLIBDIR/wal2json.so ]]; then
-		ps_die "wal2json.so is in neither $libdir nor $PS_SYSTEM_PKGLIBDIR: install postgresql-15-wal2json"
+		ps_die "wal2json.so is in neither $libdir nor $PS_SYSTEM_PKGLIBDIR: install postgresql-$PS_PG_MAJOR-wal2json"
 	fi
 	if ! ps_is_root && [[ ! -w $libdir ]]; then
 		ps_die "wal2json.so is not in $libdir (the PostgreSQL of PS_PGBIN), which $(id -un) cannot write: as root, cp $PS_SYSTEM_PKGLIBDIR/wal2json.so $libdir/ (test/check does)"
@@ -160,7 +193,7 @@ ps_copy_tree() {
 ps_build_install() {
 	local dir=$1 copt=${PS_COPT--Werror}
 	local -a mk=(make -C "$dir" --no-print-directory PG_CONFIG="$PS_PG_CONFIG")
-	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-15)"
+	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-$PS_PG_MAJOR)"
 	if ! ps_is_root; then
 		local libdir extdir
 		libdir=$("$PS_PG_CONFIG" --pkglibdir)
@@ -193,7 +226,7 @@ ps_use_pgbin() {
 # PS_PG_CONFIG installs into it.
 ps_pg_copy() {
 	local dest=$1 bindir pkglibdir sharedir dir got
-	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-15)"
+	[[ -x $PS_PG_CONFIG ]] || ps_die "$PS_PG_CONFIG not found (install postgresql-server-dev-$PS_PG_MAJOR)"
 	bindir=$("$PS_PG_CONFIG" --bindir)
 	pkglibdir=$("$PS_PG_CONFIG" --pkglibdir)
 	sharedir=$("$PS_PG_CONFIG" --sharedir)
@@ -309,7 +342,7 @@ ps_sanitizer_runtimes() {
 # without committing it and never poisons shared memory, so shared_buffers
 # and huge pages need nothing; fork() keeps the runtime's state in each child.
 ps_sanitizer_env() {
-	local dir=$1 runtimes sym= f
+	local dir=$1 runtimes sym='' f
 	runtimes=$(ps_sanitizer_runtimes) || return 1
 	mkdir -p "$dir"
 	chmod 1777 "$dir"
@@ -448,6 +481,7 @@ ps_as_pg() { ps_as_pg_in "${PS_WORK:-/tmp}" "$@"; }
 # user, who cannot mount one, and set PS_FULL_FS to it; otherwise set
 # PS_FULL_FS_WHY to the reason, which the test prints.  ps_cleanup
 # unmounts it.
+# shellcheck disable=SC2034  # PS_FULL_FS_WHY: read by test/check
 ps_full_fs_mount() {
 	PS_FULL_FS=
 	PS_FULL_FS_WHY=
