@@ -389,7 +389,7 @@ ps_sanitizer_logdir() {
 	printf '%s\n' "${PS_SANITIZER_LOGDIR:-$(_ps_cdir "${1:-main}")/sanitizer}"
 }
 
-# ps_releases -- print "VERSION COMMIT" for each released version listed in
+# ps_releases -- print "VERSION COMMIT MAJORS" for each released version listed in
 # test/releases, in file order (comments and blank lines dropped).  Fails,
 # naming the line, on a malformed or duplicate entry.
 ps_releases() {
@@ -401,15 +401,16 @@ ps_releases() {
 	awk -v file="$file" '
 	{ sub(/#.*/, ""); sub(/^[ \t]+/, ""); sub(/[ \t]+$/, "") }
 	$0 == "" { next }
-	NF != 2 || $1 !~ /^[0-9A-Za-z._-]+$/ || $2 !~ /^[0-9a-f]+$/ || length($2) != 40 {
-		printf "[paimon_sink] ERROR: %s:%d: expected \"VERSION COMMIT\" (a full 40-hex commit)\n", file, NR > "/dev/stderr"
+	NF != 3 || $1 !~ /^[0-9A-Za-z._-]+$/ || $2 !~ /^[0-9a-f]+$/ || length($2) != 40 ||
+	$3 !~ /^[0-9]+(,[0-9]+)*$/ {
+		printf "[paimon_sink] ERROR: %s:%d: expected \"VERSION COMMIT MAJORS\" (a full 40-hex commit; majors such as 15,17)\n", file, NR > "/dev/stderr"
 		bad = 1; next
 	}
 	$1 in seen {
 		printf "[paimon_sink] ERROR: %s:%d: version %s is listed twice\n", file, NR, $1 > "/dev/stderr"
 		bad = 1; next
 	}
-	{ seen[$1] = 1; print $1, $2 }
+	{ seen[$1] = 1; print $1, $2, $3 }
 	END { exit bad }' "$file"
 }
 

@@ -23,7 +23,7 @@ our @EXPORT_OK = qw(source_dir doc_table sql_statements sql_problems sql_names w
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
-  book_insert fault_paused staged_files_left windows_closed);
+  book_insert fault_paused staged_files_left windows_closed released_versions);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -58,6 +58,27 @@ sub start_node
 	$node->append_conf('postgresql.conf', $conf) if defined $conf;
 	$node->start;
 	return $node;
+}
+
+# released_versions(): the released versions to upgrade from, as test/check
+# built them for this run (PAIMON_SINK_RELEASES, "VERSION=INSTALL_PATH ..."),
+# as a hash VERSION => INSTALL_PATH.  Tests that at least one was built; when
+# none was because every release was made for other PostgreSQL majors
+# (PAIMON_SINK_RELEASES_SKIPPED, "VERSION:MAJORS ..."; 0.1 predates the tree
+# that builds on 17 and 18), skips the whole file saying so instead.
+sub released_versions
+{
+	my %releases = map { split /=/, $_, 2 } split ' ', ($ENV{PAIMON_SINK_RELEASES} // '');
+	my %skipped = map { split /:/, $_, 2 } split ' ', ($ENV{PAIMON_SINK_RELEASES_SKIPPED} // '');
+	if (!%releases && %skipped)
+	{
+		plan skip_all => 'no release was made for this PostgreSQL major: '
+		  . join(', ', map { "$_ is for PostgreSQL $skipped{$_}" } sort keys %skipped);
+	}
+	ok(%releases, 'released versions to upgrade from are built')
+	  or diag('PAIMON_SINK_RELEASES is empty: test/check builds every version in test/releases '
+		  . 'with test/release-install and passes them in it');
+	return %releases;
 }
 
 # try_sql(NODE, SQL, [ROLE], [DATABASE]): runs SQL with psql as ROLE (the

@@ -11,11 +11,9 @@ use File::Copy qw(move);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PaimonSinkTest qw(released_versions);
 
-my %releases = map { split /=/, $_, 2 } split ' ', ($ENV{PAIMON_SINK_RELEASES} // '');
-ok(%releases, 'released versions to upgrade from are built')
-  or diag('PAIMON_SINK_RELEASES is empty: test/check builds every version in test/releases '
-	  . 'with test/release-install and passes them in it');
+my %releases = released_versions();
 
 for my $version (sort keys %releases)
 {
