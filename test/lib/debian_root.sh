@@ -132,6 +132,13 @@ ps_debian_root() {
 				>"$root/etc/postgresql-common/createcluster.d/paimon_sink.conf"
 			touch "$root/.paimon_sink-root"
 		fi
+		# A suite's Release file says until when it is valid (sid's a week
+		# after it was cut); a mirror or proxy that serves a frozen copy of the
+		# suite outlives that, and apt-get update then
+		# refuses the suite.  The signatures are still checked.
+		if [[ ! -f $root/etc/apt/apt.conf.d/99paimon_sink ]]; then
+			echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99paimon_sink"
+		fi
 		mapfile -t missing < <(ps_debian_root_missing "$root" "$@")
 		if ((${#missing[@]} > 0)); then
 			if [[ -z $(find "$root/var/lib/apt/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null) ]]; then
