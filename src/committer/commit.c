@@ -145,8 +145,10 @@ commit_failure_hint(int sqlerrcode)
 }
 
 /*
- * refuse_gid_in_use refuses to prepare when the checkpoint's gid is taken
- * (gids are the cluster's), right before PREPARE.  Taken by a transaction
+ * commit_refuse_gid_in_use refuses to prepare when the checkpoint's gid is
+ * taken (gids are the cluster's), right before PREPARE (the committer's
+ * and a whole loader's), within a transaction with a snapshot; raises
+ * 55000 or 42710 as follows, else returns.  Taken by a transaction
  * that is not ours (another role's, or one prepared in another database),
  * it fails the commit with ERRCODE_DUPLICATE_OBJECT naming its owner, and
  * the checkpoint stays prepared: never finish or wait for someone else's
@@ -154,9 +156,9 @@ commit_failure_hint(int sqlerrcode)
  * so a taken name never blocks a sink twice.  Taken by one of ours, it is
  * in doubt: recovery commits it before the retry.
  */
-static void
-refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
-				  int64 checkpoint_id)
+void
+commit_refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
+						 int64 checkpoint_id)
 {
 	Oid owner;
 	Oid database_id;
@@ -329,6 +331,28 @@ commit_record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_
 }
 
 /*
+ * log_removals writes the REMOVE records of a committed checkpoint's files
+ * (LoadFile *), without a flush of their own (commit_removal.c).
+ */
+static void
+log_removals(List *files)
+{
+	List *paths = NIL;
+	ListCell *lc;
+	XLogRecPtr removals;
+
+	/* only now: the checkpoint is committed */
+	foreach (lc, files)
+		paths = lappend(paths, ((LoadFile *) lfirst(lc))->path);
+	removals = staged_file_log_removals(paths);
+	list_free(paths);
+	fault_point("committer_after_removal_records");
+	commit_removal_logged(removals);
+	MemoryContextSwitchTo(CommitterContext);
+	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
+}
+
+/*
  * commit_prepare_and_commit_gid is the fourth step: PREPARE TRANSACTION of the
  * open transaction block under a fresh gid, then COMMIT PREPARED.  The
  * gid is drawn now, not before the load, and shown only to the sink
@@ -345,9 +369,6 @@ commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int
 							  List *files, ErrorContextCallback *callback, bool parallel)
 {
 	char gid[GIDSIZE];
-	List *paths = NIL;
-	ListCell *lc;
-	XLogRecPtr removals;
 
 	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
 	if (parallel)
@@ -361,7 +382,7 @@ commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int
 	callback->previous = error_context_stack;
 	error_context_stack = callback;
 	PushActiveSnapshot(GetTransactionSnapshot());
-	refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
+	commit_refuse_gid_in_use(gid, sink, commit_user, checkpoint_id);
 	PopActiveSnapshot();
 	if (!PrepareTransactionBlock(gid))
 		elog(ERROR, "paimon_sink committer could not prepare transaction \"%s\"", gid);
@@ -379,16 +400,7 @@ commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int
 		fault_point("committer_after_decision");
 		(void) commit_parallel_commit_shares();
 	}
-
-	/* the files' REMOVE records, only now: the checkpoint is committed */
-	foreach (lc, files)
-		paths = lappend(paths, ((LoadFile *) lfirst(lc))->path);
-	removals = staged_file_log_removals(paths);
-	list_free(paths);
-	fault_point("committer_after_removal_records");
-	commit_removal_logged(removals);
-	MemoryContextSwitchTo(CommitterContext);
-	load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
+	log_removals(files);
 }
 
 /*
@@ -504,12 +516,14 @@ begin_commit(int32 sink_id, const char *commit_user, int64 checkpoint_id, Commit
 }
 
 /*
- * commit_loaded is the parallel commit's decision: once the loaders
- * prepared every share of checkpoint_id (loaded rows in all), record the
- * snapshot and raise the mark in the committer's own transaction, prepare
- * and commit it, then commit the shares (commit_prepare_and_commit_gid).  Before
- * the decision is prepared, an error rolls every share back; after it, the
- * shares are committed by the next in-doubt resolution.
+ * commit_loaded ends the commit of checkpoint_id once its loaders prepared
+ * (loaded rows in all).  Whole (one loader prepared the checkpoint,
+ * snapshot and mark included, under its own gid), it commits that gid.
+ * Otherwise this is the parallel commit's decision: record the snapshot
+ * and raise the mark in the committer's own transaction, prepare and
+ * commit it, then commit the shares (commit_prepare_and_commit_gid).
+ * Before the decision is prepared, an error rolls every share back; after
+ * it, the shares are committed by the next in-doubt resolution.
  */
 static void
 commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List *files, int64 bytes,
@@ -523,6 +537,21 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 	ErrorContextCallback *saved = error_context_stack;
 	MemoryContext old = CurrentMemoryContext;
 
+	int64 whole_snapshot_id;
+
+	if (commit_parallel_whole(&whole_snapshot_id, &recorded_at))
+	{
+		/* the loader prepared all of it, snapshot included: commit it, no decision to make */
+		work_begin();
+		sink = work_require_sink(sink_id);
+		work_end();
+		commit_parallel_commit_whole();
+		log_removals(files);
+		commit_log(sink, commit_user, checkpoint_id, whole_snapshot_id, loaded, files, bytes,
+				   &changes, start, 1);
+		fault_point("committer_after_commit_prepared");
+		return;
+	}
 	fault_point("committer_before_decision");
 	PG_TRY();
 	{
@@ -625,23 +654,24 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	if (parallel && !rejects_operator_call() && !overwrite_loads_here(sink, commit_user) &&
 		commit_parallel_wanted(sink, rows))
 	{
+		CheckpointSize size = {list_length(files), rows, file_bytes, bytes, start};
+
 		/* the loaders read and load; this block only read */
 		PopActiveSnapshot();
 		SPI_finish();
 		AbortOutOfAnyTransaction();
 		MemoryContextSwitchTo(CommitterContext);
-		if (suspend_allowed &&
-			commit_parallel_start(sink, commit_user, checkpoint_id, list_length(files), rows,
-								  file_bytes, true) == PARALLEL_STARTED)
+
+		if (suspend_allowed && commit_parallel_start(sink, commit_user, checkpoint_id, &size,
+													 true) == PARALLEL_STARTED)
 		{
 			error_context_stack = callback.previous;
 			hold_checkpoint(checkpoint_id, files, bytes, start);
 			return true;
 		}
 		failure_hint = LOAD_FAILURE_HINT;
-		if (!suspend_allowed &&
-			commit_parallel_load(sink, commit_user, checkpoint_id, list_length(files), rows,
-								 file_bytes, &loaded) == PARALLEL_LOADED)
+		if (!suspend_allowed && commit_parallel_load(sink, commit_user, checkpoint_id, &size,
+													 &loaded) == PARALLEL_LOADED)
 		{
 			failure_hint = NULL;
 			error_context_stack = callback.previous;

@@ -1,11 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * commit_parallel.c
- *	  One large checkpoint of an append sink loaded by several loader
- *	  workers at once, each share in a prepared transaction of its own,
- *	  committed or rolled back as one.
+ *	  One large checkpoint of an append sink loaded off the committer: by
+ *	  one loader worker in the checkpoint's own prepared transaction, or
+ *	  (nonatomic) by several at once, each share in a prepared transaction
+ *	  of its own, committed or rolled back as one.
  *
- * The committer splits a checkpoint of at least paimon_sink.parallel_load_rows
+ * By default (paimon_sink.nonatomic_parallel_load off) the load is whole:
+ * one loader loads every file of the checkpoint, records its snapshot and
+ * raises the commit user's mark, all as the committer's own load would
+ * (commit.c's steps), and prepares that one transaction under the
+ * checkpoint's own gid.  A prepared checkpoint gid is complete, so it is
+ * the decision itself: the committer commits it, and so does recovery
+ * when the committer is gone.  The checkpoint then becomes visible at one
+ * instant, to queries, standbys and logical decoding alike; the
+ * committer serves other sinks while the loader loads.
+ *
+ * With nonatomic_parallel_load, the committer splits a checkpoint of at least paimon_sink.parallel_load_rows
  * rows over the database's paimon_sink.loaders_per_database loaders
  * (loader.c): share k of K is the batches whose position lies in the k-th
  * K-th of the checkpoint's bytes, its files laid end to end in the
@@ -53,6 +64,7 @@
 #include "committer/commit_parallel.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
+#include "core/fault.h"
 #include "core/guc.h"
 #include "core/names.h"
 #include "core/worker_start.h"
@@ -71,6 +83,7 @@ typedef struct ParallelCommit
 	bool active;
 	bool async;	  /* the committer goes on with other work meanwhile */
 	bool decided; /* the decision is prepared: never roll the shares back */
+	bool whole;	  /* one loader prepares the whole checkpoint under its own gid */
 	int outcome;  /* LoadersState, once they no longer load */
 	int failed;	  /* with LOADERS_FAILED: the part */
 	TimestampTz blocked_checked_at;
@@ -130,8 +143,8 @@ commit_parallel_active(void)
 bool
 commit_parallel_owns(const GidParts *parts)
 {
-	return inflight.active && parts->part >= 0 && parts->sink_id == inflight.sink_id &&
-		   parts->checkpoint_id == inflight.checkpoint_id &&
+	return inflight.active && (parts->part >= 0 || inflight.whole) &&
+		   parts->sink_id == inflight.sink_id && parts->checkpoint_id == inflight.checkpoint_id &&
 		   strcmp(parts->commit_user, inflight.commit_user) == 0;
 }
 
@@ -283,6 +296,9 @@ abort_commit(void)
 {
 	wait_for_loaders(true);
 	(void) work_try(rollback_step, NULL, NULL);
+	/* a whole checkpoint prepared before its loader stopped is complete: recovery commits it */
+	if (inflight.whole)
+		RecoveryInDoubtPossible = true;
 	end_commit();
 }
 
@@ -314,7 +330,7 @@ commit_parallel_cleanup(void)
  * an entry is still taken or a worker cannot be registered.
  */
 static bool
-start_loaders(int64 total_bytes)
+start_loaders(int64 total_bytes, int64 byte_count, TimestampTz start)
 {
 	bool free = true;
 
@@ -337,8 +353,13 @@ start_loaders(int64 total_bytes)
 		loader->part = i;
 		loader->parts = inflight.parts;
 		loader->total_bytes = total_bytes;
+		loader->whole = inflight.whole;
+		loader->byte_count = byte_count;
+		loader->start = start;
 		strlcpy(loader->gid, inflight.gids[i], sizeof(loader->gid));
 		loader->rows_loaded = 0;
+		loader->snapshot_id = 0;
+		loader->recorded_at = 0;
 		loader->sqlerrcode = 0;
 		loader->error_length = 0;
 		pg_atomic_write_u64(&loader->rows_done, 0);
@@ -517,8 +538,7 @@ settle_shares(void)
 
 /*
  * commit_parallel_start starts the loaders for checkpoint_id of sink
- * (files: its number of files; rows and total_bytes: their rows and the
- * files' sizes) and returns PARALLEL_STARTED without waiting for them; or
+ * (size: what the committer found of it) and returns PARALLEL_STARTED without waiting for them; or
  * PARALLEL_FALLBACK, nothing started, when they cannot (another parallel
  * commit in flight, no worker slot, too few prepared-transaction slots):
  * the caller loads the checkpoint itself.  With async, the committer goes
@@ -526,15 +546,16 @@ settle_shares(void)
  * into the same target) wait.  Runs outside a transaction.
  */
 ParallelLoad
-commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int files,
-					  int64 rows, int64 total_bytes, bool async)
+commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+					  const CheckpointSize *size, bool async)
 {
-	int parts = PaimonSinkLoadersPerDatabase;
+	bool whole = !PaimonSinkNonatomicParallelLoad;
+	int parts = whole ? 1 : PaimonSinkLoadersPerDatabase;
 
 	/* one parallel commit at a time: another one is loaded by the committer */
 	if (inflight.active)
 		return PARALLEL_FALLBACK;
-	if (max_prepared_xacts < parts + 1)
+	if (!whole && max_prepared_xacts < parts + 1)
 	{
 		if (!logged_no_prepared)
 			ereport(LOG, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -557,13 +578,17 @@ commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 check
 	inflight.checkpoint_id = checkpoint_id;
 	inflight.parts = parts;
 	inflight.async = async;
-	for (int i = 0; i < parts; i++)
-		gid_build_loader(inflight.gids[i], MyDatabaseId, sink->sink_id, checkpoint_id, commit_user,
-						 i);
+	inflight.whole = whole;
+	if (whole)
+		gid_build(inflight.gids[0], MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
+	else
+		for (int i = 0; i < parts; i++)
+			gid_build_loader(inflight.gids[i], MyDatabaseId, sink->sink_id, checkpoint_id,
+							 commit_user, i);
 	inflight.active = true;
 	generation++;
-	set_progress(COMMIT_PHASE_LOADING, files, rows, NULL);
-	if (!start_loaders(total_bytes))
+	set_progress(COMMIT_PHASE_LOADING, size->files, size->rows, NULL);
+	if (!start_loaders(size->file_bytes, size->bytes, size->start))
 	{
 		end_commit();
 		return PARALLEL_FALLBACK;
@@ -644,7 +669,10 @@ commit_parallel_finish(uint64 *loaded)
 
 	/* every share prepared: the loaders exit at once */
 	wait_for_loaders(false);
-	settle_shares();
+	if (inflight.whole)
+		inflight.decided = true; /* a prepared checkpoint gid is complete */
+	else
+		settle_shares();
 	*loaded = 0;
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	for (int i = 0; i < inflight.parts; i++)
@@ -654,8 +682,8 @@ commit_parallel_finish(uint64 *loaded)
 }
 
 /*
- * commit_parallel_load loads checkpoint_id of sink (files: its number of
- * files; rows and total_bytes: their rows and sizes) with the loaders and
+ * commit_parallel_load loads checkpoint_id of sink (size: what the
+ * committer found of it) with the loaders and
  * waits until they are done, for a request that cannot go on without it
  * (recover()); what it returns and raises is commit_parallel_finish's, or
  * PARALLEL_FALLBACK when the loaders cannot start (no worker slot, too few
@@ -663,11 +691,10 @@ commit_parallel_finish(uint64 *loaded)
  * outside a transaction.
  */
 ParallelLoad
-commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id, int files,
-					 int64 rows, int64 total_bytes, uint64 *loaded)
+commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+					 const CheckpointSize *size, uint64 *loaded)
 {
-	if (commit_parallel_start(sink, commit_user, checkpoint_id, files, rows, total_bytes, false) !=
-		PARALLEL_STARTED)
+	if (commit_parallel_start(sink, commit_user, checkpoint_id, size, false) != PARALLEL_STARTED)
 		return PARALLEL_FALLBACK;
 	while (commit_parallel_loading())
 	{
@@ -744,6 +771,48 @@ commit_parallel_abort(void)
 {
 	if (inflight.active && !inflight.decided)
 		abort_commit();
+}
+
+/*
+ * commit_parallel_whole tells whether the commit in flight, whose loaders
+ * prepared, is whole: its loader prepared the checkpoint under its own
+ * gid, snapshot and mark included, so there is no decision to make
+ * (commit_parallel_commit_whole commits it).  *snapshot_id and
+ * *recorded_at then get the snapshot the loader recorded and its
+ * committed_at.
+ */
+bool
+commit_parallel_whole(int64 *snapshot_id, TimestampTz *recorded_at)
+{
+	LoaderEntry *loader = shared_loader(MyDatabaseEntry, 0);
+
+	if (!inflight.active || !inflight.whole)
+		return false;
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	*snapshot_id = loader->snapshot_id;
+	*recorded_at = loader->recorded_at;
+	LWLockRelease(PaimonSinkState->lock);
+	return true;
+}
+
+/*
+ * commit_parallel_commit_whole commits the checkpoint its loader prepared
+ * whole under the checkpoint's gid (COMMIT PREPARED: the checkpoint
+ * becomes visible at once) and ends the commit in flight.  Runs outside a
+ * transaction.  An error (the gid left in doubt) is raised as it comes;
+ * commit_parallel_cleanup then leaves the gid to recovery, which commits
+ * it.
+ */
+void
+commit_parallel_commit_whole(void)
+{
+	Assert(inflight.active && inflight.whole && inflight.decided);
+	commit_parallel_progress(COMMIT_PHASE_PREPARING, inflight.gids[0]);
+	fault_point("committer_after_prepare");
+	StartTransactionCommand();
+	FinishPreparedTransaction(inflight.gids[0], true);
+	CommitTransactionCommand();
+	end_commit();
 }
 
 /*

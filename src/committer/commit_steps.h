@@ -44,6 +44,8 @@ extern uint64 commit_load_checkpoint(SinkInfo *sink, const char *commit_user, in
 extern int64 commit_record_snapshot(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 									uint64 loaded, int files, int64 bytes, TimestampTz start,
 									const char *commit_kind);
+extern void commit_refuse_gid_in_use(const char *gid, const SinkInfo *sink, const char *commit_user,
+									 int64 checkpoint_id);
 extern void commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user,
 										  int64 checkpoint_id, List *files,
 										  ErrorContextCallback *callback, bool parallel);

@@ -1,8 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * loader.c
- *	  A loader worker's life: one share of one large checkpoint of an
- *	  append sink loaded into the target, in a prepared transaction.
+ *	  A loader worker's life: one large checkpoint of an append sink (or,
+ *	  nonatomic, one share of it) loaded into the target, in a prepared
+ *	  transaction.
+ *
+ * By default the assignment is whole: the loader loads every file of the
+ * checkpoint, then records its snapshot and raises the commit user's mark
+ * with commit.c's own step, and prepares under the checkpoint's own gid,
+ * which the committer then commits: the checkpoint is one transaction,
+ * as when the committer loads it.  What follows is the same for both.
  *
  * The committer assigns a checkpoint's shares to loader entries of its
  * database (commit_parallel.c) and starts one worker per entry.  A loader
@@ -40,6 +47,7 @@
 
 #include "apply/load.h"
 #include "apply/rejects.h"
+#include "committer/commit_steps.h"
 #include "committer/loader.h"
 #include "core/fault.h"
 #include "core/security.h"
@@ -58,6 +66,13 @@ static PGPROC *assigning_committer;
 static void
 loader_error_context(void *arg)
 {
+	if (assignment.whole)
+	{
+		errcontext("paimon_sink loader loading checkpoint %lld of commit user \"%s\" of sink %d",
+				   (long long) assignment.checkpoint_id, assignment.commit_user,
+				   assignment.sink_id);
+		return;
+	}
 	errcontext("paimon_sink loader loading part %d of %d of checkpoint %lld of commit user "
 			   "\"%s\" of sink %d",
 			   assignment.part + 1, assignment.parts, (long long) assignment.checkpoint_id,
@@ -124,10 +139,11 @@ still_assigned(void)
 
 /*
  * report publishes the outcome in the entry (under the lock) and wakes the
- * committer: PREPARED with the rows loaded, or FAILED with edata.
+ * committer: PREPARED with the rows loaded (whole: and the snapshot
+ * recorded, with its committed_at), or FAILED with edata.
  */
 static void
-report(int state, int64 rows, const ErrorData *edata)
+report(int state, int64 rows, int64 snapshot_id, TimestampTz recorded_at, const ErrorData *edata)
 {
 	static char error[PAIMON_SINK_ERROR_SIZE];
 	uint32 length = 0;
@@ -139,6 +155,8 @@ report(int state, int64 rows, const ErrorData *edata)
 	{
 		MyLoader->state = state;
 		MyLoader->rows_loaded = rows;
+		MyLoader->snapshot_id = snapshot_id;
+		MyLoader->recorded_at = recorded_at;
 		MyLoader->sqlerrcode = edata ? edata->sqlerrcode : 0;
 		MyLoader->error_length = length;
 		memcpy(MyLoader->error, error, length);
@@ -190,10 +208,13 @@ share_files(void)
 /*
  * load_share loads the share and prepares its transaction: the worker
  * drives its own transaction block as the committer does (BEGIN, the
- * load, PREPARE TRANSACTION).  Returns the rows loaded.
+ * load, PREPARE TRANSACTION).  A whole assignment records the snapshot
+ * and raises the mark before the PREPARE (*snapshot_id and *recorded_at
+ * get them), under the checkpoint's own gid, which no one else may hold.
+ * Returns the rows loaded.
  */
 static int64
-load_share(void)
+load_share(int64 *snapshot_id, TimestampTz *recorded_at)
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	MemoryContext context = CurrentMemoryContext;
@@ -218,8 +239,9 @@ load_share(void)
 						errdetail("It was dropped while its checkpoint was committed.")));
 	if (SINK_IS_UPSERT(sink))
 		elog(ERROR, "paimon_sink loaders load append sinks only");
+	/* whole, it raises the mark: the row is locked, as the committer's own load locks it */
 	if (assignment.checkpoint_id <=
-		metadata_commit_user_marks(assignment.sink_id, assignment.commit_user, false)
+		metadata_commit_user_marks(assignment.sink_id, assignment.commit_user, assignment.whole)
 			.last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) assignment.checkpoint_id);
 	files = share_files();
@@ -238,6 +260,15 @@ load_share(void)
 	loaded = load_files_share(sink, files, begin, end);
 	/* the share's refused rows (on_error 'reject'), prepared with the share */
 	(void) rejects_record();
+	if (assignment.whole)
+	{
+		*snapshot_id = commit_record_snapshot(assignment.sink_id, assignment.commit_user,
+											  assignment.checkpoint_id, loaded, list_length(files),
+											  assignment.byte_count, assignment.start, "APPEND");
+		*recorded_at = GetCurrentTransactionStartTimestamp();
+		commit_refuse_gid_in_use(assignment.gid, sink, assignment.commit_user,
+								 assignment.checkpoint_id);
+	}
 	PopActiveSnapshot();
 	SPI_finish();
 	MemoryContextSwitchTo(context);
@@ -263,6 +294,8 @@ paimon_sink_loader_main(Datum main_arg)
 	ErrorContextCallback callback;
 	MemoryContext context;
 	int64 rows;
+	int64 snapshot_id = 0;
+	TimestampTz recorded_at = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -293,7 +326,7 @@ paimon_sink_loader_main(Datum main_arg)
 	{
 		TimestampTz start = GetCurrentTimestamp();
 
-		rows = load_share();
+		rows = load_share(&snapshot_id, &recorded_at);
 		ereport(DEBUG1, (errmsg("paimon_sink loader prepared part %d of %d: %lld rows in %.3f ms",
 								assignment.part + 1, assignment.parts, (long long) rows,
 								(double) (GetCurrentTimestamp() - start) / 1000.0)));
@@ -307,7 +340,7 @@ paimon_sink_loader_main(Datum main_arg)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
-		report(LOADER_FAILED, 0, edata);
+		report(LOADER_FAILED, 0, 0, 0, edata);
 		ereport(LOG, (errmsg("paimon_sink loader failed with SQLSTATE %s: %s",
 							 unpack_sql_state(edata->sqlerrcode), edata->message),
 					  edata->context ? errdetail("%s", edata->context) : 0));
@@ -315,7 +348,7 @@ paimon_sink_loader_main(Datum main_arg)
 	}
 	PG_END_TRY();
 	error_context_stack = callback.previous;
-	report(LOADER_PREPARED, rows, NULL);
+	report(LOADER_PREPARED, rows, snapshot_id, recorded_at, NULL);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

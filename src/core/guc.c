@@ -41,6 +41,7 @@ char *PaimonSinkFenceEpochSetting = NULL;
 int PaimonSinkWriterId = 0;
 int PaimonSinkLoadersPerDatabase = 2;
 int PaimonSinkParallelLoadRows = 100000;
+bool PaimonSinkNonatomicParallelLoad = false;
 int PaimonSinkLogCommitMinDurationMs = 0;
 
 /*
@@ -152,10 +153,11 @@ guc_define_settings(void)
 		NULL, &PaimonSinkWritersPerDatabase, 2, 1, 64, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.loaders_per_database",
-		"Number of loader workers per database that load one large checkpoint at once.",
-		"Each loads a share of the checkpoint's staged rows in a prepared transaction of its own; "
-		"one decision commits them all. 0 turns parallel loads off. Each needs a worker slot and "
-		"a prepared transaction.",
+		"Number of loader workers per database, which load large checkpoints off the committer.",
+		"A large checkpoint is loaded by one loader in the checkpoint's own prepared transaction; "
+		"with paimon_sink.nonatomic_parallel_load, by all of them at once, each share in a "
+		"prepared transaction of its own. 0: the committer loads every checkpoint. Each needs a "
+		"worker slot and a prepared transaction.",
 		&PaimonSinkLoadersPerDatabase, 2, 0, PAIMON_SINK_MAX_LOADERS, PGC_POSTMASTER, 0, NULL, NULL,
 		NULL);
 	DefineCustomIntVariable(
@@ -226,10 +228,21 @@ guc_define_settings(void)
 		NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.parallel_load_rows",
-		"Rows from which an append sink's checkpoint is loaded by the loader workers.",
-		"A checkpoint with at least this many rows is loaded by paimon_sink.loaders_per_database "
-		"loaders, off the committer, which serves other sinks meanwhile. 0: never.",
+		"Rows from which an append sink's checkpoint is loaded by a loader worker.",
+		"A checkpoint with at least this many rows is loaded off the committer, which serves "
+		"other sinks meanwhile. 0: never.",
 		&PaimonSinkParallelLoadRows, 100000, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+		"paimon_sink.nonatomic_parallel_load",
+		"Splits a large checkpoint over every loader, each share committed apart: readers may see "
+		"part of it.",
+		"Off (the default): a large checkpoint is loaded by one loader in the checkpoint's own "
+		"prepared transaction and becomes visible at one instant to queries, standbys and logical "
+		"decoding. On: paimon_sink.loaders_per_database loaders load it at once, each share in a "
+		"prepared transaction of its own, committed one after another once the checkpoint is "
+		"decided; a reader, a standby or a logical decoding consumer can see some shares without "
+		"the others.",
+		&PaimonSinkNonatomicParallelLoad, false, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.log_commit_min_duration",
 		"Commits that took at least this long are logged, one line each.",

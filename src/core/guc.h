@@ -30,6 +30,7 @@ extern int PaimonSinkLogCommitMinDurationMs;
 extern int PaimonSinkOrphanRemovalIntervalMs;
 extern int PaimonSinkOrphanFileAgeMs;
 extern int PaimonSinkParallelLoadRows;
+extern bool PaimonSinkNonatomicParallelLoad;
 
 /* What a session writes with (PGC_USERSET). */
 extern int PaimonSinkHandoffBufferKB;

@@ -302,11 +302,13 @@ typedef enum LoaderState
 } LoaderState;
 
 /*
- * One loader worker of a database (loader.c): it loads one share of a
- * large checkpoint of an append sink into the target and ends its
- * transaction with PREPARE TRANSACTION under gid; the committer then
- * records the decision (the snapshot) and commits every share's gid
- * (commit_parallel.c).  The assignment is bounded whatever the checkpoint's
+ * One loader worker of a database (loader.c): it loads a large checkpoint
+ * of an append sink into the target and ends its transaction with
+ * PREPARE TRANSACTION under gid.  Whole (the default), it loads all of it
+ * and records its snapshot too, under the checkpoint's own gid, which the
+ * committer then commits; with paimon_sink.nonatomic_parallel_load it
+ * loads one share, and the committer records the decision (the snapshot)
+ * and commits every share's gid (commit_parallel.c).  The assignment is bounded whatever the checkpoint's
  * size: the loader reads the checkpoint's files from the catalog itself
  * and takes the batches whose position in them (their byte offset, the
  * files laid end to end in the catalog's order) lies in its part of
@@ -324,11 +326,16 @@ typedef struct LoaderEntry
 	int32 sink_id;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;
-	int32 part;		   /* 0 .. parts - 1 */
-	int32 parts;	   /* loaders of the checkpoint */
-	int64 total_bytes; /* of the checkpoint's files, as the committer found them */
-	char gid[GIDSIZE]; /* what it prepares under */
-	int64 rows_loaded; /* once prepared */
+	int32 part;				 /* 0 .. parts - 1 */
+	int32 parts;			 /* loaders of the checkpoint */
+	bool whole;				 /* the whole checkpoint, snapshot included, under its own gid */
+	int64 byte_count;		 /* whole: the committables' bytes, for the snapshot */
+	TimestampTz start;		 /* whole: when the committer started the commit */
+	int64 total_bytes;		 /* of the checkpoint's files, as the committer found them */
+	char gid[GIDSIZE];		 /* what it prepares under */
+	int64 rows_loaded;		 /* once prepared */
+	int64 snapshot_id;		 /* whole: once prepared, the snapshot it recorded */
+	TimestampTz recorded_at; /* whole: once prepared, the snapshot's committed_at */
 	pg_atomic_uint64 rows_done;
 	pg_atomic_uint32 files_done;
 	int sqlerrcode; /* when failed */

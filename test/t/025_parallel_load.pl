@@ -1,4 +1,5 @@
-# A large checkpoint of an append sink loaded by the loader workers, each
+# A large checkpoint of an append sink loaded by the loader workers with
+# paimon_sink.nonatomic_parallel_load (045 has the default, whole load), each
 # share in a prepared transaction of its own, committed as one by the
 # committer's decision record (issue 16, item 4): the shares are seen
 # prepared under loader gids; the target equals a ledger written in the
@@ -23,7 +24,8 @@ my $rows = 20000;    # each checkpoint; 100-byte notes: many 64 kB batches per f
 my $node = PostgreSQL::Test::Cluster->new('loaders');
 $node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf',
-	"paimon_sink.parallel_load_rows = 1000\nmax_connections = 30\nshared_buffers = 16MB\n"
+	"paimon_sink.parallel_load_rows = 1000\npaimon_sink.nonatomic_parallel_load = on\n"
+	  . "max_connections = 30\nshared_buffers = 16MB\n"
 	  . "restart_after_crash = on");
 $node->start;
 ledger_setup($node);

@@ -1,9 +1,10 @@
-# A large checkpoint's loaders do not hold up the other sinks (issue 16,
-# item 5): while sink a's big checkpoint is held in its loaders (paused
-# before their PREPARE), sink b's checkpoint() calls complete and sink c's
+# A large checkpoint's loader does not hold up the other sinks (issue 16,
+# item 5): while sink a's big checkpoint is held in its loader (paused
+# before its PREPARE; by default one loader loads a large checkpoint
+# whole, in the checkpoint's own transaction), sink b's checkpoint() calls complete and sink c's
 # periodic checkpoints go on; a's own checkpoint(), a job's commit() of
 # several checkpoints of a, a recover() of a, and a checkpoint() of sink d
-# (into a's target) wait, then answer correctly once the loaders are done.
+# (into a's target) wait, then answer correctly once the loader is done.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -62,18 +63,18 @@ sql("SELECT count(*) FROM paimon_sink.prepare_commit('a', 'job', 1)");
 big('a', 1006001, 10, 'job');
 sql("SELECT count(*) FROM paimon_sink.prepare_commit('a', 'job', 2)");
 
-# --- a's big checkpoint held in its loaders
+# --- a's big checkpoint held in its loader
 big('a', 1, 20000);
 sql("SELECT paimon_sink.inject_fault('loader_before_prepare', 'pause', -1)");
 my $first = background_sql($node, "SELECT sum(row_count) FROM paimon_sink.checkpoint('a')");
 ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'"),
-	'a\'s loaders run');
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'"),
+	'a\'s loader runs');
 ok( $node->poll_query_until('postgres',
-		"SELECT hits = 2 FROM paimon_sink.faults WHERE point = 'loader_before_prepare'"),
-	'both are held before their PREPARE');
+		"SELECT hits = 1 FROM paimon_sink.faults WHERE point = 'loader_before_prepare'"),
+	'it is held before its PREPARE');
 is(sql("SELECT sink_name || ' ' || loaders || ' ' || phase FROM paimon_sink.commit_progress"),
-	'a 2 loading', 'commit_progress shows a\'s checkpoint in its 2 loaders');
+	'a 1 loading', 'commit_progress shows a\'s checkpoint in its loader');
 
 # a's second checkpoint(), the job's commit() of two checkpoints, d's checkpoint() wait
 big('a', 30001, 7);
@@ -91,7 +92,7 @@ for my $round (1 .. 5)
 {
 	sql("INSERT INTO b SELECT g FROM generate_series($round * 10, $round * 10 + 2) g");
 	is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('b')"), '3',
-		"round $round: b's checkpoint() completes while a's loaders load");
+		"round $round: b's checkpoint() completes while a's loader loads");
 }
 is(sql('SELECT count(*) FROM tb'), '15', 'b\'s rows are all there');
 sql('INSERT INTO c SELECT generate_series(1, 4)');
@@ -101,12 +102,12 @@ is(sql("SELECT count(*) FROM ta"), '0', 'nothing of a is visible yet');
 ok(waiting(q{%checkpoint('a')%}, 2), 'a\'s checkpoint() calls still wait');
 ok(waiting(q{%commit('a', 'job', 2)%}, 1), 'the job\'s commit() still waits');
 
-# --- the loaders go on: every waiting call answers
+# --- the loader goes on: every waiting call answers
 sql("SELECT paimon_sink.clear_faults()");
 is(finish($first), "20000\n", 'a\'s big checkpoint() returns its 20000 rows');
 is(finish($second), "7\n", 'a\'s second checkpoint() then commits its 7 rows');
 is(finish($job), "2 5010\n",
-	'the job\'s commit() commits both its checkpoints, the large one by the loaders');
+	'the job\'s commit() commits both its checkpoints, the large one by the loader');
 is(finish($same_target), "3\n", 'd\'s checkpoint() commits once a\'s loaders are done');
 is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM ta"), '25020 25020',
 	'a\'s target holds every row once');
@@ -114,15 +115,15 @@ is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'nothing is left prepared
 is(sql("SELECT paimon_sink.last_committed_checkpoint('a', 'job')"), '2',
 	'the job\'s mark is at 2');
 
-# --- a recover() of a waits for a's loaders too, then commits what it restores
+# --- a recover() of a waits for a's loader too, then commits what it restores
 big('a', 2000001, 3000, 'job2');
 sql("SELECT count(*) FROM paimon_sink.prepare_commit('a', 'job2', 1)");
 big('a', 50001, 2000);
 sql("SELECT paimon_sink.inject_fault('loader_before_prepare', 'pause', -1)");
 $first = background_sql($node, "SELECT sum(row_count) FROM paimon_sink.checkpoint('a')");
 ok( $node->poll_query_until('postgres',
-		"SELECT hits = 2 FROM paimon_sink.faults WHERE point = 'loader_before_prepare'"),
-	'a\'s next big checkpoint is held in its loaders');
+		"SELECT hits = 1 FROM paimon_sink.faults WHERE point = 'loader_before_prepare'"),
+	'a\'s next big checkpoint is held in its loader');
 my $recover = background_sql($node,
 	"SELECT last_committed_checkpoint || ' ' || recommitted_checkpoints FROM paimon_sink.recover('a', 'job2', 1)");
 ok(waiting(q{%recover('a'%}, 1), 'a recover() of a waits');
