@@ -57,7 +57,7 @@ sub big
 	return;
 }
 
-# a job's two prepared checkpoints of a: 5000 rows (loaded by the loaders), then 10
+# a job's two prepared checkpoints of a: 5000 rows (loaded by the loader), then 10
 big('a', 1000001, 5000, 'job');
 sql("SELECT count(*) FROM paimon_sink.prepare_commit('a', 'job', 1)");
 big('a', 1006001, 10, 'job');
@@ -108,7 +108,7 @@ is(finish($first), "20000\n", 'a\'s big checkpoint() returns its 20000 rows');
 is(finish($second), "7\n", 'a\'s second checkpoint() then commits its 7 rows');
 is(finish($job), "2 5010\n",
 	'the job\'s commit() commits both its checkpoints, the large one by the loader');
-is(finish($same_target), "3\n", 'd\'s checkpoint() commits once a\'s loaders are done');
+is(finish($same_target), "3\n", 'd\'s checkpoint() commits once a\'s loader is done');
 is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM ta"), '25020 25020',
 	'a\'s target holds every row once');
 is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'nothing is left prepared');
