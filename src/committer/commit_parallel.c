@@ -555,17 +555,19 @@ commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 check
 	/* one parallel commit at a time: another one is loaded by the committer */
 	if (inflight.active)
 		return PARALLEL_FALLBACK;
-	if (!whole && max_prepared_xacts < parts + 1)
+	/* the loaders' and one of the committer's own, which goes on meanwhile */
+	if (max_prepared_xacts < parts + 1)
 	{
 		if (!logged_no_prepared)
 			ereport(LOG, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 						  errmsg("paimon_sink committer loads large checkpoints itself: too few "
 								 "prepared transactions for its loaders"),
-						  errdetail("A parallel commit holds %d prepared transactions at once (1 "
-									"and 1 per loader); max_prepared_transactions is %d.",
+						  errdetail("A commit by loaders holds %d prepared transactions at once "
+									"(1 per loader and 1 of the committer's own); "
+									"max_prepared_transactions is %d.",
 									parts + 1, max_prepared_xacts),
 						  errhint("Raise max_prepared_transactions to at least %d per database "
-								  "with sinks, or lower paimon_sink.loaders_per_database.",
+								  "with sinks.",
 								  parts + 1)));
 		logged_no_prepared = true;
 		return PARALLEL_FALLBACK;
