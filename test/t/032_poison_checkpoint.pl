@@ -180,16 +180,28 @@ is(sql("SELECT row_count || ' ' || newly_committed FROM paimon_sink.commit('rs',
 	'a retry finds it committed');
 is(sql("SELECT count(*) FROM paimon_sink.rejects WHERE sink_name = 'rs'"), '4', 'nothing doubled');
 
-# the loaders: each share's refused rows commit in the share's prepared transaction
+# a loader: the refused rows commit in the checkpoint's transaction it prepares
 sql("ALTER SYSTEM SET paimon_sink.parallel_load_rows = 100; SELECT pg_reload_conf()");
 sql("INSERT INTO rs SELECT i, CASE WHEN i IN (3050, 3950) THEN 55 ELSE 1 END, 'fine'
 	FROM generate_series(3001, 4000) i");
 is(sql("SELECT checkpoint_id || ' ' || row_count FROM paimon_sink.checkpoint('rs')"), '3 998',
-	'a checkpoint the loaders load commits its good rows');
+	'a checkpoint a loader loads commits its good rows');
 is(sql("SELECT string_agg(row_data->>'id', ',' ORDER BY (row_data->>'id')::int) FROM paimon_sink.rejects
 	WHERE sink_name = 'rs' AND checkpoint_id = 3"), '3050,3950', 'and its refused rows, each once');
-ok($node->log_contains('paimon_sink committed snapshot \d+ of sink "rs": .* identifier 3, 998 rows, \d+ files, 2 loaders'),
-	'by the loaders');
+ok($node->log_contains('paimon_sink committed snapshot \d+ of sink "rs": .* identifier 3, 998 rows, \d+ files, 1 loaders'),
+	'by the loader');
+
+# split over the loaders (nonatomic): each share's refused rows commit in the share's transaction
+sql("ALTER SYSTEM SET paimon_sink.nonatomic_parallel_load = on; SELECT pg_reload_conf()");
+sql("INSERT INTO rs SELECT i, CASE WHEN i IN (4050, 4950) THEN 55 ELSE 1 END, 'fine'
+	FROM generate_series(4001, 5000) i");
+is(sql("SELECT checkpoint_id || ' ' || row_count FROM paimon_sink.checkpoint('rs')"), '4 998',
+	'a checkpoint split over the loaders commits its good rows');
+is(sql("SELECT string_agg(row_data->>'id', ',' ORDER BY (row_data->>'id')::int) FROM paimon_sink.rejects
+	WHERE sink_name = 'rs' AND checkpoint_id = 4"), '4050,4950', 'and its refused rows, each once');
+ok($node->log_contains('paimon_sink committed snapshot \d+ of sink "rs": .* identifier 4, 998 rows, \d+ files, 2 loaders'),
+	'by the two loaders');
+sql("ALTER SYSTEM RESET paimon_sink.nonatomic_parallel_load; SELECT pg_reload_conf()");
 
 # --- who reads the rejects: the sink owner's members, through the view
 sql("CREATE ROLE eve LOGIN");
