@@ -6,8 +6,9 @@
 # transactions and checks the target against the ledger: the plain commit
 # (one prepared transaction, the checkpoint's own gid, 1 loader); a
 # loader's unique violation reaching checkpoint(); a loader that fails,
-# exits or is killed before its PREPARE; the committer ending while the
-# prepared loader waits; a crash at each moment (loading, prepared by the
+# exits or is killed before its PREPARE, or exits after it; the committer
+# ending, or another sink's request failing, while the prepared loader
+# waits; a crash at each moment (loading, prepared by the
 # loader, the committer about to COMMIT PREPARED), a prepared gid being
 # committed by recovery with no further checkpoint(); a reader that only
 # ever sees whole checkpoints; a standby that shows nothing of the
@@ -232,6 +233,43 @@ is(target_rows($node, $scen), $rows, 'committer ends: the new committer committe
 is(sql("SELECT count(*) FROM paimon_sink.checkpoint('s') WHERE newly_committed"),
 	'0', 'committer ends: a retry of checkpoint() commits nothing new');
 is((ledger_diff($node, [$scen]))[0], $exact, 'committer ends: the target equals the ledger');
+
+# the loader exits right after its PREPARE, before it reports: the
+# checkpoint is complete, recovery commits it, and the error says so
+$scen++;
+stage($node, $scen);
+sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'fatal', 1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
+like($err, qr/ERROR:  08006: paimon_sink loader exited after it prepared checkpoint \d+/,
+	'loader exits after its PREPARE: checkpoint() fails saying the checkpoint is prepared');
+like($err, qr/DETAIL:  The checkpoint is complete in prepared transaction "paimon_sink:/,
+	'loader exits after its PREPARE: naming its gid, not "nothing applied"');
+sql("SELECT paimon_sink.clear_faults()");
+is(sql("SELECT count(*) FROM paimon_sink.checkpoint('s') WHERE newly_committed"),
+	'0', 'loader exits after its PREPARE: the retry finds it committed');
+ok(nothing_in_doubt($node), 'loader exits after its PREPARE: nothing of ours is left in doubt');
+is((ledger_diff($node, [$scen]))[0], $exact, 'loader exits after its PREPARE: the target equals the ledger');
+
+# another sink's request fails while the loader's gid is prepared: the
+# in-doubt resolution that follows leaves that gid to the commit in flight
+sql(q{CREATE TABLE keyed2 (id bigint PRIMARY KEY);
+	SELECT sink_name FROM paimon_sink.create_sink('k2', 'keyed2');
+	INSERT INTO keyed2 VALUES (1);});
+$scen++;
+stage($node, $scen);
+sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
+$run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
+ok(paused($node, 'loader_after_prepare'), 'another request fails: the loader prepared the checkpoint');
+sql("INSERT INTO k2 VALUES (1)");
+($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('k2')");
+like($err, qr/ERROR:  23505:/, 'another request fails: a unique violation of sink k2, meanwhile');
+$log_offset = -s $node->logfile;
+sql("SELECT paimon_sink.clear_faults()");
+is(finish($run), "$rows\n", 'another request fails: checkpoint() of s still answers its snapshot');
+unlike(substr(slurp_file($node->logfile), $log_offset), qr/committed in-doubt transaction/,
+	'another request fails: the committer committed the gid, not the in-doubt resolution');
+is((ledger_diff($node, [$scen]))[0], $exact, 'another request fails: the target equals the ledger');
+sql("SELECT paimon_sink.drop_sink('k2', force => true)");
 
 # --- 4. a crash (immediate stop) at each moment of the whole load
 for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
