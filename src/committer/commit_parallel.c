@@ -149,6 +149,18 @@ commit_parallel_owns(const GidParts *parts)
 }
 
 /*
+ * commit_parallel_holds_gid tells whether gid is the one a whole load in
+ * flight prepares under: the committer commits it once its loader
+ * reports, so in-doubt resolution leaves it alone meanwhile (an earlier
+ * attempt's gid of the same checkpoint is not, and is committed).
+ */
+bool
+commit_parallel_holds_gid(const char *gid)
+{
+	return inflight.active && inflight.whole && strcmp(gid, inflight.gids[0]) == 0;
+}
+
+/*
  * set_progress shows the parallel commit in commit_progress: phase, and
  * at its start (files >= 0) what it commits.
  */
@@ -476,15 +488,44 @@ poll_loaders(int *failed, bool check_blocked)
 }
 
 /*
+ * whole_prepared tells whether the gid of the whole load just aborted is
+ * prepared: its loader exited after its PREPARE, before it reported.
+ * Outside a transaction.
+ */
+static bool
+whole_prepared(void)
+{
+	Oid owner;
+	Oid database_id;
+	bool prepared;
+
+	work_begin();
+	prepared = recovery_gid_in_use(inflight.gids[0], &owner, &database_id);
+	work_end();
+	return prepared;
+}
+
+/*
  * raise_failure raises the error of the loader part that failed, whole, or
- * when it exited without one, an error saying so.  The commit is already
- * aborted.
+ * when it exited without one, an error saying so: a whole load's loader
+ * that exited after its PREPARE left the checkpoint complete, which
+ * recovery commits.  The commit is already aborted.
  */
 static void
 raise_failure(int part, const char *error, uint32 length)
 {
 	if (length > 0)
 		request_throw_error(error, length, "relayed from a paimon_sink loader");
+	if (inflight.whole && whole_prepared())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("paimon_sink loader exited after it prepared checkpoint %lld of commit "
+						"user \"%s\"",
+						(long long) inflight.checkpoint_id, inflight.commit_user),
+				 errdetail("The checkpoint is complete in prepared transaction \"%s\", which the "
+						   "committer commits before its next request.",
+						   inflight.gids[0]),
+				 errhint("Commit again: the retry finds it committed.")));
 	ereport(ERROR, (errcode(ERRCODE_CONNECTION_FAILURE),
 					errmsg("paimon_sink loader %d of %d exited before it prepared its share",
 						   part + 1, inflight.parts > 0 ? inflight.parts : part + 1),

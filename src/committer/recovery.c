@@ -314,7 +314,8 @@ recovery_remove_committed_files(void)
 
 /*
  * finish_checkpoints commits the in-doubt checkpoint gids of ours in gids
- * (a checkpoint is prepared only once it is complete: each is a decision);
+ * (a checkpoint is prepared only once it is complete: each is a decision),
+ * but the one a whole load in flight prepared, which its commit commits;
  * returns how many.
  */
 static int
@@ -327,7 +328,7 @@ finish_checkpoints(List *gids)
 	{
 		PreparedGid *entry = lfirst(lc);
 
-		if (!entry->ours || entry->parts.part >= 0)
+		if (!entry->ours || entry->parts.part >= 0 || commit_parallel_holds_gid(entry->gid))
 			continue;
 		StartTransactionCommand();
 		FinishPreparedTransaction(entry->gid, true);
