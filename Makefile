@@ -59,6 +59,7 @@ OBJS = \
 	src/committer/maintenance.o \
 	src/committer/missing_files.o \
 	src/committer/loader.o \
+	src/committer/loader_workers.o \
 	src/committer/barrier.o \
 	src/api/api.o \
 	src/api/restart.o \

@@ -49,19 +49,16 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
-#include "utils/array.h"
-#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "committer/commit_parallel.h"
+#include "committer/loader_workers.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
 #include "core/fault.h"
@@ -73,9 +70,6 @@
 
 /* How often the committer looks at loaders that do not wake it (a lock wait). */
 #define LOADER_POLL_MS 1000
-
-/* How long a starting committer waits for the loaders of the committer before it. */
-#define STALE_LOADER_WAIT_MS 60000
 
 /* The parallel commit in flight. */
 typedef struct ParallelCommit
@@ -414,25 +408,6 @@ start_loaders(int64 total_bytes, int64 byte_count, TimestampTz start)
 }
 
 /*
- * blocked_by_prepared tells whether the process pid waits for a lock that
- * a prepared transaction holds (pg_blocking_pids lists those as 0).
- */
-static bool
-blocked_by_prepared(pid_t pid)
-{
-	ArrayType *blockers =
-		DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
-	int count = ArrayGetNItems(ARR_NDIM(blockers), ARR_DIMS(blockers));
-	int32 *values = (int32 *) ARR_DATA_PTR(blockers);
-	bool blocked = false;
-
-	for (int i = 0; i < count; i++)
-		blocked = blocked || values[i] == 0;
-	pfree(blockers);
-	return blocked;
-}
-
-/*
  * poll_loaders looks at the loaders of the commit in flight; *failed gets
  * the part that failed or exited first.
  */
@@ -482,7 +457,8 @@ poll_loaders(int *failed, bool check_blocked)
 	if (prepared == inflight.parts)
 		return LOADERS_PREPARED;
 	/* a deadlock needs a sibling prepared, holding what the waiting one needs */
-	if (check_blocked && prepared > 0 && waiting != 0 && blocked_by_prepared(waiting))
+	if (check_blocked && prepared > 0 && waiting != 0 &&
+		loader_workers_blocked_by_prepared(waiting))
 		return LOADERS_BLOCKED;
 	return LOADERS_RUNNING;
 }
@@ -893,72 +869,4 @@ commit_parallel_commit_shares(void)
 	}
 	end_commit();
 	return parts;
-}
-
-/*
- * commit_parallel_stop_stale makes sure, at the committer's start, that no
- * loader of an earlier committer still runs: recovery must see every share
- * that will ever be prepared.  Entries not taken are freed (their worker,
- * if it starts, finds the incarnation changed and leaves); loaders that
- * run are terminated and waited for, up to STALE_LOADER_WAIT_MS, after
- * which the committer exits (FATAL) and the launcher starts it again.
- */
-void
-commit_parallel_stop_stale(void)
-{
-	TimestampTz start = GetCurrentTimestamp();
-
-	for (;;)
-	{
-		int running = 0;
-
-		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-		MyDatabaseEntry->waiting_count = 0;
-		for (int i = 0; i < PaimonSinkLoadersPerDatabase; i++)
-		{
-			LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
-
-			if (loader->pid == 0)
-				loader->state = LOADER_FREE;
-			else
-			{
-				running++;
-				(void) kill(loader->pid, SIGTERM);
-			}
-		}
-		LWLockRelease(PaimonSinkState->lock);
-		if (running == 0)
-			return;
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), STALE_LOADER_WAIT_MS))
-			ereport(FATAL,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("paimon_sink committer cannot start: %d loaders of the committer "
-							"before it do not stop",
-							running),
-					 errdetail("Recovery must see every share a loader may still prepare.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * commit_parallel_exit terminates, as the committer exits, the loaders it
- * started (an exit callback: raises nothing, waits for nothing; the next
- * committer waits for them).
- */
-void
-commit_parallel_exit(void)
-{
-	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
-	for (int i = 0; i < PaimonSinkLoadersPerDatabase; i++)
-	{
-		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
-
-		if (loader->pid != 0 &&
-			loader->committer_incarnation == MyDatabaseEntry->committer_incarnation)
-			(void) kill(loader->pid, SIGTERM);
-	}
-	LWLockRelease(PaimonSinkState->lock);
 }

@@ -61,7 +61,5 @@ extern void commit_parallel_cleanup(void);
 extern bool commit_parallel_active(void);
 extern bool commit_parallel_owns(const GidParts *parts);
 extern bool commit_parallel_holds_gid(const char *gid);
-extern void commit_parallel_stop_stale(void);
-extern void commit_parallel_exit(void);
 
 #endif /* PAIMON_SINK_COMMIT_PARALLEL_H */

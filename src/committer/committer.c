@@ -40,6 +40,7 @@
 #include "committer/barrier.h"
 #include "committer/commit.h"
 #include "committer/commit_parallel.h"
+#include "committer/loader_workers.h"
 #include "committer/committer.h"
 #include "committer/maintenance.h"
 #include "committer/missing_files.h"
@@ -258,7 +259,7 @@ committer_exit(int code, Datum arg)
 {
 	/* a writer answering a barrier must not wait for us; a loader must not prepare for us */
 	barrier_detach_all();
-	commit_parallel_exit();
+	loader_workers_exit();
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	MyDatabaseEntry->committer_pid = 0;
 	MyDatabaseEntry->committer_proc = NULL;
@@ -788,7 +789,7 @@ paimon_sink_committer_main(Datum main_arg)
 
 	register_committer();
 	/* recovery must see every share a loader of a committer before us may prepare */
-	commit_parallel_stop_stale();
+	loader_workers_stop_stale();
 	/* the entry may show the schedule of a committer before us, or of another database */
 	publish_schedule();
 	/* registered first: the launcher must not start another one meanwhile */
