@@ -18,6 +18,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
@@ -142,6 +143,23 @@ fault_errno(const char *name)
 }
 
 /*
+ * forget_pause clears the paused pid of the point (a FaultPoint *) when it
+ * is this process's: the process leaves the pause by an error or exits
+ * while paused (PG_ENSURE_ERROR_CLEANUP), so the faults view and a test
+ * waiting for the next pause never see a process that is gone.
+ */
+static void
+forget_pause(int code, Datum arg)
+{
+	FaultPoint *point = (FaultPoint *) DatumGetPointer(arg);
+
+	SpinLockAcquire(&PaimonSinkState->faults.mutex);
+	if (point->paused_pid == MyProcPid)
+		point->paused_pid = 0;
+	SpinLockRelease(&PaimonSinkState->faults.mutex);
+}
+
+/*
  * fault_point is a named moment: when a test armed it, act.  A paused
  * process waits, interruptibly, until release_fault() or clear_faults().
  */
@@ -174,6 +192,8 @@ fault_point(const char *name)
 			break;
 		case FAULT_PAUSE:
 			ereport(LOG, (errmsg("fault injected at %s: process %d pauses", name, MyProcPid)));
+			/* a process ended while paused (terminated, an error) is no longer shown paused */
+			PG_ENSURE_ERROR_CLEANUP(forget_pause, PointerGetDatum(point));
 			for (;;)
 			{
 				bool released;
@@ -191,6 +211,7 @@ fault_point(const char *name)
 				ResetLatch(MyLatch);
 				CHECK_FOR_INTERRUPTS();
 			}
+			PG_END_ENSURE_ERROR_CLEANUP(forget_pause, PointerGetDatum(point));
 			break;
 	}
 }

@@ -226,6 +226,9 @@ ok(paused($node, 'loader_after_prepare'), 'committer ends: the loader prepared t
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
 like(finish($run), qr/08006|stopped while serving/,
 	'committer ends: the request fails, its outcome unknown');
+ok( $node->poll_query_until('postgres',
+		"SELECT paused_pid IS NULL FROM paimon_sink.faults WHERE point = 'loader_after_prepare'"),
+	'committer ends: its loader, terminated while paused, is no longer shown paused');
 sql("SELECT paimon_sink.clear_faults()");
 ok(writers_ready($node, 'postgres'), 'committer ends: a new committer serves');
 ok(nothing_in_doubt($node), 'committer ends: nothing of ours is left in doubt');
