@@ -52,6 +52,7 @@ OBJS = \
 	src/committer/work.o \
 	src/committer/prepare.o \
 	src/committer/commit.o \
+	src/committer/commit_batch.o \
 	src/committer/commit_group.o \
 	src/committer/commit_parallel.o \
 	src/committer/commit_removal.o \

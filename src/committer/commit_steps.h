@@ -29,6 +29,14 @@ typedef struct CommitContext
 	const char *target; /* schema-qualified, quoted where needed */
 } CommitContext;
 
+/* Whose transaction commit_prepare_and_commit_gid prepares and commits. */
+typedef enum CommitWay
+{
+	COMMIT_WAY_ONE,		 /* checkpoints loaded here (one sink's, or a group's) */
+	COMMIT_WAY_PARALLEL, /* the decision of a checkpoint the loaders loaded */
+	COMMIT_WAY_BATCH	 /* periodic checkpoints of many sinks (commit_batch.c) */
+} CommitWay;
+
 /* in commit.c */
 extern void commit_error_context(void *arg);
 extern void commit_begin_block(void);
@@ -48,7 +56,7 @@ extern void commit_refuse_gid_in_use(const char *gid, const SinkInfo *sink, cons
 									 int64 checkpoint_id);
 extern void commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user,
 										  int64 checkpoint_id, List *files,
-										  ErrorContextCallback *callback, bool parallel);
+										  ErrorContextCallback *callback, CommitWay way);
 extern void commit_log(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					   int64 snapshot_id, uint64 loaded, List *files, int64 bytes,
 					   const UpsertCounts *changes, TimestampTz start, int loaders);

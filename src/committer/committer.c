@@ -39,6 +39,7 @@
 #include "apply/load.h"
 #include "committer/barrier.h"
 #include "committer/commit.h"
+#include "committer/commit_batch.h"
 #include "committer/commit_parallel.h"
 #include "committer/committer.h"
 #include "committer/maintenance.h"
@@ -397,22 +398,34 @@ checkpoint_schedule(void)
 }
 
 /*
- * earliest_due returns the index of the due sink with the earliest
- * deadline (the first in the array of those with the same), or -1 when
- * none is due at now; a sink that waits for the parallel commit in flight
- * is not due.
+ * due_sinks fills due with the indexes of the due sinks with the earliest
+ * deadlines (of those with the same, the first in the array first), at
+ * most PAIMON_SINK_BARRIER_SINKS, earliest first; returns how many.  A
+ * sink that waits for the parallel commit in flight is not due.
  */
 static int
-earliest_due(TimestampTz now)
+due_sinks(TimestampTz now, int *due)
 {
-	int earliest = -1;
+	int count = 0;
 
 	for (int i = 0; i < schedule_count; i++)
-		if (schedule[i].next_due <= now &&
-			(earliest < 0 || schedule[i].next_due < schedule[earliest].next_due) &&
-			!commit_parallel_defers(schedule[i].sink_id))
-			earliest = i;
-	return earliest;
+	{
+		int at;
+
+		if (schedule[i].next_due > now || commit_parallel_defers(schedule[i].sink_id))
+			continue;
+		/* insertion into the sorted few: a later deadline goes after the equal ones */
+		at = count;
+		while (at > 0 && schedule[due[at - 1]].next_due > schedule[i].next_due)
+			at--;
+		if (at >= PAIMON_SINK_BARRIER_SINKS)
+			continue;
+		if (count < PAIMON_SINK_BARRIER_SINKS)
+			count++;
+		memmove(&due[at + 1], &due[at], sizeof(int) * (count - 1 - at));
+		due[at] = i;
+	}
+	return count;
 }
 
 /*
@@ -437,40 +450,81 @@ advance_deadline(ScheduledSink *sink, TimestampTz now)
 	sink->next_due = due;
 }
 
-/*
- * run_periodic_checkpoint takes the due periodic checkpoint with the
- * earliest deadline; false when none is due.
- */
-static bool
-run_periodic_checkpoint(void)
+/* count_run counts a periodic checkpoint of the sink that started at now. */
+static void
+count_run(ScheduledSink *sink, TimestampTz now)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	int i = earliest_due(now);
-	ScheduledSink *sink;
-	CommitterRequest *request;
-
-	if (i < 0)
-		return false;
-	sink = &schedule[i];
 	sink->checkpoints++;
 	sink->last_run = now;
 	sink->last_late_ms = (now - sink->next_due) / 1000;
 	sink->max_late_ms = Max(sink->max_late_ms, sink->last_late_ms);
-	/* not in CommitterContext, which run_request resets: it may be the current one */
-	request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
-	request->kind = REQUEST_CHECKPOINT;
-	request->sink_id = sink->sink_id;
-	/* left to the loaders, it counts as run: its outcome is only logged */
-	if (!serve_periodic(request))
-		request->sqlerrcode = 0;
-	/* a failure is logged and tried again, not too often */
-	if (request->sqlerrcode == 0)
+}
+
+/*
+ * checkpoint_done moves the sink's deadline on after its periodic
+ * checkpoint ended with sqlerrcode: a failure is logged (by the one who
+ * served it) and tried again, not too often.
+ */
+static void
+checkpoint_done(ScheduledSink *sink, int sqlerrcode)
+{
+	if (sqlerrcode == 0)
 		advance_deadline(sink, GetCurrentTimestamp());
 	else
 		sink->next_due =
 			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(sink->interval_ms, 10000));
-	publish_sink(i);
-	pfree(request);
+}
+
+/*
+ * run_periodic_checkpoints takes the due periodic checkpoints with the
+ * earliest deadlines; false when none is due.  One due sink is served
+ * alone (serve_periodic); several are served together, one batch of at
+ * most PAIMON_SINK_BARRIER_SINKS (serve_periodic_batch): its members share
+ * the barrier round and the WAL flushes of their commits.  A member the
+ * batch did not take (another owner's sink) stays due for the next turn.
+ */
+static bool
+run_periodic_checkpoints(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int due[PAIMON_SINK_BARRIER_SINKS];
+	BatchMember members[PAIMON_SINK_BARRIER_SINKS];
+	int count = due_sinks(now, due);
+
+	if (count == 0)
+		return false;
+	if (count == 1)
+	{
+		ScheduledSink *sink = &schedule[due[0]];
+		/* not in CommitterContext, which run_request resets: it may be the current one */
+		CommitterRequest *request =
+			MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
+
+		count_run(sink, now);
+		request->kind = REQUEST_CHECKPOINT;
+		request->sink_id = sink->sink_id;
+		/* left to the loaders, it counts as run: its outcome is only logged */
+		if (!serve_periodic(request))
+			request->sqlerrcode = 0;
+		checkpoint_done(sink, request->sqlerrcode);
+		publish_sink(due[0]);
+		pfree(request);
+		return true;
+	}
+	memset(members, 0, sizeof(members));
+	for (int i = 0; i < count; i++)
+		members[i].sink_id = schedule[due[i]].sink_id;
+	serve_periodic_batch(members, count);
+	for (int i = 0; i < count; i++)
+	{
+		ScheduledSink *sink = &schedule[due[i]];
+
+		if (members[i].outcome == BATCH_NOT_TAKEN)
+			continue;
+		count_run(sink, now);
+		checkpoint_done(sink, members[i].sqlerrcode);
+		publish_sink(due[i]);
+	}
 	return true;
 }
 
@@ -555,7 +609,7 @@ run_catalog_maintenance(void)
 
 /* The duties; of two due since the same time, the first here runs first. */
 static CommitterDuty duties[] = {
-	{"periodic checkpoint", true, false, NULL, checkpoint_schedule, run_periodic_checkpoint},
+	{"periodic checkpoint", true, false, NULL, checkpoint_schedule, run_periodic_checkpoints},
 	{"orphan removal", true, false, NULL, orphans_schedule, remove_orphans_of_next_sink},
 	{"catalog maintenance", false, true, catalog_maintenance_interval_ms, NULL,
 	 run_catalog_maintenance},
