@@ -57,6 +57,7 @@ OBJS = \
 	src/committer/commit_parallel.o \
 	src/committer/commit_removal.o \
 	src/committer/recovery.o \
+	src/committer/schedule.o \
 	src/committer/maintenance.o \
 	src/committer/missing_files.o \
 	src/committer/loader.o \

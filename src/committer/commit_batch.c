@@ -43,8 +43,7 @@
  * commit.c routes specially (an overwrite sink's replacing commit, a sink
  * whose on_error moves rows aside, a checkpoint the loaders load), a sink
  * with a prepared checkpoint left from before (a failed commit's), a sink
- * whose checkpoint would take the batch past BATCH_ROWS rows, and a sink
- * left alone in its batch.  Only sinks of one owner share a batch: each
+ * whose checkpoint would take the batch past BATCH_ROWS rows.  Only sinks of one owner share a batch: each
  * member's target code runs as its owner in the batch's transaction, and
  * one owner's code must not make another owner's commits fail or wait
  * (a trigger's NOTIFY refuses the PREPARE of everything with it, for
@@ -240,12 +239,12 @@ load_member(MemberState *state)
 		state->start = GetCurrentTimestamp();
 		state->sink = commit_enter_checkpoint(member->sink_id, member->commit_user,
 											  state->checkpoint_id, &state->context, &callback);
-		state->files = commit_read_checkpoint_files(state->sink, member->commit_user,
-													state->checkpoint_id, &rows, &state->bytes,
-													&file_bytes);
-		state->loaded = commit_load_checkpoint(state->sink, member->commit_user,
-											   state->checkpoint_id, state->files, rows,
-											   &state->changes, &commit_kind);
+		state->files =
+			commit_read_checkpoint_files(state->sink, member->commit_user, state->checkpoint_id,
+										 &rows, &state->bytes, &file_bytes);
+		state->loaded =
+			commit_load_checkpoint(state->sink, member->commit_user, state->checkpoint_id,
+								   state->files, rows, &state->changes, &commit_kind);
 		state->snapshot_id = commit_record_snapshot(
 			member->sink_id, member->commit_user, state->checkpoint_id, state->loaded,
 			list_length(state->files), state->bytes, state->start, commit_kind);
@@ -423,7 +422,7 @@ commit_batch_periodic(BatchMember *members, int count)
 	 */
 	PG_TRY();
 	{
-		if (include_members(states, taken) >= 2)
+		if (include_members(states, taken) > 0)
 			commit_members(states, taken);
 	}
 	PG_CATCH();

@@ -322,12 +322,11 @@ run_batch(BatchMember *members, int count)
 		SPI_finish();
 		load_abort();
 		(void) commit_failure_hint(error->sqlerrcode);
-		ereport(LOG,
-				(errmsg("paimon_sink committer's batch of %d periodic checkpoints failed with "
-						"SQLSTATE %s: %s",
-						count, unpack_sql_state(error->sqlerrcode), error->message),
-				 errdetail("Its sinks are checkpointed one by one."),
-				 error->context ? errcontext("%s", error->context) : 0));
+		ereport(LOG, (errmsg("paimon_sink committer's batch of %d periodic checkpoints failed with "
+							 "SQLSTATE %s: %s",
+							 count, unpack_sql_state(error->sqlerrcode), error->message),
+					  errdetail("Its sinks are checkpointed one by one."),
+					  error->context ? errcontext("%s", error->context) : 0));
 		FreeErrorData(error);
 	}
 	PG_END_TRY();
