@@ -10,15 +10,15 @@
  * them).  For each writer in turn it waits until the writer serves and has
  * no barrier under way, fills the writer's barrier area (the sinks and
  * their streams, the kind, the snapshot that splits the rows between this
- * checkpoint and the next) and creates the reply
- * queue in it; the writer seals its files and sends a record per file,
- * then an end record.  The committer reads every writer's queue as the
- * records come.  No wait is unbounded (liveness.c): a fenced writer fails
- * the barrier at once, one that shows no progress for
- * paimon_sink.handoff_timeout is fenced and fails it, and a writer whose
- * committer reads nothing for that long gives its answer up.  Once the transaction that recorded the files is
- * durable, the committer confirms the barrier's seq and the writers forget
- * the files.  The reply queue is attached with the writer's
+ * checkpoint and the next) and creates the reply queue in it; the writer
+ * seals its files and sends a record per file, then an end record.  The
+ * committer reads every writer's queue as the records come.  No wait is
+ * unbounded (liveness.c): a fenced writer fails the barrier at once, one
+ * that shows no progress for paimon_sink.handoff_timeout is fenced and
+ * fails it, and a writer whose committer reads nothing for that long gives
+ * its answer up.  Once the transaction that recorded the files is durable,
+ * the committer confirms the barrier's seq and the writers forget the
+ * files.  The reply queue is attached with the writer's
  * BackgroundWorkerHandle when this committer started the writer, so that
  * a writer that stops reads as a detached queue.  The writer names itself
  * the queue's sender before it attaches, so that the handle covers every
@@ -265,13 +265,14 @@ request_barrier(int index, const BarrierSink *sinks, int count, int32 writer_id,
 	shm_mq *queue;
 	PGPROC *proc;
 
+	/* the writer reads its area only once it sees BARRIER_REQUESTED, set below */
 	memcpy(shared_address(writer->barrier_xip_offset), snapshot->xip,
 		   sizeof(TransactionId) * snapshot->xcnt);
+	memcpy(writer->barrier_sinks, sinks, sizeof(BarrierSink) * count);
 	queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
 	shm_mq_set_receiver(queue, MyProc);
 	SpinLockAcquire(&writer->mutex);
 	proc = writer->proc;
-	memcpy(writer->barrier_sinks, sinks, sizeof(BarrierSink) * count);
 	writer->barrier_sink_count = count;
 	writer->barrier_writer_id = writer_id;
 	writer->barrier_kind = kind;
