@@ -17,7 +17,8 @@
  * all of them (barrier_run_sinks) and records each member's committables
  * as its next checkpoint, raising its prepared mark, as prepare.c does for
  * one sink; like checkpoint()'s, its commit is not flushed on its own and
- * the barrier is confirmed once the PREPARE below has flushed past it.
+ * the barrier is confirmed once the PREPARE below has flushed past it (a
+ * batch of idle sinks, which recorded nothing, flushes nothing).
  * Then one transaction block commits the recorded checkpoints with the
  * single sink's steps (commit_steps.h: read the files, load, record the
  * snapshot and raise the mark), each member inside a subtransaction of
@@ -394,6 +395,7 @@ commit_batch_periodic(BatchMember *members, int count)
 	uint64 *seqs = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	XLogRecPtr commit_end;
 	int taken;
+	bool recorded = false;
 
 	Assert(count <= PAIMON_SINK_BARRIER_SINKS);
 	work_begin();
@@ -413,7 +415,11 @@ commit_batch_periodic(BatchMember *members, int count)
 			member->outcome = BATCH_EMPTY;
 		else
 			member->checkpoint_id = states[i].checkpoint_id;
+		recorded = recorded || member->committables > 0;
 	}
+	/* a batch that recorded nothing has nothing to make durable (idle sinks flush nothing) */
+	if (!recorded)
+		commit_end = InvalidXLogRecPtr;
 
 	/*
 	 * A failed commit leaves the checkpoints recorded: the writers forget
