@@ -495,6 +495,22 @@ commit_enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint
 
 	/* SPI calls return to SPI's context; what outlives SPI_finish goes to CommitterContext */
 	sink = work_require_sink(sink_id);
+	commit_enter_known(sink, commit_user, checkpoint_id, context, callback);
+	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
+		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+	return sink;
+}
+
+/*
+ * commit_enter_known is commit_enter_checkpoint for a caller that read the
+ * sink (in CommitterContext) and the commit user's marks in this request
+ * already (commit_batch.c: in the transaction that recorded the
+ * checkpoint, and only this committer moves the marks): callback only.
+ */
+void
+commit_enter_known(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+				   CommitContext *context, ErrorContextCallback *callback)
+{
 	context->sink = sink->name;
 	context->commit_user = commit_user;
 	context->checkpoint_id = checkpoint_id;
@@ -503,9 +519,6 @@ commit_enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint
 	callback->arg = context;
 	callback->previous = error_context_stack;
 	error_context_stack = callback;
-	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
-		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
-	return sink;
 }
 
 /*

@@ -238,8 +238,9 @@ load_member(MemberState *state)
 		const char *commit_kind;
 
 		state->start = GetCurrentTimestamp();
-		state->sink = commit_enter_checkpoint(member->sink_id, member->commit_user,
-											  state->checkpoint_id, &state->context, &callback);
+		/* the sink and marks read as the checkpoint was recorded, in this request */
+		commit_enter_known(state->sink, member->commit_user, state->checkpoint_id, &state->context,
+						   &callback);
 		state->files =
 			commit_read_checkpoint_files(state->sink, member->commit_user, state->checkpoint_id,
 										 &rows, &state->bytes, &file_bytes);

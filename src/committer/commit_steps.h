@@ -43,6 +43,8 @@ extern void commit_begin_block(void);
 extern SinkInfo *commit_enter_checkpoint(int32 sink_id, const char *commit_user,
 										 int64 checkpoint_id, CommitContext *context,
 										 ErrorContextCallback *callback);
+extern void commit_enter_known(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+							   CommitContext *context, ErrorContextCallback *callback);
 extern List *commit_read_checkpoint_files(const SinkInfo *sink, const char *commit_user,
 										  int64 checkpoint_id, int64 *rows, int64 *bytes,
 										  int64 *file_bytes);
