@@ -37,18 +37,20 @@
  * costs only the failing member's work.  The subtransactions bound a
  * batch: each member takes two subtransaction ids (its own, and the
  * load's, load.c), and a transaction with more than 64 of them overflows
- * every backend's snapshot cache while it is open (PGPROC_MAX_CACHED_SUBXIDS),
- * so a batch has at most 32 members.
+ * its PGPROC's cache of them (PGPROC_MAX_CACHED_SUBXIDS): every snapshot
+ * taken while it is open or prepared then looks subtransactions up in
+ * pg_subtrans.  So a batch has at most 32 members.
  *
  * Not batched, but committed the ordinary way: the sinks whose commit
  * commit.c routes specially (an overwrite sink's replacing commit, a sink
  * whose on_error moves rows aside, a checkpoint the loaders load), a sink
- * with a prepared checkpoint left from before (a failed commit's), a sink
- * whose checkpoint would take the batch past BATCH_ROWS rows.  Only sinks of one owner share a batch: each
- * member's target code runs as its owner in the batch's transaction, and
- * one owner's code must not make another owner's commits fail or wait
- * (a trigger's NOTIFY refuses the PREPARE of everything with it, for
- * one).  Another owner's sink stays due for the next batch.
+ * with a prepared checkpoint left from before (a failed commit's), and a
+ * sink whose checkpoint would take the batch past BATCH_ROWS rows.  Only
+ * sinks of one owner share a batch: each member's target code runs as its
+ * owner in the batch's transaction, and one owner's code must not make
+ * another owner's commits fail or wait (a trigger's NOTIFY refuses the
+ * PREPARE of everything with it, for one).  Another owner's sink stays due
+ * for the next batch.
  *
  *-------------------------------------------------------------------------
  */
