@@ -52,10 +52,12 @@ OBJS = \
 	src/committer/work.o \
 	src/committer/prepare.o \
 	src/committer/commit.o \
+	src/committer/commit_batch.o \
 	src/committer/commit_group.o \
 	src/committer/commit_parallel.o \
 	src/committer/commit_removal.o \
 	src/committer/recovery.o \
+	src/committer/schedule.o \
 	src/committer/maintenance.o \
 	src/committer/missing_files.o \
 	src/committer/loader.o \

@@ -5,18 +5,20 @@
  *	  committer's end (the writer's is writer/writer_barrier.c, the
  *	  records ipc/barrier_protocol.h).
  *
- * The committer runs one barrier at a time.  For each writer in turn it
- * waits until the writer serves and has no barrier under way, fills the
- * writer's barrier area (the stream, the kind, the snapshot that splits
- * the rows between this checkpoint and the next) and creates the reply
- * queue in it; the writer seals its files and sends a record per file,
- * then an end record.  The committer reads every writer's queue as the
- * records come.  No wait is unbounded (liveness.c): a fenced writer fails
- * the barrier at once, one that shows no progress for
- * paimon_sink.handoff_timeout is fenced and fails it, and a writer whose
- * committer reads nothing for that long gives its answer up.  Once the transaction that recorded the files is
- * durable, the committer confirms the barrier's seq and the writers forget
- * the files.  The reply queue is attached with the writer's
+ * The committer runs one barrier at a time, of one sink or of several (the
+ * due periodic checkpoints committed together: one round trip for all of
+ * them).  For each writer in turn it waits until the writer serves and has
+ * no barrier under way, fills the writer's barrier area (the sinks and
+ * their streams, the kind, the snapshot that splits the rows between this
+ * checkpoint and the next) and creates the reply queue in it; the writer
+ * seals its files and sends a record per file, then an end record.  The
+ * committer reads every writer's queue as the records come.  No wait is
+ * unbounded (liveness.c): a fenced writer fails the barrier at once, one
+ * that shows no progress for paimon_sink.handoff_timeout is fenced and
+ * fails it, and a writer whose committer reads nothing for that long gives
+ * its answer up.  Once the transaction that recorded the files is durable,
+ * the committer confirms the barrier's seq and the writers forget the
+ * files.  The reply queue is attached with the writer's
  * BackgroundWorkerHandle when this committer started the writer, so that
  * a writer that stops reads as a detached queue.  The writer names itself
  * the queue's sender before it attaches, so that the handle covers every
@@ -226,22 +228,25 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 
 /*
  * holds_nothing_of tells whether writer index may be left out of a barrier
- * of the sink: it serves (its files adopted) and holds no file of the
- * sink, open or sealed (WriterEntry.sinks_held).  Asked after the
+ * of the sinks: it serves (its files adopted) and holds no file of any of
+ * them, open or sealed (WriterEntry.sinks_held).  Asked after the
  * barrier's snapshot was taken: a transaction visible in it committed
  * after its batches were acknowledged, so after the writer set the sink's
  * bit; the writer it skips holds nothing the barrier would seal, report,
  * discard or count.
  */
 static bool
-holds_nothing_of(int index, const SinkInfo *sink)
+holds_nothing_of(int index, const BarrierSink *sinks, int count)
 {
 	WriterEntry *writer = shared_writer(MyDatabaseEntry, index);
+	uint64 bits = 0;
 	bool skip;
 
+	for (int i = 0; i < count; i++)
+		bits |= SINK_HELD_BIT(sinks[i].sink_id);
 	SpinLockAcquire(&writer->mutex);
 	skip = writer->ready && writer->barrier_state == BARRIER_IDLE &&
-		   (pg_atomic_read_u64(&writer->sinks_held) & SINK_HELD_BIT(sink->sink_id)) == 0;
+		   (pg_atomic_read_u64(&writer->sinks_held) & bits) == 0;
 	SpinLockRelease(&writer->mutex);
 	return skip;
 }
@@ -253,26 +258,24 @@ holds_nothing_of(int index, const SinkInfo *sink)
  * the writer's handle, seqs[index] and incarnations[index] set.
  */
 static void
-request_barrier(int index, SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
-				uint64 fence_epoch, const SnapshotData *snapshot, uint64 *seqs,
-				uint64 *incarnations)
+request_barrier(int index, const BarrierSink *sinks, int count, int32 writer_id, int kind,
+				const SnapshotData *snapshot, uint64 *seqs, uint64 *incarnations)
 {
 	WriterEntry *writer = idle_writer(index);
 	shm_mq *queue;
 	PGPROC *proc;
 
+	/* the writer reads its area only once it sees BARRIER_REQUESTED, set below */
 	memcpy(shared_address(writer->barrier_xip_offset), snapshot->xip,
 		   sizeof(TransactionId) * snapshot->xcnt);
+	memcpy(writer->barrier_sinks, sinks, sizeof(BarrierSink) * count);
 	queue = shm_mq_create(shared_address(writer->barrier_queue_offset), shared_queue_size());
 	shm_mq_set_receiver(queue, MyProc);
 	SpinLockAcquire(&writer->mutex);
 	proc = writer->proc;
-	writer->barrier_sink_id = sink->sink_id;
-	writer->barrier_sink_uuid = sink->sink_uuid;
-	strlcpy(writer->barrier_commit_user, commit_user, sizeof(writer->barrier_commit_user));
+	writer->barrier_sink_count = count;
 	writer->barrier_writer_id = writer_id;
 	writer->barrier_kind = kind;
-	writer->barrier_fence_epoch = fence_epoch;
 	writer->barrier_xmin = snapshot->xmin;
 	writer->barrier_xmax = snapshot->xmax;
 	writer->barrier_xcnt = snapshot->xcnt;
@@ -285,16 +288,19 @@ request_barrier(int index, SinkInfo *sink, const char *commit_user, int32 writer
 }
 
 /*
- * barrier_run runs a barrier: every writer seals the stream's files
- * against one snapshot and reports its committables (or discards them, or
- * lists the files it holds, as kind says); a writer that holds nothing of
- * the sink is not asked (holds_nothing_of).  Returns a list of palloc'd
- * records (with their excluded offsets following each); seqs (zeroed by
- * the caller) gets each asked writer's barrier seq, for barrier_confirm.
+ * barrier_run_sinks runs one barrier for count sinks (at most
+ * PAIMON_SINK_BARRIER_SINKS): every writer seals their streams' files
+ * against one snapshot and reports their committables (or discards them,
+ * or lists the files it holds, as kind says), one round trip for all of
+ * them; a writer that holds nothing of any of them is not asked
+ * (holds_nothing_of).  Returns a list of palloc'd records (with their
+ * excluded offsets following each; a record's stream names its sink);
+ * seqs (zeroed by the caller) gets each asked writer's barrier seq, for
+ * barrier_confirm.  Raises what the wait for the writers raises
+ * (receive_replies).
  */
 List *
-barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, uint64 fence_epoch,
-			uint64 *seqs)
+barrier_run_sinks(const BarrierSink *sinks, int count, int32 writer_id, int kind, uint64 *seqs)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	bool own_transaction = !IsTransactionState();
@@ -304,6 +310,7 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 	uint64 *incarnations = palloc0(sizeof(uint64) * PaimonSinkWritersPerDatabase);
 	List *records = NIL;
 
+	Assert(count > 0 && count <= PAIMON_SINK_BARRIER_SINKS);
 	if (barrier_queues == NULL)
 		barrier_queues = MemoryContextAllocZero(TopMemoryContext, sizeof(shm_mq_handle *) *
 																	  PaimonSinkWritersPerDatabase);
@@ -331,11 +338,10 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 
 	PG_TRY();
 	{
-		/* no round trip to a writer that holds nothing of the sink (seqs[w] stays 0) */
+		/* no round trip to a writer that holds nothing of the sinks (seqs[w] stays 0) */
 		for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
-			if (!holds_nothing_of(w, sink))
-				request_barrier(w, sink, commit_user, writer_id, kind, fence_epoch, &snapshot, seqs,
-								incarnations);
+			if (!holds_nothing_of(w, sinks, count))
+				request_barrier(w, sinks, count, writer_id, kind, &snapshot, seqs, incarnations);
 		receive_replies(queues, incarnations, &records);
 	}
 	PG_CATCH();
@@ -346,6 +352,26 @@ barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, 
 	PG_END_TRY();
 	pfree(incarnations);
 	return records;
+}
+
+/*
+ * barrier_run runs a barrier of one sink (barrier_run_sinks): its streams
+ * of commit_user (every commit user's when empty) and writer_id (every
+ * writer id's when negative), the batches written before fence_epoch left
+ * out of a seal.  Returns the records; seqs as barrier_run_sinks.
+ */
+List *
+barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind, uint64 fence_epoch,
+			uint64 *seqs)
+{
+	BarrierSink one;
+
+	memset(&one, 0, sizeof(one));
+	one.sink_id = sink->sink_id;
+	one.sink_uuid = sink->sink_uuid;
+	one.fence_epoch = fence_epoch;
+	strlcpy(one.commit_user, commit_user, sizeof(one.commit_user));
+	return barrier_run_sinks(&one, 1, writer_id, kind, seqs);
 }
 
 /*

@@ -13,10 +13,13 @@
 #ifndef PAIMON_SINK_BARRIER_H
 #define PAIMON_SINK_BARRIER_H
 
+#include "core/shared_state.h"
 #include "ipc/barrier_protocol.h"
 #include "metadata/catalog.h"
 
 /* in barrier.c: the committer's end */
+extern List *barrier_run_sinks(const BarrierSink *sinks, int count, int32 writer_id, int kind,
+							   uint64 *seqs);
 extern List *barrier_run(SinkInfo *sink, const char *commit_user, int32 writer_id, int kind,
 						 uint64 fence_epoch, uint64 *seqs);
 extern void barrier_confirm(const uint64 *seqs);

@@ -362,13 +362,17 @@ log_removals(List *files)
  * loaders loaded (parallel), this is the decision: once it is committed
  * the loaders' shares are.  After COMMIT PREPARED go the REMOVE records
  * of the checkpoint's files (files, LoadFile *), without a flush of their
- * own (commit_removal.c).
+ * own (commit_removal.c).  way says whose transaction it is: a checkpoint
+ * loaded here, the decision of one the loaders loaded, or a batch of
+ * periodic checkpoints (commit_batch.c), which passes the fault point
+ * committer_batch_after_prepare too.
  */
 void
 commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
-							  List *files, ErrorContextCallback *callback, bool parallel)
+							  List *files, ErrorContextCallback *callback, CommitWay way)
 {
 	char gid[GIDSIZE];
+	bool parallel = way == COMMIT_WAY_PARALLEL;
 
 	gid_build(gid, MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
 	if (parallel)
@@ -391,6 +395,8 @@ commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user, int
 	if (parallel)
 		commit_parallel_decided();
 	fault_point("committer_after_prepare");
+	if (way == COMMIT_WAY_BATCH)
+		fault_point("committer_batch_after_prepare");
 
 	StartTransactionCommand();
 	FinishPreparedTransaction(gid, true);
@@ -489,6 +495,22 @@ commit_enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint
 
 	/* SPI calls return to SPI's context; what outlives SPI_finish goes to CommitterContext */
 	sink = work_require_sink(sink_id);
+	commit_enter_known(sink, commit_user, checkpoint_id, context, callback);
+	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
+		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
+	return sink;
+}
+
+/*
+ * commit_enter_known is commit_enter_checkpoint for a caller that read the
+ * sink (in CommitterContext) and the commit user's marks in this request
+ * already (commit_batch.c: in the transaction that recorded the
+ * checkpoint, and only this committer moves the marks): callback only.
+ */
+void
+commit_enter_known(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+				   CommitContext *context, ErrorContextCallback *callback)
+{
 	context->sink = sink->name;
 	context->commit_user = commit_user;
 	context->checkpoint_id = checkpoint_id;
@@ -497,9 +519,6 @@ commit_enter_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint
 	callback->arg = context;
 	callback->previous = error_context_stack;
 	error_context_stack = callback;
-	if (checkpoint_id <= metadata_commit_user_marks(sink_id, commit_user, true).last_committed)
-		elog(ERROR, "checkpoint %lld is already committed", (long long) checkpoint_id);
-	return sink;
 }
 
 /*
@@ -561,7 +580,8 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 		PopActiveSnapshot();
 		SPI_finish();
 		error_context_stack = callback.previous;
-		commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, true);
+		commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback,
+									  COMMIT_WAY_PARALLEL);
 	}
 	PG_CATCH();
 	{
@@ -691,7 +711,8 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	SPI_finish();
 	error_context_stack = callback.previous;
 
-	commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback, false);
+	commit_prepare_and_commit_gid(sink, commit_user, checkpoint_id, files, &callback,
+								  COMMIT_WAY_ONE);
 	commit_log(sink, commit_user, checkpoint_id, snapshot_id, loaded, files, bytes, &changes, start,
 			   0);
 	fault_point("committer_after_commit_prepared");

@@ -221,7 +221,7 @@ commit_members(List *members, const char *commit_user, int64 checkpoint_id)
 	callback.callback = commit_error_context;
 	callback.arg = &decision->context;
 	commit_prepare_and_commit_gid(decision->sink, commit_user, decision->checkpoint_id, files,
-								  &callback, false);
+								  &callback, COMMIT_WAY_ONE);
 	foreach (lc, done)
 	{
 		MemberCheckpoint *one = lfirst(lc);

@@ -29,12 +29,22 @@ typedef struct CommitContext
 	const char *target; /* schema-qualified, quoted where needed */
 } CommitContext;
 
+/* Whose transaction commit_prepare_and_commit_gid prepares and commits. */
+typedef enum CommitWay
+{
+	COMMIT_WAY_ONE,		 /* checkpoints loaded here (one sink's, or a group's) */
+	COMMIT_WAY_PARALLEL, /* the decision of a checkpoint the loaders loaded */
+	COMMIT_WAY_BATCH	 /* periodic checkpoints of many sinks (commit_batch.c) */
+} CommitWay;
+
 /* in commit.c */
 extern void commit_error_context(void *arg);
 extern void commit_begin_block(void);
 extern SinkInfo *commit_enter_checkpoint(int32 sink_id, const char *commit_user,
 										 int64 checkpoint_id, CommitContext *context,
 										 ErrorContextCallback *callback);
+extern void commit_enter_known(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
+							   CommitContext *context, ErrorContextCallback *callback);
 extern List *commit_read_checkpoint_files(const SinkInfo *sink, const char *commit_user,
 										  int64 checkpoint_id, int64 *rows, int64 *bytes,
 										  int64 *file_bytes);
@@ -48,7 +58,7 @@ extern void commit_refuse_gid_in_use(const char *gid, const SinkInfo *sink, cons
 									 int64 checkpoint_id);
 extern void commit_prepare_and_commit_gid(const SinkInfo *sink, const char *commit_user,
 										  int64 checkpoint_id, List *files,
-										  ErrorContextCallback *callback, bool parallel);
+										  ErrorContextCallback *callback, CommitWay way);
 extern void commit_log(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					   int64 snapshot_id, uint64 loaded, List *files, int64 bytes,
 					   const UpsertCounts *changes, TimestampTz start, int loaders);

@@ -15,7 +15,8 @@
  * (after Citus's maintenance daemon): each duty knows when it is due next
  * (its last run and its interval, or a schedule of its own), the loop
  * runs the one due the longest and folds the next due time of all of them
- * into the one WaitLatch timeout.
+ * into the one WaitLatch timeout.  The periodic checkpoints' duty is
+ * schedule.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +47,7 @@
 #include "committer/missing_files.h"
 #include "committer/prepare.h"
 #include "committer/recovery.h"
+#include "committer/schedule.h"
 #include "committer/serve.h"
 #include "committer/work.h"
 #include "core/budget.h"
@@ -97,39 +99,6 @@ typedef struct CommitterDuty
 	TimestampTz last_run;
 	bool requested;
 } CommitterDuty;
-
-/*
- * Periodic checkpoints (Flink's checkpoint interval, for SQL users): each
- * sink with a checkpoint_interval (or paimon_sink.checkpoint_interval) is
- * checkpointed for its own commit user once per interval; an empty one
- * prepares and commits nothing.  The schedule is read at start and with
- * catalog maintenance, which create_sink's and drop_sink's commits wake.
- *
- * Earliest deadline first: each sink has a deadline (next_due), the due
- * sink with the earliest deadline runs first, and a deadline advances from
- * the one before by the interval, not from the end of the checkpoint, so
- * slots do not drift.  An overloaded committer thus slows every sink alike
- * (taking the first due sink in array order starved the sinks at the back).
- * A sink more than an interval behind skips to its next slot after now:
- * the slots skipped count as overdue.  Each sink's counters are published
- * in shared memory for the checkpoint_schedule view.
- */
-typedef struct ScheduledSink
-{
-	int32 sink_id;
-	int64 interval_ms;
-	TimestampTz next_due; /* its deadline */
-	int64 checkpoints;	  /* the counters of ScheduleStatusEntry */
-	int64 overdue;
-	int64 last_late_ms;
-	int64 max_late_ms;
-	TimestampTz last_run;
-} ScheduledSink;
-
-static ScheduledSink *schedule = NULL;
-static int schedule_count = 0;
-static int32 *schedule_all = NULL; /* every sink, for orphan removal */
-static int schedule_all_count = 0;
 
 /*
  * Orphan files are removed on a schedule too (Paimon's remove_orphan_files
@@ -272,210 +241,6 @@ committer_exit(int code, Datum arg)
 }
 
 /*
- * interval_ms_of turns a sink's checkpoint_interval into milliseconds (0:
- * none), counting a month as 30 days as interval comparison does, and at
- * most INT_MAX, as create_sink() and paimon_sink.checkpoint_interval allow
- * (a catalog row is not trusted to be in range: the deadlines add it to
- * timestamps).  In milliseconds, any interval's sum fits in 64 bits.
- */
-static int64
-interval_ms_of(Interval *given)
-{
-	int64 ms = ((int64) given->day + (int64) given->month * DAYS_PER_MONTH) * SECS_PER_DAY * 1000 +
-			   given->time / 1000;
-
-	/* a positive interval under a millisecond runs every millisecond */
-	if (ms <= 0)
-		return ms == 0 && given->time > 0 ? 1 : 0;
-	return Min(ms, INT_MAX);
-}
-
-/* publish_sink publishes the schedule's entry i in shared memory, if it is shown. */
-static void
-publish_sink(int i)
-{
-	ScheduleStatus *status = &MyDatabaseEntry->schedule;
-	ScheduleStatusEntry *entry;
-
-	if (i >= PAIMON_SINK_SCHEDULE_SHOWN)
-		return;
-	entry = &status->entries[i];
-	SpinLockAcquire(&status->mutex);
-	entry->sink_id = schedule[i].sink_id;
-	entry->interval_ms = schedule[i].interval_ms;
-	entry->next_due = schedule[i].next_due;
-	entry->checkpoints = schedule[i].checkpoints;
-	entry->overdue = schedule[i].overdue;
-	entry->last_late_ms = schedule[i].last_late_ms;
-	entry->max_late_ms = schedule[i].max_late_ms;
-	entry->last_run = schedule[i].last_run;
-	SpinLockRelease(&status->mutex);
-}
-
-/* publish_schedule publishes the whole schedule in shared memory, entry by entry. */
-static void
-publish_schedule(void)
-{
-	ScheduleStatus *status = &MyDatabaseEntry->schedule;
-	int shown = Min(schedule_count, PAIMON_SINK_SCHEDULE_SHOWN);
-
-	/* fewer first, so that a reader never takes an entry of a dropped sink for a new one */
-	SpinLockAcquire(&status->mutex);
-	status->count = Min(status->count, shown);
-	SpinLockRelease(&status->mutex);
-	for (int i = 0; i < shown; i++)
-		publish_sink(i);
-	SpinLockAcquire(&status->mutex);
-	status->count = shown;
-	SpinLockRelease(&status->mutex);
-}
-
-/*
- * read_schedule reads the sinks and their checkpoint intervals into the
- * schedule and publishes it; a sink already scheduled keeps its deadline
- * (but none later than an interval from now) and its counters.
- */
-static void
-read_schedule(void *arg)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	ScheduledSink *next;
-	int count = 0;
-	List *rows;
-	int sinks;
-
-	work_begin();
-	rows = metadata_schedule();
-	sinks = list_length(rows);
-	next = MemoryContextAllocZero(TopMemoryContext, sizeof(ScheduledSink) * Max(1, sinks));
-	if (schedule_all != NULL)
-		pfree(schedule_all);
-	schedule_all = MemoryContextAllocZero(TopMemoryContext, sizeof(int32) * Max(1, sinks));
-	schedule_all_count = sinks;
-	for (int i = 0; i < sinks; i++)
-	{
-		ScheduledSinkRow *row = list_nth(rows, i);
-		int32 sink_id = row->sink_id;
-		int64 interval_ms =
-			row->has_interval ? interval_ms_of(&row->interval) : PaimonSinkCheckpointIntervalMs;
-
-		schedule_all[i] = sink_id;
-		if (interval_ms <= 0)
-			continue;
-		next[count].sink_id = sink_id;
-		next[count].interval_ms = interval_ms;
-		next[count].next_due = TimestampTzPlusMilliseconds(now, interval_ms);
-		/* a sink already scheduled keeps its deadline and counters */
-		for (int j = 0; j < schedule_count; j++)
-			if (schedule[j].sink_id == sink_id)
-			{
-				TimestampTz due = Min(schedule[j].next_due, next[count].next_due);
-
-				next[count] = schedule[j];
-				next[count].interval_ms = interval_ms;
-				next[count].next_due = due;
-			}
-		count++;
-	}
-	work_end();
-	if (schedule != NULL)
-		pfree(schedule);
-	schedule = next;
-	schedule_count = count;
-	publish_schedule();
-}
-
-/* checkpoint_schedule returns when the next periodic checkpoint is due. */
-static TimestampTz
-checkpoint_schedule(void)
-{
-	TimestampTz due = DT_NOEND;
-
-	for (int i = 0; i < schedule_count; i++)
-		if (!commit_parallel_defers(schedule[i].sink_id))
-			due = Min(due, schedule[i].next_due);
-	return due;
-}
-
-/*
- * earliest_due returns the index of the due sink with the earliest
- * deadline (the first in the array of those with the same), or -1 when
- * none is due at now; a sink that waits for the parallel commit in flight
- * is not due.
- */
-static int
-earliest_due(TimestampTz now)
-{
-	int earliest = -1;
-
-	for (int i = 0; i < schedule_count; i++)
-		if (schedule[i].next_due <= now &&
-			(earliest < 0 || schedule[i].next_due < schedule[earliest].next_due) &&
-			!commit_parallel_defers(schedule[i].sink_id))
-			earliest = i;
-	return earliest;
-}
-
-/*
- * advance_deadline moves a sink's deadline on after a periodic checkpoint
- * that ended at now: by one interval; when that leaves it more than an
- * interval behind, on to its first slot after now, the slots passed over
- * counted as overdue.
- */
-static void
-advance_deadline(ScheduledSink *sink, TimestampTz now)
-{
-	int64 interval_us = sink->interval_ms * 1000;
-	TimestampTz due = sink->next_due + interval_us;
-
-	if (due + interval_us <= now)
-	{
-		int64 skipped = (now - due) / interval_us + 1;
-
-		due += skipped * interval_us;
-		sink->overdue += skipped;
-	}
-	sink->next_due = due;
-}
-
-/*
- * run_periodic_checkpoint takes the due periodic checkpoint with the
- * earliest deadline; false when none is due.
- */
-static bool
-run_periodic_checkpoint(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int i = earliest_due(now);
-	ScheduledSink *sink;
-	CommitterRequest *request;
-
-	if (i < 0)
-		return false;
-	sink = &schedule[i];
-	sink->checkpoints++;
-	sink->last_run = now;
-	sink->last_late_ms = (now - sink->next_due) / 1000;
-	sink->max_late_ms = Max(sink->max_late_ms, sink->last_late_ms);
-	/* not in CommitterContext, which run_request resets: it may be the current one */
-	request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
-	request->kind = REQUEST_CHECKPOINT;
-	request->sink_id = sink->sink_id;
-	/* left to the loaders, it counts as run: its outcome is only logged */
-	if (!serve_periodic(request))
-		request->sqlerrcode = 0;
-	/* a failure is logged and tried again, not too often */
-	if (request->sqlerrcode == 0)
-		advance_deadline(sink, GetCurrentTimestamp());
-	else
-		sink->next_due =
-			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(sink->interval_ms, 10000));
-	publish_sink(i);
-	pfree(request);
-	return true;
-}
-
-/*
  * orphans_schedule returns when orphan removal is due: while a round over
  * the sinks is under way, when its last turn ended (so that an overdue
  * periodic checkpoint goes between two turns), else an interval after the
@@ -484,7 +249,7 @@ run_periodic_checkpoint(void)
 static TimestampTz
 orphans_schedule(void)
 {
-	if (PaimonSinkOrphanRemovalIntervalMs <= 0 || schedule_all_count == 0)
+	if (PaimonSinkOrphanRemovalIntervalMs <= 0 || schedule_sink_count() == 0)
 		return DT_NOEND;
 	if (orphan_turn > 0)
 		return orphan_turn_at;
@@ -499,14 +264,14 @@ remove_orphans_of_next_sink(void)
 	CommitterRequest *request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
 
 	request->kind = REQUEST_REMOVE_ORPHANS;
-	request->sink_id = schedule_all[orphan_turn % schedule_all_count];
+	request->sink_id = schedule_sink_at(orphan_turn % schedule_sink_count());
 	request->older_than_ms = PaimonSinkOrphanFileAgeMs;
 	/* a sink whose commit is in flight has its turn in the next round */
 	if (!commit_parallel_defers(request->sink_id))
 		(void) serve_periodic(request);
 	pfree(request);
 	orphan_turn_at = GetCurrentTimestamp();
-	if (++orphan_turn >= schedule_all_count)
+	if (++orphan_turn >= schedule_sink_count())
 	{
 		orphan_turn = 0;
 		orphans_removed_at = orphan_turn_at;
@@ -523,7 +288,7 @@ maintain_catalog(void *arg)
 {
 	(void) recovery_finish_in_doubt(true);
 	recovery_remove_dropped_sinks();
-	read_schedule(NULL);
+	schedule_read(NULL);
 }
 
 /* catalog_maintenance_interval_ms is the catalog maintenance's interval. */
@@ -556,7 +321,7 @@ run_catalog_maintenance(void)
 
 /* The duties; of two due since the same time, the first here runs first. */
 static CommitterDuty duties[] = {
-	{"periodic checkpoint", true, false, NULL, checkpoint_schedule, run_periodic_checkpoint},
+	{"periodic checkpoint", true, false, NULL, schedule_next_due, schedule_run_due},
 	{"orphan removal", true, false, NULL, orphans_schedule, remove_orphans_of_next_sink},
 	{"catalog maintenance", false, true, catalog_maintenance_interval_ms, NULL,
 	 run_catalog_maintenance},
@@ -791,7 +556,7 @@ paimon_sink_committer_main(Datum main_arg)
 	/* recovery must see every share a loader of a committer before us may prepare */
 	loader_workers_stop_stale();
 	/* the entry may show the schedule of a committer before us, or of another database */
-	publish_schedule();
+	schedule_publish();
 	/* registered first: the launcher must not start another one meanwhile */
 	{
 		char version[NAMEDATALEN];
@@ -806,7 +571,7 @@ paimon_sink_committer_main(Datum main_arg)
 	(void) recovery_finish_in_doubt(true);
 	recovery_remove_committed_files();
 	recovery_remove_dropped_sinks();
-	read_schedule(NULL);
+	schedule_read(NULL);
 	MemoryContextReset(CommitterContext);
 	/* the request being served: 8 kB and more, so not on the stack */
 	request = MemoryContextAlloc(TopMemoryContext, sizeof(CommitterRequest));
@@ -838,7 +603,7 @@ paimon_sink_committer_main(Datum main_arg)
 		if (sinks_changed)
 		{
 			/* before a periodic checkpoint or orphan removal of a dropped sink */
-			(void) work_try(read_schedule, NULL, NULL);
+			(void) work_try(schedule_read, NULL, NULL);
 			MemoryContextReset(CommitterContext);
 			CATALOG_MAINTENANCE->requested = true; /* dropped sinks' files */
 		}

@@ -14,7 +14,10 @@
  * it), while the committer serves other sinks; its own sink's requests
  * and periodic checkpoints wait.  The loop calls serve_resume once the
  * loaders are done: the decision and the request's next checkpoints, then
- * the answer.  One request is held at a time.
+ * the answer.  One request is held at a time.  The due periodic
+ * checkpoints of several sinks run together (commit_batch.c), with one
+ * error catch for the batch; each member the batch leaves to itself is
+ * then served as a periodic checkpoint of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +32,7 @@
 #include "apply/load.h"
 #include "apply/rejects.h"
 #include "committer/commit.h"
+#include "committer/commit_batch.h"
 #include "committer/commit_parallel.h"
 #include "committer/maintenance.h"
 #include "committer/missing_files.h"
@@ -284,6 +288,101 @@ bool
 serve_periodic(CommitterRequest *request)
 {
 	return serve_one(request, true, -1, 0);
+}
+
+/*
+ * run_batch runs commit_batch_periodic for members, its error caught: the
+ * committer's state is left intact as run leaves it, the error is logged,
+ * and the members' outcomes say what was done (the rest is BATCH_ALONE).
+ */
+static void
+run_batch(BatchMember *members, int count)
+{
+	MemoryContext old = MemoryContextSwitchTo(CommitterContext);
+
+	CommitAnswer = NULL;
+	pgstat_report_activity(STATE_RUNNING, "committing periodic checkpoints together");
+	PG_TRY();
+	{
+		/* an in-doubt transaction of ours holds the locks this needs */
+		if (RecoveryInDoubtPossible)
+			(void) recovery_finish_in_doubt(true);
+		commit_batch_periodic(members, count);
+	}
+	PG_CATCH();
+	{
+		ErrorData *error;
+
+		MemoryContextSwitchTo(CommitterContext);
+		error = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		load_progress_update(COMMIT_PHASE_IDLE, 0, 0);
+		RecoveryInDoubtPossible = true;
+		SPI_finish();
+		load_abort();
+		(void) commit_failure_hint(error->sqlerrcode);
+		ereport(LOG, (errmsg("paimon_sink committer's batch of %d periodic checkpoints failed with "
+							 "SQLSTATE %s: %s",
+							 count, unpack_sql_state(error->sqlerrcode), error->message),
+					  errdetail("Its sinks are checkpointed one by one."),
+					  error->context ? errcontext("%s", error->context) : 0));
+		FreeErrorData(error);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(CommitterContext);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * serve_periodic_batch runs the periodic checkpoints of members (count of
+ * them, each with its sink id, at most PAIMON_SINK_BARRIER_SINKS)
+ * together (commit_batch.c), finishes each member committed there as
+ * serve_periodic finishes one (its statistics, its files' removal), then
+ * serves each member left BATCH_ALONE on its own: a commit of the
+ * checkpoint the batch recorded for it, or its whole periodic checkpoint;
+ * its sqlerrcode is that commit's (0 when done, or left to the loaders).
+ * A BATCH_NOT_TAKEN member is still due.
+ */
+void
+serve_periodic_batch(BatchMember *members, int count)
+{
+	CommitterRequest *request = MemoryContextAllocZero(TopMemoryContext, sizeof(CommitterRequest));
+
+	memset(&CommitTallies, 0, sizeof(CommitTallies));
+	run_batch(members, count);
+	for (int i = 0; i < count; i++)
+	{
+		members[i].sqlerrcode = 0;
+		if (members[i].outcome != BATCH_COMMITTED)
+			continue;
+		memset(request, 0, sizeof(CommitterRequest));
+		request->kind = REQUEST_CHECKPOINT;
+		request->sink_id = members[i].sink_id;
+		CommitTallies = members[i].tally;
+		finish(request, true, -1, 0);
+	}
+	for (int i = 0; i < count; i++)
+	{
+		BatchMember *member = &members[i];
+
+		if (member->outcome != BATCH_ALONE)
+			continue;
+		memset(request, 0, sizeof(CommitterRequest));
+		request->sink_id = member->sink_id;
+		request->kind = REQUEST_CHECKPOINT;
+		if (member->checkpoint_id > 0)
+		{
+			request->kind = REQUEST_COMMIT;
+			strlcpy(request->commit_user, member->commit_user, sizeof(request->commit_user));
+			request->checkpoint_id = member->checkpoint_id;
+		}
+		/* left to the loaders, it counts as done: its outcome is only logged */
+		if (serve_one(request, true, -1, 0))
+			member->sqlerrcode = request->sqlerrcode;
+	}
+	pfree(request);
 }
 
 /* serve_holds tells whether a request waits for its loaders. */

@@ -47,8 +47,12 @@ const char *const fault_point_names[] = {
 								 * TRANSACTION */
 	"committer_between_group_members", /* a sink group: a member loaded, the next
 										 * not yet */
+	"committer_between_batch_members", /* periodic checkpoints committed together:
+										 * a member loaded, the next not yet */
 	"committer_after_prepare",		   /* after PREPARE TRANSACTION, before COMMIT
 								 * PREPARED */
+	"committer_batch_after_prepare",   /* the same, of periodic checkpoints
+										 * committed together */
 	"committer_after_removal_records", /* after COMMIT PREPARED, the files'
 										 * REMOVE records written, unflushed */
 	"committer_after_commit_prepared", /* after COMMIT PREPARED, before

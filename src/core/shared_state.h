@@ -98,9 +98,28 @@ typedef enum BarrierState
 } BarrierState;
 
 /*
+ * The most sinks one barrier concerns: the due periodic checkpoints of a
+ * database that the committer commits together (commit_batch.c) take one
+ * barrier round for all of them.
+ */
+#define PAIMON_SINK_BARRIER_SINKS 32
+
+/*
+ * One sink a barrier concerns: its streams of commit_user (every commit
+ * user's when empty), the batches written before fence_epoch left out.
+ */
+typedef struct BarrierSink
+{
+	int32 sink_id;
+	pg_uuid_t sink_uuid;
+	uint64 fence_epoch;
+	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
+} BarrierSink;
+
+/*
  * One writer process.  The barrier area is used by the database's committer
- * only (one barrier at a time): it holds the barrier's snapshot and a reply
- * queue from the writer to the committer.
+ * only (one barrier at a time): it holds the barrier's sinks and snapshot
+ * and a reply queue from the writer to the committer.
  */
 typedef struct WriterEntry
 {
@@ -115,12 +134,10 @@ typedef struct WriterEntry
 	int barrier_state;
 	uint64 barrier_seq;
 	uint64 confirmed_barrier_seq; /* the last barrier the committer recorded */
-	int32 barrier_sink_id;
-	pg_uuid_t barrier_sink_uuid;
-	char barrier_commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
-	int32 barrier_writer_id;	/* -1: every writer id */
-	uint64 barrier_fence_epoch; /* seal: batches written before it drop */
-	int barrier_kind;			/* BarrierKind */
+	int barrier_sink_count;		  /* the sinks of barrier_sinks it concerns */
+	BarrierSink barrier_sinks[PAIMON_SINK_BARRIER_SINKS];
+	int32 barrier_writer_id; /* -1: every writer id */
+	int barrier_kind;		 /* BarrierKind */
 	TransactionId barrier_xmin;
 	TransactionId barrier_xmax;
 	uint32 barrier_xcnt;

@@ -49,21 +49,31 @@ send_record(shm_mq_handle *queue, shm_mq_iovec *iov, int iovcnt, bool *failed)
 }
 
 /*
- * stream_matches tells whether a stream is one the barrier concerns: its
- * sink (by id and incarnation), and its commit user and writer id when the
- * barrier names them.  The barrier area is read without the mutex: the
- * committer wrote it before it set BARRIER_REQUESTED under the mutex, which
- * this writer read under the mutex, and leaves it alone until the writer
- * sets BARRIER_IDLE again.
+ * stream_barrier_sink returns the sink of the barrier that a stream belongs
+ * to, or NULL when the barrier does not concern the stream: its sink (by
+ * id and incarnation) is one of the barrier's, and so are its commit user
+ * (unless the barrier's sink names none) and its writer id (unless the
+ * barrier names none).  The barrier area is read without the mutex: the
+ * committer wrote it before it set BARRIER_REQUESTED under the mutex,
+ * which this writer read under the mutex, and leaves it alone until the
+ * writer sets BARRIER_IDLE again.
  */
-static bool
-stream_matches(const Stream *stream)
+static const BarrierSink *
+stream_barrier_sink(const Stream *stream)
 {
-	return stream->id.sink_id == MyWriter->barrier_sink_id &&
-		   memcmp(&stream->id.sink_uuid, &MyWriter->barrier_sink_uuid, sizeof(pg_uuid_t)) == 0 &&
-		   (MyWriter->barrier_commit_user[0] == '\0' ||
-			strcmp(stream->id.commit_user, MyWriter->barrier_commit_user) == 0) &&
-		   (MyWriter->barrier_writer_id < 0 || stream->id.writer_id == MyWriter->barrier_writer_id);
+	if (MyWriter->barrier_writer_id >= 0 && stream->id.writer_id != MyWriter->barrier_writer_id)
+		return NULL;
+	for (int i = 0; i < MyWriter->barrier_sink_count; i++)
+	{
+		const BarrierSink *sink = &MyWriter->barrier_sinks[i];
+
+		if (stream->id.sink_id == sink->sink_id &&
+			memcmp(&stream->id.sink_uuid, &sink->sink_uuid, sizeof(pg_uuid_t)) == 0 &&
+			(sink->commit_user[0] == '\0' ||
+			 strcmp(stream->id.commit_user, sink->commit_user) == 0))
+			return sink;
+	}
+	return NULL;
 }
 
 /*
@@ -228,7 +238,7 @@ forget_confirmed(void)
  * concerns is sealed, discarded or listed, and its files are sent on the
  * reply queue, ended by BARRIER_RECORD_END.  The barrier's fields are read
  * without the mutex once BARRIER_REQUESTED was seen under it (see
- * stream_matches).
+ * stream_barrier_sink).
  */
 void
 writer_barrier_answer(void)
@@ -278,9 +288,10 @@ writer_barrier_answer(void)
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
 	{
+		const BarrierSink *sink = stream_barrier_sink(stream);
 		ListCell *lc;
 
-		if (!stream_matches(stream))
+		if (sink == NULL)
 			continue;
 		if (kind == BARRIER_STAGED)
 		{
@@ -295,7 +306,7 @@ writer_barrier_answer(void)
 		{
 			int first = list_length(stream->sealed);
 
-			writer_seal_stream(stream, &snapshot, barrier_seq, MyWriter->barrier_fence_epoch);
+			writer_seal_stream(stream, &snapshot, barrier_seq, sink->fence_epoch);
 			if (kind == BARRIER_DROP)
 				drop_sealed(stream, first, queue, &failed);
 		}
