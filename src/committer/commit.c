@@ -555,7 +555,6 @@ commit_loaded(int32 sink_id, const char *commit_user, int64 checkpoint_id, List 
 	UpsertCounts changes = {0};
 	ErrorContextCallback *saved = error_context_stack;
 	MemoryContext old = CurrentMemoryContext;
-
 	int64 whole_snapshot_id;
 
 	if (commit_parallel_whole(&whole_snapshot_id, &recorded_at))

@@ -18,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT_OK = qw(source_dir doc_table sql_statements sql_problems sql_names writers_ready
+our @EXPORT_OK = qw(nothing_in_doubt source_dir doc_table sql_statements sql_problems sql_names writers_ready
   back_after_crash
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
@@ -420,6 +420,16 @@ sub book_insert
 		"INSERT INTO s SELECT g, '$note' FROM generate_series($first, $last) g");
 	$book->{$_} = 1 for $first .. $last;
 	return;
+}
+
+# nothing_in_doubt(NODE): waits (poll_query_until's bound) until no
+# prepared transaction whose gid starts with paimon_sink: is left; true
+# when none is.
+sub nothing_in_doubt
+{
+	my ($node) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon\\_sink:%'");
 }
 
 # fault_paused(NODE, POINT): waits (poll_query_until's bound) until a

@@ -16,7 +16,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql ledger_diff ledger_setup try_sql writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt try_sql writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # each checkpoint; 100-byte notes: many 64 kB batches per file
@@ -58,22 +58,6 @@ sub target_rows
 {
 	my ($on, $scen) = @_;
 	return $on->safe_psql('postgres', "SELECT count(*) FROM target WHERE scen = $scen");
-}
-
-# paused(NODE, POINT): waits until a process pauses at POINT.
-sub paused
-{
-	my ($on, $point) = @_;
-	return $on->poll_query_until('postgres',
-		"SELECT paused_pid IS NOT NULL FROM paimon_sink.faults WHERE point = '$point'");
-}
-
-# nothing_in_doubt(NODE): waits until no prepared transaction of ours is left.
-sub nothing_in_doubt
-{
-	my ($on) = @_;
-	return $on->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon\\_sink:%'");
 }
 
 # --- the loaders commit a checkpoint: K loader gids, the log line, exact
@@ -182,7 +166,7 @@ $scen++;
 stage($node, $scen);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'committer ends: a loader prepared its share');
+ok(fault_paused($node, 'loader_after_prepare'), 'committer ends: a loader prepared its share');
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
 like(finish($run), qr/08006|stopped while serving/, 'committer ends: the request fails, its outcome unknown');
 sql("SELECT paimon_sink.clear_faults()");
@@ -202,7 +186,7 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 0],
 	stage($node, $scen);
 	sql("SELECT paimon_sink.inject_fault('$point', 'pause', 1)");
 	$run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-	ok(paused($node, $point), "$point: paused there");
+	ok(fault_paused($node, $point), "$point: paused there");
 	$node->stop('immediate');
 	finish($run);
 	$node->start;
@@ -224,7 +208,7 @@ $scen++;
 stage($node, $scen);
 sql("SELECT paimon_sink.inject_fault('committer_after_decision', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'committer_after_decision'), 'failover: the decision is committed, paused');
+ok(fault_paused($node, 'committer_after_decision'), 'failover: the decision is committed, paused');
 is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid ~ '/[0-9]+~'"), '2',
 	'failover: the two shares are still prepared');
 $node->wait_for_catchup($standby, 'replay', $node->lsn('flush'));

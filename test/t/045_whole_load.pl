@@ -18,7 +18,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql ledger_diff ledger_setup try_sql writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt try_sql writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # each checkpoint: at least parallel_load_rows, so the loader loads it
@@ -75,24 +75,6 @@ sub target_rows
 	return $on->safe_psql('postgres', "SELECT count(*) FROM target WHERE scen = $scen");
 }
 
-# paused(NODE, POINT): waits until a live process pauses at POINT (faults
-# keeps the pid of a process that was terminated while paused there).
-sub paused
-{
-	my ($on, $point) = @_;
-	return $on->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM paimon_sink.faults f JOIN pg_stat_activity a ON a.pid = f.paused_pid
-		 WHERE f.point = '$point'");
-}
-
-# nothing_in_doubt(NODE): waits until no prepared transaction of ours is left.
-sub nothing_in_doubt
-{
-	my ($on) = @_;
-	return $on->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'paimon\\_sink:%'");
-}
-
 # whole_gid(NODE): the one prepared transaction of ours, when it is a
 # whole checkpoint's (loader_part NULL, ours, named "paimon_sink:D:S:N:U~R"):
 # "<gid> <checkpoint id>"; else what in_doubt holds, for the message.
@@ -135,7 +117,7 @@ stage($node, $scen);
 my $snapshots = sql("SELECT count(*) FROM paimon_sink.snapshots");
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', -1)");
 my $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'plain: the loader prepared and holds');
+ok(fault_paused($node, 'loader_after_prepare'), 'plain: the loader prepared and holds');
 # its committables are the prepared transaction's to mark committed
 my $files = sql("SELECT file_count FROM paimon_sink.pending_checkpoints WHERE sink_name = 's'");
 is(sql("SELECT count(*) FROM pg_prepared_xacts"), '1', 'plain: exactly one prepared transaction');
@@ -222,7 +204,7 @@ $scen++;
 stage($node, $scen);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'committer ends: the loader prepared the checkpoint');
+ok(fault_paused($node, 'loader_after_prepare'), 'committer ends: the loader prepared the checkpoint');
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
 like(finish($run), qr/08006|stopped while serving/,
 	'committer ends: the request fails, its outcome unknown');
@@ -262,7 +244,7 @@ $scen++;
 stage($node, $scen);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'another request fails: the loader prepared the checkpoint');
+ok(fault_paused($node, 'loader_after_prepare'), 'another request fails: the loader prepared the checkpoint');
 sql("INSERT INTO k2 VALUES (1)");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('k2')");
 like($err, qr/ERROR:  23505:/, 'another request fails: a unique violation of sink k2, meanwhile');
@@ -283,7 +265,7 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
 	stage($node, $scen);
 	sql("SELECT paimon_sink.inject_fault('$point', 'pause', 1)");
 	$run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-	ok(paused($node, $point), "crash at $point: paused there");
+	ok(fault_paused($node, $point), "crash at $point: paused there");
 	if ($prepared)
 	{
 		($gid, $checkpoint) = whole_parts(whole_gid($node));
@@ -348,7 +330,7 @@ my $before = sql('SELECT count(*) FROM target');
 my $after = $before + $big;
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'reader: the big checkpoint is prepared, held');
+ok(fault_paused($node, 'loader_after_prepare'), 'reader: the big checkpoint is prepared, held');
 my $reader = background_sql($node, "SELECT poll_counts($after, 60)");
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT poll_counts%'"),
@@ -371,7 +353,7 @@ $scen++;
 stage($node, $scen);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
-ok(paused($node, 'loader_after_prepare'), 'failover: the loader prepared the checkpoint');
+ok(fault_paused($node, 'loader_after_prepare'), 'failover: the loader prepared the checkpoint');
 ($gid, $checkpoint) = whole_parts(whole_gid($node));
 like($gid, qr/^paimon_sink:/, 'failover: the checkpoint\'s own gid is prepared on the primary');
 my $prepared_lsn = $node->lsn('insert');    # the PREPARE's record is behind it
