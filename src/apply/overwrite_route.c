@@ -20,11 +20,13 @@
  * are the owner's code.
  *
  * A row no partition takes (or whose key expression fails) would be
- * refused by the load as well: under on_error 'reject' the load moves it
- * aside, so routing is redone without it (up to ROUTE_SKIPPED_ROWS_MAX such
- * rows, each costing one more read of the rows); otherwise, or past that,
- * routing gives up and the caller falls back to finding the partitions
- * after the load.  The routing runs in a subtransaction of its own so
+ * refused by the load as well.  Under on_error 'stop' its error is raised
+ * here, with its SQLSTATE (23514) and the row's partition key: the load
+ * would raise it too, or first a 23505 on a key the rebuild rewrites,
+ * which would hide the cause.  Under 'reject' the load moves it aside, so
+ * routing is redone without it (up to ROUTE_SKIPPED_ROWS_MAX such rows,
+ * each costing one more read of the rows); past that, routing gives up
+ * and the caller falls back to finding the partitions after the load.  The routing runs in a subtransaction of its own so
  * that such an error leaves nothing behind.
  *
  * The cost: the staged rows are read and decoded twice (once here, once
@@ -224,12 +226,14 @@ has_foreign_leaf(Oid relid)
  * target that the staged rows of files (LoadFile *) go to, and sets
  * *routed; reject says whether the load will move a refused row aside
  * (routing then steps over a row no partition takes).  When the rows
- * cannot be routed before the load (a row no partition takes, a failing
- * key expression, a foreign partition), returns NIL with *routed false:
- * the caller finds the partitions after the load.  In the commit's
- * transaction.  Raises what reading the staged files raises
- * (ERRCODE_DATA_CORRUPTED, file access errors) and any error routing
- * raises that no row causes (ERRCODE_INSUFFICIENT_PRIVILEGE, ...).
+ * cannot be routed before the load (more such rows than it steps over, a
+ * foreign partition), returns NIL with *routed false: the caller finds
+ * the partitions after the load.  In the commit's transaction.  Raises,
+ * when reject is false, the error of a row routing refuses
+ * (ERRCODE_CHECK_VIOLATION for a row no partition takes, or what its key
+ * expression raises), nothing applied; what reading the staged files
+ * raises (ERRCODE_DATA_CORRUPTED, file access errors); and any error
+ * routing raises that no row causes (ERRCODE_INSUFFICIENT_PRIVILEGE, ...).
  */
 List *
 overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed)
@@ -277,6 +281,15 @@ overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed)
 		{
 			leaves = router->leaves;
 			break;
+		}
+		/* on_error 'stop': the load would fail on the row too, or first on a key it rewrites */
+		if (!reject)
+		{
+			error->hint =
+				pstrdup("Nothing of the checkpoint was applied and it stays prepared: fix "
+						"the cause (a partition that takes the row) and commit again, or "
+						"move the row aside with paimon_sink.reject_failing_rows().");
+			ReThrowError(error);
 		}
 		/* the row no partition takes: the load refuses it too */
 		for (int i = 0; i < router->skipped_count; i++)

@@ -16,7 +16,11 @@
 #    between the PREPARE and COMMIT PREPARED: after the restart the target
 #    equals the ledger, and the retried commit and a restore change
 #    nothing twice.
-# 4. NULL partition values: a row with a NULL key replaces the partition
+# 4. A rebuild with a row no partition takes fails naming it, nothing
+#    applied; reject_failing_rows() moves the row aside and the rebuild
+#    commits once.  A key twice in one checkpoint still fails, nothing
+#    applied.
+# 5. NULL partition values: a row with a NULL key replaces the partition
 #    for NULL (and the default partition its rows go to), no other; an
 #    empty job changes nothing.
 use strict;
@@ -163,7 +167,31 @@ for my $point ('committer_before_prepare', 'committer_after_prepare')
 	is(equals_ledger(), $exact, "$point: a restore of the job changes nothing");
 }
 
-# --- 4: NULL partition values
+# --- 4: a row no partition takes, in a rebuild with the same keys: the commit fails on
+# it naming it (23514), nothing applied; reject_failing_rows() moves it aside, steps
+# over it when routing, and the rebuild commits once
+write_day('day-9', '2026-12-01', 1, 50, 'v9');
+write_day('day-9', '2027-01-01', 1, 1, 'v9');
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('rebuild_sink', 'day-9', 1)");
+($ret, $err) = call("SELECT count(*) FROM paimon_sink.commit('rebuild_sink', 'day-9', 1)");
+like($err, qr/no partition of relation "rebuild" found for row/, 'a row no partition takes fails the commit');
+is(equals_ledger(), $exact, 'nothing of it applied: the target equals the ledger');
+is(sql("SELECT row_count FROM paimon_sink.reject_failing_rows('rebuild_sink', 1, 'day-9')"), '50',
+	'reject_failing_rows() commits the rest');
+ledger_day('2026-12-01', 1, 50, 'v9');
+is(equals_ledger(), $exact, 'the day is rebuilt with the same keys: the target equals the ledger');
+is(sql("SELECT count(*) FROM paimon_sink.rejects WHERE commit_user = 'day-9'"), '1',
+	'the row no partition takes is in the rejects table');
+# a duplicate key inside the checkpoint itself still fails the commit, nothing applied
+write_day('day-10', '2026-12-01', 1, 50, 'v10');
+write_day('day-10', '2026-12-01', 50, 50, 'v10');
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('rebuild_sink', 'day-10', 1)");
+($ret, $err) = call("SELECT count(*) FROM paimon_sink.commit('rebuild_sink', 'day-10', 1)");
+like($err, qr/23505|duplicate key/, 'a key twice in the checkpoint fails the commit');
+is(equals_ledger(), $exact, 'nothing of it applied: the partition keeps its rows');
+is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'nothing in doubt');
+
+# --- 5: NULL partition values
 sql(q{
 	CREATE TABLE tagged (tag text, id int, v text) PARTITION BY LIST (tag);
 	CREATE TABLE tag_a PARTITION OF tagged FOR VALUES IN ('a');
