@@ -197,21 +197,20 @@ inserts_kept(Oid relid)
 /*
  * overwrite_begin starts what an overwrite sink's commit replaces, before
  * its load of files (LoadFile *) of checkpoint_id, in the commit's
- * transaction: for the
- * commit user's first commit of a whole-target sink, the target's rows
- * deleted (a partitioned target's in every partition; an ordinary one's
- * own, not its inheritance children's, which the sink does not write);
- * for a dynamic-partition sink, the snapshot of the rows the partitions
- * hold before the load, the statistics counts on, by which overwrite_load
- * and overwrite_end find the partitions that received rows, and the
- * leaves the staged rows go to that no earlier commit of the commit user
- * replaced (overwrite_route.c), for overwrite_load to empty.  Raises what
- * reading the staged files raises.
+ * transaction: for the commit user's first commit of a whole-target sink,
+ * the target's rows deleted (a partitioned target's in every partition;
+ * an ordinary one's own, not its inheritance children's, which the sink
+ * does not write); for a dynamic-partition sink, the snapshot of the rows
+ * the partitions hold before the load, the statistics counts on, by which
+ * overwrite_load and overwrite_end find the partitions that received
+ * rows, and the leaves the staged rows go to that no earlier commit of
+ * the commit user replaced (overwrite_route.c), for overwrite_load to
+ * empty.  Raises what reading and routing the staged rows raises
+ * (overwrite_route_rows).
  */
 void
 overwrite_begin(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files)
 {
-	bool routed;
 	ListCell *lc;
 
 	memset(&run, 0, sizeof(run));
@@ -236,8 +235,9 @@ overwrite_begin(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 	run.before = RegisterSnapshot(GetLatestSnapshot());
 	run.commit_user = pstrdup(commit_user);
 	run.checkpoint_id = checkpoint_id;
-	foreach (lc, overwrite_route_rows(sink, files, sink->reject_on_error || rejects_operator_call(),
-									  &routed))
+	/* none when routing gave up: overwrite_end finds them after the load */
+	foreach (lc,
+			 overwrite_route_rows(sink, files, sink->reject_on_error || rejects_operator_call()))
 		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
 			!list_member_oid(run.state.partitions, lfirst_oid(lc)))
 			run.replacing = lappend_oid(run.replacing, lfirst_oid(lc));
@@ -245,10 +245,10 @@ overwrite_begin(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, Li
 
 /*
  * empty_then_load deletes the rows of each leaf of run.replacing, then
- * loads files, in a subtransaction it leaves open when every one of those
- * leaves kept a row the load inserted; otherwise it rolls the
- * subtransaction back and returns with *loaded unset and run.replacing
- * the leaves that did.  Returns whether it kept what it did.
+ * loads files, in a subtransaction: kept (released into the commit's
+ * transaction), with *loaded the rows loaded, when every one of those
+ * leaves kept a row the load inserted; otherwise rolled back, with
+ * run.replacing now the leaves that did.  Returns whether it was kept.
  */
 static bool
 empty_then_load(SinkInfo *sink, List *files, uint64 *loaded)

@@ -223,12 +223,11 @@ has_foreign_leaf(Oid relid)
 /*
  * overwrite_route_rows returns the leaf partitions (Oid list, each once,
  * in the memory context current at the call) of the sink's partitioned
- * target that the staged rows of files (LoadFile *) go to, and sets
- * *routed; reject says whether the load will move a refused row aside
- * (routing then steps over a row no partition takes).  When the rows
- * cannot be routed before the load (more such rows than it steps over, a
- * foreign partition), returns NIL with *routed false: the caller finds
- * the partitions after the load.  In the commit's transaction.  Raises,
+ * target that the staged rows of files (LoadFile *) go to; reject says
+ * whether the load will move a refused row aside (routing then steps over
+ * a row no partition takes).  When the rows cannot be routed before the
+ * load (more such rows than it steps over, a foreign partition), returns
+ * NIL: the caller finds the partitions after the load.  In the commit's transaction.  Raises,
  * when reject is false, the error of a row routing refuses
  * (ERRCODE_CHECK_VIOLATION for a row no partition takes, or what its key
  * expression raises), nothing applied; what reading the staged files
@@ -236,19 +235,19 @@ has_foreign_leaf(Oid relid)
  * routing raises that no row causes (ERRCODE_INSUFFICIENT_PRIVILEGE, ...).
  */
 List *
-overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed)
+overwrite_route_rows(SinkInfo *sink, List *files, bool reject)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	Router *router = palloc0(sizeof(Router));
 	List *leaves = NIL;
 
-	*routed = false;
 	if (files == NIL || has_foreign_leaf(sink->target))
 		return NIL;
 	for (;;)
 	{
 		ErrorData *error = NULL;
+		bool again = false;
 		Relation target;
 
 		BeginInternalSubTransaction(NULL);
@@ -291,11 +290,11 @@ overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed)
 						"move the row aside with paimon_sink.reject_failing_rows().");
 			ReThrowError(error);
 		}
-		/* the row no partition takes: the load refuses it too */
+		/* the row no partition takes: the load refuses it too, so step over it */
 		for (int i = 0; i < router->skipped_count; i++)
 			if (router->skipped[i] == router->ordinal)
-				reject = false; /* it failed again: not this row's routing */
-		if (!reject || router->ordinal == 0 || router->skipped_count == ROUTE_SKIPPED_ROWS_MAX)
+				again = true; /* the failure is not this row's routing */
+		if (again || router->ordinal == 0 || router->skipped_count == ROUTE_SKIPPED_ROWS_MAX)
 		{
 			ereport(DEBUG1, (errmsg("paimon_sink finds the partitions of sink \"%s\" after the "
 									"load: routing its staged rows failed: %s",
@@ -305,6 +304,5 @@ overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed)
 		router->skipped[router->skipped_count++] = router->ordinal;
 		FreeErrorData(error);
 	}
-	*routed = true;
 	return leaves;
 }

@@ -12,6 +12,6 @@
 #include "metadata/catalog.h"
 #include "nodes/pg_list.h"
 
-extern List *overwrite_route_rows(SinkInfo *sink, List *files, bool reject, bool *routed);
+extern List *overwrite_route_rows(SinkInfo *sink, List *files, bool reject);
 
 #endif /* PAIMON_SINK_OVERWRITE_ROUTE_H */
