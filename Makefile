@@ -37,6 +37,7 @@ OBJS = \
 	src/apply/upsert.o \
 	src/apply/upsert_merge.o \
 	src/apply/overwrite.o \
+	src/apply/overwrite_route.o \
 	src/apply/rejects.o \
 	src/writer/writer.o \
 	src/writer/writer_adopt.o \

@@ -28,6 +28,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/queryenvironment.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -59,6 +60,7 @@ static struct
 	uint32 batch_rows;
 	uint32 batch_rows_read;
 	bool numbered; /* upsert: rows are counted per batch */
+	bool scan;	   /* load_scan_files: rows read, not loaded; no progress counted */
 	/* the share loaded: batches whose position (LoadFile.position + offset) lies in it */
 	int64 share_begin;
 	int64 share_end;
@@ -247,7 +249,7 @@ load_read(void *outbuf, int minread, int maxread)
 			FileClose(load.file);
 			load.file = -1;
 			load.file_index++;
-			if (in_share(file->position + load.file_size - 1))
+			if (in_share(file->position + load.file_size - 1) && !load.scan)
 				load_progress_update(-1, 1, 0);
 			continue;
 		}
@@ -284,7 +286,8 @@ load_read(void *outbuf, int minread, int maxread)
 		}
 		else
 		{
-			load_progress_update(-1, 0, header.row_count);
+			if (!load.scan)
+				load_progress_update(-1, 0, header.row_count);
 			check_batch_read();
 			load.batch_first_sequence = header.first_sequence;
 			load.batch_rows = header.row_count;
@@ -302,6 +305,7 @@ start_load(List *files, bool numbered)
 	load.share_begin = 0;
 	load.share_end = PG_INT64_MAX;
 	load.numbered = numbered;
+	load.scan = false;
 	load.files = files;
 	load.header_sent = false;
 	load.file_index = 0;
@@ -594,6 +598,50 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 	security_restore_role(&saved);
 	table_close(rel, NoLock);
 	return rows;
+}
+
+/*
+ * load_scan_files reads the staged rows of files (LoadFile *, their
+ * included batches) without loading them: each row, decoded by COPY's
+ * binary reader in the layout of the sink's foreign table (the sink's
+ * columns, in order, with their types), is handed to row(arg, values,
+ * nulls) in a memory context reset for the next row.  The commit's
+ * progress does not move.  Raises what reading the files raises
+ * (ERRCODE_DATA_CORRUPTED for a damaged batch, a file access error).
+ */
+void
+load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg)
+{
+	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
+	TupleDesc desc = RelationGetDescr(foreign);
+	Datum *values = palloc(sizeof(Datum) * desc->natts);
+	bool *nulls = palloc(sizeof(bool) * desc->natts);
+	MemoryContext row_context = AllocSetContextCreate(
+		CurrentMemoryContext, "paimon_sink staged row", ALLOCSET_DEFAULT_SIZES);
+	CopyFromState cstate;
+
+	start_load(files, false);
+	load.scan = true;
+	cstate = BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
+						   list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
+	for (;;)
+	{
+		MemoryContext old;
+		bool more;
+
+		MemoryContextReset(row_context);
+		old = MemoryContextSwitchTo(row_context);
+		more = NextCopyFrom(cstate, NULL, values, nulls);
+		if (more)
+			row(arg, values, nulls);
+		MemoryContextSwitchTo(old);
+		if (!more)
+			break;
+	}
+	EndCopyFrom(cstate);
+	end_load();
+	MemoryContextDelete(row_context);
+	table_close(foreign, NoLock);
 }
 
 /*

@@ -27,11 +27,15 @@ typedef struct LoadFile
 	int64 position; /* of its first byte, the checkpoint's files laid end to end */
 } LoadFile;
 
+/* Receives one staged row of load_scan_files, in the foreign table's layout. */
+typedef void (*LoadRowCallback)(void *arg, Datum *values, bool *nulls);
+
 /* in load.c */
 extern LoadFile *load_file_of(const CheckpointFile *recorded, int32 sink_id);
 extern uint64 load_files(SinkInfo *sink, List *files);
 extern uint64 load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end);
 extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);
+extern void load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg);
 extern void load_abort(void);
 
 extern void load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id,

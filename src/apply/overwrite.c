@@ -33,20 +33,28 @@
  * dynamic-partition-overwrite): only the leaf partitions that receive rows
  * are replaced, each in the commit of the job that first brings it rows
  * (Paimon's batch INSERT OVERWRITE replaces the partitions it writes, once
- * per job); a commit without rows changes nothing (Paimon PR #4536).
- * Which partitions a checkpoint's rows go to is known only once they are
- * routed, so the load comes first, then the rows the partitions held
- * before it are deleted: the DELETE runs under a snapshot taken before
- * the load, command id included, which does not see the rows the load
- * inserted.  The partitions that received rows are those whose inserts in
- * this transaction survived its subtransactions (the statistics' own
- * per-transaction counts, with track_counts forced on for the commit):
- * a refused row moved aside by on_error 'reject' does not count.
+ * per job); a commit without rows changes nothing (Paimon PR #4536).  A
+ * partition is replaced before it is loaded into, so that a job may
+ * rewrite the keys it held (a daily rebuild of a partition with the same
+ * primary keys): the staged rows are routed first (overwrite_route.c), the
+ * partitions they go to are emptied with DELETE, then the rows are loaded,
+ * all in the commit's one transaction.  The DELETE and the load run in a
+ * subtransaction; should a partition receive no row after all (each of
+ * its rows refused and moved aside by on_error 'reject'), it is rolled
+ * back and done again without that partition, which is left as it was.
+ * Which partitions received rows is told by the statistics' own
+ * per-transaction counts, with track_counts forced on for the commit.  A
+ * partition the rows went to unforeseen (routing gave up before the load,
+ * or a volatile default routed a row elsewhere) is still replaced after
+ * the load, as before: what it held before the load is deleted, under a
+ * snapshot taken before it, command id included, which does not see the
+ * rows the load inserted (a key rewritten there fails with 23505).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "executor/executor.h"
@@ -57,9 +65,13 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/pgstat_internal.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+#include "apply/load.h"
 #include "apply/overwrite.h"
+#include "apply/overwrite_route.h"
+#include "apply/rejects.h"
 #include "core/pg_compat.h"
 #include "core/security.h"
 #include "metadata/metadata.h"
@@ -70,6 +82,9 @@ static struct
 	bool active;	 /* an overwrite sink's commit */
 	bool replaced;	 /* whole target: this commit deleted its rows */
 	Snapshot before; /* dynamic: the snapshot of the rows before the load */
+	List *replacing; /* dynamic: leaves to empty before the load, Oid */
+	char *commit_user;
+	int64 checkpoint_id;
 	OverwriteState state;
 } run;
 
@@ -181,17 +196,23 @@ inserts_kept(Oid relid)
 
 /*
  * overwrite_begin starts what an overwrite sink's commit replaces, before
- * its load, in the commit's transaction: for the commit user's first
- * commit of a whole-target sink, the target's rows deleted (a partitioned
- * target's in every partition; an ordinary one's own, not its inheritance
- * children's, which the sink does not write); for a dynamic-partition
- * sink, the snapshot of the rows the partitions hold before the load, and
- * the statistics counts on, by which overwrite_end finds the partitions
- * that received rows.
+ * its load of files (LoadFile *) of checkpoint_id, in the commit's
+ * transaction: for the commit user's first commit of a whole-target sink,
+ * the target's rows deleted (a partitioned target's in every partition;
+ * an ordinary one's own, not its inheritance children's, which the sink
+ * does not write); for a dynamic-partition sink, the snapshot of the rows
+ * the partitions hold before the load, the statistics counts on, by which
+ * overwrite_load and overwrite_end find the partitions that received
+ * rows, and the leaves the staged rows go to that no earlier commit of
+ * the commit user replaced (overwrite_route.c), for overwrite_load to
+ * empty.  Raises what reading and routing the staged rows raises
+ * (overwrite_route_rows).
  */
 void
-overwrite_begin(const SinkInfo *sink, const char *commit_user)
+overwrite_begin(SinkInfo *sink, const char *commit_user, int64 checkpoint_id, List *files)
 {
+	ListCell *lc;
+
 	memset(&run, 0, sizeof(run));
 	if (!SINK_IS_OVERWRITE(sink))
 		return;
@@ -212,20 +233,100 @@ overwrite_begin(const SinkInfo *sink, const char *commit_user)
 	(void) set_config_option("track_counts", "on", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true,
 							 0, false);
 	run.before = RegisterSnapshot(GetLatestSnapshot());
+	run.commit_user = pstrdup(commit_user);
+	run.checkpoint_id = checkpoint_id;
+	/* none when routing gave up: overwrite_end finds them after the load */
+	foreach (lc,
+			 overwrite_route_rows(sink, files, sink->reject_on_error || rejects_operator_call()))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
+			!list_member_oid(run.state.partitions, lfirst_oid(lc)))
+			run.replacing = lappend_oid(run.replacing, lfirst_oid(lc));
+}
+
+/*
+ * empty_then_load deletes the rows of each leaf of run.replacing, then
+ * loads files, in a subtransaction: kept (released into the commit's
+ * transaction), with *loaded the rows loaded, when every one of those
+ * leaves kept a row the load inserted; otherwise rolled back, with
+ * run.replacing now the leaves that did.  Returns whether it was kept.
+ */
+static bool
+empty_then_load(SinkInfo *sink, List *files, uint64 *loaded)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	List *received = NIL;
+	ListCell *lc;
+	uint64 rows;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	foreach (lc, run.replacing)
+		(void) delete_rows(sink, lfirst_oid(lc), true, GetTransactionSnapshot());
+	rows = load_files(sink, files);
+	foreach (lc, run.replacing)
+		if (inserts_kept(lfirst_oid(lc)) > 0)
+			received = lappend_oid(received, lfirst_oid(lc));
+	if (list_length(received) == list_length(run.replacing))
+	{
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		*loaded = rows;
+		return true;
+	}
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+	run.replacing = received;
+	return false;
+}
+
+/*
+ * overwrite_load loads files (LoadFile *) into an overwrite sink's target
+ * and returns the rows loaded; for a dynamic-partition sink, the leaves
+ * overwrite_begin found are emptied first, in the commit's transaction.
+ * Should a leaf emptied receive no row (all of its rows refused and moved
+ * aside), the deletes and the load are undone and done again without it:
+ * it is left as it was, as the rule for a partition without rows says.
+ * Raises what the load and the DELETE raise.
+ */
+uint64
+overwrite_load(SinkInfo *sink, List *files)
+{
+	int64 rows = 0;
+	ListCell *lc;
+	uint64 loaded;
+
+	if (!run.active || !sink->dynamic_partition_overwrite || run.replacing == NIL)
+		return load_files(sink, files);
+	foreach (lc, files)
+		rows += ((LoadFile *) lfirst(lc))->row_count;
+	while (!empty_then_load(sink, files, &loaded))
+	{
+		/* the refused rows and the progress of the undone load are counted again */
+		rejects_begin(sink, run.commit_user, run.checkpoint_id, rejects_operator_call());
+		load_progress_start(sink->sink_id, run.commit_user, run.checkpoint_id, list_length(files),
+							rows);
+		if (run.replacing == NIL)
+			return load_files(sink, files);
+	}
+	return loaded;
 }
 
 /*
  * overwrite_end finishes what overwrite_begin started, after the load:
- * for a dynamic-partition sink, the rows held before the load deleted in
- * each leaf partition that received rows and that no earlier commit of
- * the commit user replaced; what was replaced recorded in the commit
- * user's state, in the commit's transaction.  Returns the snapshot's
- * commit kind: OVERWRITE when the commit replaced anything, else APPEND.
+ * for a dynamic-partition sink, each leaf partition that received rows
+ * unforeseen (not emptied by overwrite_load) and that no earlier commit
+ * of the commit user replaced has the rows it held before the load
+ * deleted; what was replaced is recorded in the commit user's state, in
+ * the commit's transaction.  Returns the snapshot's commit kind:
+ * OVERWRITE when the commit replaced anything, else APPEND.
  */
 const char *
 overwrite_end(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id)
 {
-	List *replaced = NIL;
+	List *replaced;
 	ListCell *lc;
 
 	if (!run.active)
@@ -238,12 +339,13 @@ overwrite_end(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id
 		metadata_record_overwrite(sink->sink_id, commit_user, checkpoint_id, NIL);
 		return "OVERWRITE";
 	}
+	replaced = run.replacing;
 	foreach (lc, find_all_inheritors(sink->target, RowExclusiveLock, NULL))
 	{
 		Oid leaf = lfirst_oid(lc);
 
 		if (get_rel_relkind(leaf) != RELKIND_RELATION || inserts_kept(leaf) == 0 ||
-			list_member_oid(run.state.partitions, leaf))
+			list_member_oid(run.state.partitions, leaf) || list_member_oid(run.replacing, leaf))
 			continue;
 		(void) delete_rows(sink, leaf, true, run.before);
 		replaced = lappend_oid(replaced, leaf);

@@ -287,11 +287,13 @@ commit_load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint
 	failure_hint = LOAD_FAILURE_HINT;
 	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	rejects_begin(sink, commit_user, checkpoint_id, rejects_operator_call());
-	overwrite_begin(sink, commit_user);
+	overwrite_begin(sink, commit_user, checkpoint_id, files);
 	if (SINK_IS_UPSERT(sink))
 		loaded = load_apply_files(sink, files, changes);
 	else if (files == NIL)
 		loaded = 0; /* an overwrite sink's empty first commit */
+	else if (SINK_IS_OVERWRITE(sink))
+		loaded = overwrite_load(sink, files); /* what it replaces emptied first */
 	else
 		loaded = load_files(sink, files);
 	/* the refused rows, moved aside: prepared with the rest (and not counted as applied) */

@@ -15,8 +15,10 @@
 #    same) and the target is empty once.
 # 3. A partitioned target with dynamic_partition_overwrite: only the leaf
 #    partitions that receive rows are replaced, each once per job; a row
-#    moved aside by on_error 'reject' does not make its partition replaced;
-#    a commit without rows changes nothing.
+#    moved aside by on_error 'reject' does not make its partition replaced
+#    (its partition is emptied before the load, so the emptying is undone);
+#    a commit without rows changes nothing.  (A row rewriting a key its
+#    partition held is no refused row: test 061.)
 # And a crash after the PREPARE of a job's first commit with rows: committed
 # once, and the job's next checkpoint appends.
 use strict;
@@ -191,6 +193,14 @@ is(contents(), 'job-c:45', 'the next checkpoint appends');
 # --- 3: dynamic-partition overwrite
 sql(q{
 	CREATE TABLE p (id int, part int, v text, PRIMARY KEY (id, part)) PARTITION BY LIST (part);
+	CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF NEW.v = 'bad' THEN
+			RAISE EXCEPTION 'bad row';
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER refuse_bad BEFORE INSERT ON p FOR EACH ROW EXECUTE FUNCTION refuse_bad();
 	CREATE TABLE p1 PARTITION OF p FOR VALUES IN (1);
 	CREATE TABLE p2 PARTITION OF p FOR VALUES IN (2);
 	CREATE TABLE p3 PARTITION OF p FOR VALUES IN (3);
@@ -214,9 +224,9 @@ write_p('dyn', join(',', map { "($_, 1, 'new')" } 1001 .. 1010));
 prepare('p_sink', 'dyn', 1);
 commit('p_sink', 'dyn', 1);
 is(parts(), "p1:new:10,p2:old:100,p3:old:100", 'only the partition receiving rows is replaced');
-# checkpoint 2: p1 again (appended), p2 first (replaced), and p3 only a refused row
+# checkpoint 2: p1 again (appended), p2 first (replaced), and p3 only a row its trigger refuses
 write_p('dyn', join(',', (map { "($_, 1, 'new')" } 1011 .. 1015), (map { "($_, 2, 'new')" } 2001 .. 2003),
-	"(1, 3, 'duplicate')"));
+	"(1, 3, 'bad')"));
 prepare('p_sink', 'dyn', 2);
 commit('p_sink', 'dyn', 2);
 is(parts(), "p1:new:15,p2:new:3,p3:old:100",
