@@ -265,6 +265,7 @@ class Bench(ControlQueries):
         self.client_pages = None
         self.runs = []        # (path, rep, rows, seconds, extra)
         self.wal = []         # (path, rep, WAL bytes of the statement, of the run, bytes staged, heap bytes)
+        self.ahead = {}       # path -> [(bytes, seconds) loaded ahead before checkpoint()]
         self.split = None     # single(): the WAL mark right after a sink path's statement
         self.split_s = None   # single(): the seconds of that statement, before its checkpoint
         self.latency = {}     # kind -> [ms]
@@ -478,6 +479,12 @@ class Bench(ControlQueries):
             "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'), "
             "(SELECT coalesce(sum(bytes_staged), 0) FROM paimon_sink.writers)")[0])
 
+    def ahead_mark(self):
+        """ahead_mark returns (bytes, seconds) the database's loaders loaded ahead so far, before
+        their checkpoints were given to them (load_ahead_status())."""
+        r = self.q("SELECT bytes_loaded_ahead, seconds_loading_ahead FROM paimon_sink.load_ahead_status()")[0]
+        return int(r[0]), float(r[1])
+
     def single(self, sql, args=None, sink=None):
         """sink: the sink to checkpoint after the statement, or None; for a sink the WAL mark between
         the two is kept in self.split (one query on the control connection, inside the timing)."""
@@ -637,6 +644,7 @@ class Bench(ControlQueries):
         expected = cfg.rows
         extra = ""
         self.split = self.split_s = None
+        ahead0 = self.ahead_mark() if target in SINK_OF else None
         mark0 = self.wal_mark()
         if path == "on_conflict":
             dt, ck = self.run_on_conflict(tname)
@@ -677,6 +685,10 @@ class Bench(ControlQueries):
             " statement_wal=%.0fkB" % (stmt / 1e3) if target in SINK_OF and stmt is not None else "")
         if self.split_s is not None:
             extra += " statement=%.2fs checkpoint=%.2fs" % (self.split_s, dt - self.split_s)
+        if ahead0 is not None:
+            ahead1 = self.ahead_mark()
+            self.ahead.setdefault(path, []).append((ahead1[0] - ahead0[0], ahead1[1] - ahead0[1]))
+            extra += " loaded_ahead=%dB/%.2fs" % (ahead1[0] - ahead0[0], ahead1[1] - ahead0[1])
         log("%-22s run %d/%d: %8.2f s %12s rows/s  %s" % (path, rep, cfg.repeat, dt,
                                                          "{:,.0f}".format(expected / dt), extra))
 
@@ -722,6 +734,13 @@ class Bench(ControlQueries):
                 per[p] += time.monotonic() - tp
         for p in paths:
             log("    %-22s %.1f s in all (with resets and checks)" % (p, per[p]))
+        # loading ahead (paimon_sink.load_ahead): what each sink path loaded before checkpoint()
+        for p in paths:
+            if p in self.ahead:
+                b = statistics.median(a[0] for a in self.ahead[p])
+                sec = statistics.median(a[1] for a in self.ahead[p])
+                log("    %-22s loaded before checkpoint(): %d bytes in %.2f s (median of %d runs)"
+                    % (p, b, sec, len(self.ahead[p])))
         self.phase("throughput", t)
 
     # commit latency -------------------------------------------------------------
