@@ -263,14 +263,29 @@ load_ahead_stop(Oid target, int except)
 /*
  * load_ahead_take hands the handle of entry's loader (1-based) to the
  * caller, which gives it its checkpoint (commit_parallel.c) and from then
- * on waits for it as for any loader.
+ * on waits for it as for any loader; what the loader loaded until now, and
+ * how long it spent loading it, is counted as loaded before its
+ * checkpoint (load_ahead_status()).
  */
 BackgroundWorkerHandle *
 load_ahead_take(int entry)
 {
 	BackgroundWorkerHandle *handle = handles[entry - 1];
+	LoaderEntry *loader = shared_loader(MyDatabaseEntry, entry - 1);
+	AheadStats *stats = &MyDatabaseEntry->ahead_stats;
+	TimestampTz started;
+	TimestampTz done;
 
 	handles[entry - 1] = NULL;
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	started = loader->ahead_started_at;
+	done = loader->ahead_done_at != 0 ? loader->ahead_done_at : GetCurrentTimestamp();
+	LWLockRelease(PaimonSinkState->lock);
+	pg_atomic_fetch_add_u64(&stats->taken, 1);
+	pg_atomic_fetch_add_u64(&stats->rows, pg_atomic_read_u64(&loader->ahead_rows_read));
+	pg_atomic_fetch_add_u64(&stats->bytes, pg_atomic_read_u64(&loader->ahead_bytes_read));
+	if (started != 0 && done > started)
+		pg_atomic_fetch_add_u64(&stats->us, (uint64) (done - started));
 	return handle;
 }
 

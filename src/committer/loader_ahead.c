@@ -65,6 +65,7 @@ static LoaderEntry *AheadLoader;
 static uint64 ahead_xid;
 static int32 ahead_sink_id;
 static uint64 ahead_incarnation;
+static uint64 ahead_loaded; /* the rows its COPY loaded */
 
 /* One file of X as the data source reads it. */
 typedef struct AheadCursor
@@ -85,8 +86,6 @@ static struct
 	bool committed; /* X was seen committed: the ends read after that are final */
 	bool done;
 	bool first_seen;
-	int64 rows;
-	int64 bytes;
 } source;
 
 /*
@@ -107,6 +106,7 @@ loader_ahead_take(DatabaseEntry *db, LoaderEntry *loader)
 		loader->state = LOADER_AHEAD_LOADING;
 		loader->pid = MyProcPid;
 		loader->ahead_proc = MyProc;
+		loader->ahead_started_at = GetCurrentTimestamp();
 		ahead_xid = loader->ahead_xid;
 		ahead_sink_id = loader->sink_id;
 		ahead_incarnation = loader->committer_incarnation;
@@ -197,9 +197,9 @@ next_batch(void)
 									  "file.")));
 		cursor->offset += sizeof(header) + header.payload_length;
 		source.batch_position = 0;
-		source.rows += header.row_count;
-		source.bytes += header.payload_length;
 		pg_atomic_fetch_add_u64(&AheadLoader->rows_done, header.row_count);
+		pg_atomic_fetch_add_u64(&AheadLoader->ahead_rows_read, header.row_count);
+		pg_atomic_fetch_add_u64(&AheadLoader->ahead_bytes_read, header.payload_length);
 		return true;
 	}
 	return false;
@@ -286,17 +286,14 @@ ahead_read(void *outbuf, int minread, int maxread)
 }
 
 /*
- * set_loaded publishes what was loaded ahead and moves the entry to
- * LOADED_AHEAD (unless the checkpoint was already given); the time X was
- * seen committed starts paimon_sink.load_ahead_max_wait.
+ * set_loaded moves the entry to LOADED_AHEAD (unless the checkpoint was
+ * already given) and says when: from then on paimon_sink.load_ahead_max_wait
+ * runs.
  */
 static void
-set_loaded(TimestampTz start)
+set_loaded(void)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	AheadLoader->ahead_rows = source.rows;
-	AheadLoader->ahead_bytes = source.bytes;
-	AheadLoader->ahead_us = GetCurrentTimestamp() - start;
 	AheadLoader->ahead_done_at = GetCurrentTimestamp();
 	if (AheadLoader->state == LOADER_AHEAD_LOADING)
 		AheadLoader->state = LOADER_LOADED_AHEAD;
@@ -414,12 +411,11 @@ wait_for_checkpoint(void)
 bool
 loader_ahead_run(void)
 {
-	TimestampTz start = GetCurrentTimestamp();
 	uint64 rows;
 
 	pgstat_report_activity(STATE_RUNNING, "loading a streamed transaction ahead");
-	rows = load_ahead_copy();
-	set_loaded(start);
+	rows = ahead_loaded = load_ahead_copy();
+	set_loaded();
 	ereport(DEBUG1, (errmsg("paimon_sink loader loaded %llu rows of transaction %llu ahead",
 							(unsigned long long) rows, (unsigned long long) ahead_xid)));
 	pgstat_report_activity(STATE_IDLEINTRANSACTION, "waiting for its paimon_sink checkpoint");
@@ -430,11 +426,6 @@ loader_ahead_run(void)
 		return false;
 	}
 	fault_point("loader_ahead_assigned");
-	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.taken, 1);
-	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.rows, (uint64) source.rows);
-	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.bytes, (uint64) source.bytes);
-	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.us,
-							(uint64) (AheadLoader->ahead_us > 0 ? AheadLoader->ahead_us : 0));
 	return true;
 }
 
@@ -474,6 +465,6 @@ loader_ahead_rest(List *files, uint64 *rows)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 						errmsg("the checkpoint does not take every file loaded ahead"),
 						errdetail("Nothing of the checkpoint was applied.")));
-	*rows = (uint64) source.rows;
+	*rows = ahead_loaded;
 	return rest;
 }

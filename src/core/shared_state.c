@@ -214,6 +214,8 @@ shared_state_init(void)
 
 				pg_atomic_init_u64(&loader->rows_done, 0);
 				pg_atomic_init_u32(&loader->files_done, 0);
+				pg_atomic_init_u64(&loader->ahead_rows_read, 0);
+				pg_atomic_init_u64(&loader->ahead_bytes_read, 0);
 				for (int f = 0; f < PAIMON_SINK_AHEAD_FILES; f++)
 					pg_atomic_init_u64(&loader->ahead_files[f].end, 0);
 			}

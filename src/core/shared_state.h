@@ -387,19 +387,20 @@ typedef struct LoaderEntry
 	 * transaction claims a free entry for (sink, commit user, xid), or finds
 	 * the one claimed, and appends the file (under the lock); ahead_generation
 	 * changes with each claim, so a writer that kept a file's slot raises its
-	 * end only while the claim is the one it saw.  The loaded counters are
-	 * the loader's: what it loaded before a checkpoint was given to it.
+	 * end only while the claim is the one it saw.  The read counters are
+	 * the loader's; the committer reads them as it gives the loader its
+	 * checkpoint: what was loaded before.
 	 */
-	uint64 ahead_xid;		   /* the streamed transaction's full xid */
-	uint64 ahead_generation;   /* bumped at each claim */
-	Oid ahead_target;		   /* set by the committer as it starts the worker */
-	PGPROC *ahead_proc;		   /* the loader's, once it loads: writers set its latch */
-	int ahead_file_count;	   /* files in ahead_files */
-	bool ahead_overflow;	   /* a file did not fit: it can never match a checkpoint */
-	TimestampTz ahead_done_at; /* when the transaction was seen committed */
-	int64 ahead_rows;		   /* loaded before the checkpoint was given */
-	int64 ahead_bytes;
-	int64 ahead_us;
+	uint64 ahead_xid;				  /* the streamed transaction's full xid */
+	uint64 ahead_generation;		  /* bumped at each claim */
+	Oid ahead_target;				  /* set by the committer as it starts the worker */
+	PGPROC *ahead_proc;				  /* the loader's, once it loads: writers set its latch */
+	int ahead_file_count;			  /* files in ahead_files */
+	bool ahead_overflow;			  /* a file did not fit: it can never match a checkpoint */
+	TimestampTz ahead_started_at;	  /* when the loader began to load ahead */
+	TimestampTz ahead_done_at;		  /* when it had loaded the whole transaction */
+	pg_atomic_uint64 ahead_rows_read; /* rows and payload bytes it read so far */
+	pg_atomic_uint64 ahead_bytes_read;
 	AheadFile ahead_files[PAIMON_SINK_AHEAD_FILES];
 } LoaderEntry;
 

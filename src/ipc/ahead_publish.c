@@ -82,10 +82,10 @@ ahead_publish(DatabaseEntry *db, int32 sink_id, const char *commit_user, uint64 
 		loader->ahead_proc = NULL;
 		loader->ahead_file_count = 0;
 		loader->ahead_overflow = false;
+		loader->ahead_started_at = 0;
 		loader->ahead_done_at = 0;
-		loader->ahead_rows = 0;
-		loader->ahead_bytes = 0;
-		loader->ahead_us = 0;
+		pg_atomic_write_u64(&loader->ahead_rows_read, 0);
+		pg_atomic_write_u64(&loader->ahead_bytes_read, 0);
 	}
 	if (found != NULL && found->state != LOADER_AHEAD_REFUSED)
 	{

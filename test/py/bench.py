@@ -88,7 +88,8 @@ Usage: test/bench [--quick] [--only PATH[,PATH...]] [--skip-build] [--list]
 Environment: BENCH_ROWS (1000000), BENCH_REPEAT (3), BENCH_COMMIT_ROUNDS
 (500), BENCH_MEM_SMALL (1000000), BENCH_MEM_LARGE (10000000; 0 skips),
 BENCH_PGBENCH_SECONDS (20), BENCH_OUT, BENCH_SKIP_BUILD=1 (use the installed
-extension), KEEP_TMP=1 (keep the temp dir).
+extension), KEEP_TMP=1 (keep the temp dir), BENCH_CONF (settings added to the
+cluster's, separated by ";", e.g. "paimon_sink.load_ahead = off").
 
 How periodic checkpoints scale with the sinks of a database (1, 10 and 100
 sinks at 200 ms, and 10 busy sinks beside one big checkpoint) is the other
@@ -302,7 +303,7 @@ class Bench(ControlQueries):
                     sys.stderr.write("".join(f.readlines()[-40:]))
                 raise BenchFail("build or make install failed")
         self.lib = lib_identity()
-        h.create(CONF)
+        h.create(CONF + "".join(line.strip() + "\n" for line in os.environ.get("BENCH_CONF", "").split(";")))
         h.start()
         self.datadir = os.path.join(h.work, "data")
         os.makedirs(self.datadir, exist_ok=True)
