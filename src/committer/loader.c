@@ -330,7 +330,9 @@ run_ahead(void)
 		loader_ahead_give_up(edata->message);
 		if (assigned)
 			report(LOADER_FAILED, 0, 0, 0, edata);
-		ereport(LOG, (errmsg("paimon_sink loader stopped loading ahead: %s", edata->message)));
+		/* the error says it stops loading ahead, and why */
+		ereport(LOG, (errmsg_internal("%s", edata->message),
+					  edata->detail ? errdetail_internal("%s", edata->detail) : 0));
 		return false;
 	}
 	PG_END_TRY();

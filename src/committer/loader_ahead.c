@@ -44,6 +44,8 @@
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -206,6 +208,38 @@ next_batch(void)
 }
 
 /*
+ * blocking_x raises an error when X's backend waits for a lock this loader
+ * holds (X inserts, itself, a unique key the loader loaded from X's own
+ * rows; or deletes a row they reference): the loader, which waits for X,
+ * would otherwise wait for ever, unseen by the deadlock detector (it
+ * waits on its latch, not on a lock).  The loader rolls back; X goes on.
+ */
+static void
+blocking_x(void)
+{
+	int pid = BackendXidGetPid((TransactionId) ahead_xid);
+	ArrayType *blockers;
+	int count;
+	int32 *values;
+
+	if (pid == 0)
+		return;
+	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
+	count = ArrayGetNItems(ARR_NDIM(blockers), ARR_DIMS(blockers));
+	values = (int32 *) ARR_DATA_PTR(blockers);
+	for (int i = 0; i < count; i++)
+		if (values[i] == MyProcPid)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("paimon_sink loader stops loading ahead: transaction %llu waits for it",
+							(unsigned long long) ahead_xid),
+					 errdetail("Process %d waits for a lock the loader holds; nothing the loader "
+							   "loaded is kept.",
+							   pid)));
+	pfree(blockers);
+}
+
+/*
  * wait_for_batches waits for more of X when none is published: X still
  * runs (a bounded wait on the latch), X committed (one more look at the
  * ends, final now, then the end of the data), or X aborted (an error: the
@@ -223,11 +257,15 @@ wait_for_batches(void)
 	}
 	if (TransactionIdIsInProgress(xid))
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, AHEAD_WAIT_MS,
-						 PG_WAIT_EXTENSION);
+		int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							   AHEAD_WAIT_MS, PG_WAIT_EXTENSION);
+
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		stop_unless_wanted();
+		/* a second without a batch: X may be waiting for this loader */
+		if (events & WL_TIMEOUT)
+			blocking_x();
 		return;
 	}
 	if (!TransactionIdDidCommit(xid))

@@ -8,7 +8,8 @@
 # (loading ahead, loaded and waiting, the checkpoint just given, before and
 # after its PREPARE); a promoted standby at the loading-ahead moment and
 # after the PREPARE; the streamed transaction rolled back after its rows
-# were loaded ahead; a checkpoint that does not take the transaction
+# were loaded ahead; the transaction itself waiting for a key the loader
+# loaded from its rows; a checkpoint that does not take the transaction
 # (still running) while other rows commit; load_ahead off.
 use strict;
 use warnings;
@@ -178,6 +179,28 @@ is(sql("SELECT count(*) FROM paimon_sink.checkpoint('s') WHERE row_count > 0"), 
 is(target_rows($node, $scen), '0', 'rollback: nothing of it is in the target');
 is(sql("SELECT count(*) FROM ledger WHERE scen = $scen"), '0', 'rollback: nor in the ledger');
 is(ahead($node)->{taken}, $before->{taken}, 'rollback: no checkpoint was given to it');
+
+# --- 3b. the streamed transaction itself waits for a key the loader loaded from its rows:
+# the loader sees it, rolls back, and the transaction goes on
+sql(q{CREATE TABLE keyed (id bigint PRIMARY KEY, note text);
+	SELECT sink_name FROM paimon_sink.create_sink('k', 'keyed');});
+$before = ahead($node);
+my $t0 = time;
+$run = background_sql($node, qq{BEGIN;
+	INSERT INTO k SELECT g, repeat('n', 100) FROM generate_series(1, $rows) g;
+	SELECT pg_sleep(2);
+	INSERT INTO keyed VALUES (1, 'direct');
+	DELETE FROM keyed WHERE note = 'direct';
+	COMMIT;});
+my $out = finish($run);
+like($out, qr/COMMIT/, 'self-blocked: the transaction commits');
+cmp_ok(time - $t0, '<', 60, 'self-blocked: it did not wait for load_ahead_max_wait');
+cmp_ok(ahead($node)->{stopped}, '>', $before->{stopped}, 'self-blocked: the loader rolled back');
+is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('k')"), $rows,
+	'self-blocked: the checkpoint commits every row');
+is(sql('SELECT count(*) || \' \' || count(DISTINCT id) FROM keyed'), "$rows $rows",
+	'self-blocked: each row once');
+sql("SELECT paimon_sink.drop_sink('k', force => true)");
 
 # --- 4. a checkpoint that does not take the running transaction commits its own rows
 $scen++;
