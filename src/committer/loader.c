@@ -24,6 +24,12 @@
  * error, in its entry and wakes the committer, then exits.  It never
  * commits: the committer's decision does (Citus's commit record).
  *
+ * A loader the committer started for a streamed transaction instead loads
+ * that transaction's files ahead, in a transaction block it keeps open
+ * (loader_ahead.c), until the committer gives it the checkpoint that takes
+ * them as a whole assignment; it then loads the checkpoint's other files
+ * in the same block and goes on as above.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -218,7 +224,9 @@ share_files(void)
  * load, PREPARE TRANSACTION).  A whole assignment records the snapshot
  * and raises the mark before the PREPARE (*snapshot_id and *recorded_at
  * get them), under the checkpoint's own gid, which no one else may hold.
- * Returns the rows loaded.
+ * ahead: the block is open already, holding the streamed transaction's
+ * rows, and only the checkpoint's other files are loaded.  Returns the
+ * rows loaded.
  */
 static int64
 load_share(bool ahead, int64 *snapshot_id, TimestampTz *recorded_at)
