@@ -33,6 +33,7 @@ OBJS = \
 	src/ipc/handoff_queue.o \
 	src/ipc/handoff_failure.o \
 	src/ipc/stream_lock.o \
+	src/ipc/ahead_publish.o \
 	src/apply/load.o \
 	src/apply/upsert.o \
 	src/apply/upsert_merge.o \
@@ -63,6 +64,8 @@ OBJS = \
 	src/committer/missing_files.o \
 	src/committer/loader.o \
 	src/committer/loader_workers.o \
+	src/committer/loader_ahead.o \
+	src/committer/load_ahead.o \
 	src/committer/barrier.o \
 	src/api/api.o \
 	src/api/restart.o \

@@ -204,6 +204,17 @@ COMMENT ON VIEW paimon_sink.checkpoint_schedule IS
 	'Per sink checkpointed periodically, since the committer started: the next deadline, periodic checkpoints run, slots skipped as overdue (the sink more than an interval behind), and how late the last and the latest started (ms).';
 GRANT SELECT ON paimon_sink.checkpoint_schedule TO PUBLIC;
 
+-- A loader may load a streamed transaction's rows while it runs (paimon_sink.load_ahead):
+-- what it loaded before the checkpoint was given to it, counted since the server started.
+CREATE FUNCTION paimon_sink.load_ahead_status(
+	OUT loaders_started bigint, OUT checkpoints_taken bigint, OUT loaders_stopped bigint,
+	OUT rows_loaded_ahead bigint, OUT bytes_loaded_ahead bigint,
+	OUT seconds_loading_ahead double precision)
+	RETURNS record AS 'MODULE_PATHNAME', 'paimon_sink_load_ahead_status'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.load_ahead_status() IS
+$$One row for this database, counted since the server started (all zero before its committer first ran): (loaders_started bigint: loaders started to load a streamed transaction's rows while it ran, checkpoints_taken bigint: checkpoints given to such a loader, which finished and prepared them, loaders_stopped bigint: such loaders that rolled back instead (the transaction aborted, a checkpoint into the target did not take it, paimon_sink.load_ahead_max_wait passed, an error), rows_loaded_ahead bigint, bytes_loaded_ahead bigint (staged payload bytes) and seconds_loading_ahead double precision: what the loaders of the taken checkpoints loaded before the checkpoint was given to them, and the time they spent loading it). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
 -- Snapshot expiry finds an expired snapshot's committables by this index,
 -- not by a scan of every committable kept: its cost is bounded by what it
 -- expires, not by what is retained.

@@ -3,8 +3,9 @@
  * status.c
  *	  The status functions behind the extension's views:
  *	  last_committed_checkpoint, writer_status (the writers view),
- *	  commit_progress (what the committer is committing now) and
- *	  checkpoint_schedule_status (its periodic checkpoints' schedule).
+ *	  commit_progress (what the committer is committing now),
+ *	  checkpoint_schedule_status (its periodic checkpoints' schedule) and
+ *	  load_ahead_status (what loaders loaded before their checkpoints).
  *
  * They read the catalog under the latest snapshot, or the shared state of
  * this database's workers under its locks; library_version is in
@@ -35,6 +36,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_last_committed_checkpoint);
 PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
 PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
 PG_FUNCTION_INFO_V1(paimon_sink_checkpoint_schedule_status);
+PG_FUNCTION_INFO_V1(paimon_sink_load_ahead_status);
 
 /*
  * last_committed_checkpoint(sink_name text, commit_user text) returns the
@@ -256,4 +258,38 @@ paimon_sink_checkpoint_schedule_status(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * load_ahead_status() returns one row: (loaders_started bigint,
+ * checkpoints_taken bigint, loaders_stopped bigint, rows_loaded_ahead
+ * bigint, bytes_loaded_ahead bigint, seconds_loading_ahead double
+ * precision), this database's loading ahead since the server started;
+ * zeros when no worker serves it yet.  Raises
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE as status_database does.
+ */
+Datum
+paimon_sink_load_ahead_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc desc;
+	Datum values[6];
+	bool nulls[6] = {0};
+	AheadStats *stats = NULL;
+	int index;
+
+	paimon_sink_require_ready();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	index = shared_find_database(MyDatabaseId);
+	LWLockRelease(PaimonSinkState->lock);
+	if (index >= 0)
+		stats = &shared_database(index)->ahead_stats;
+	values[0] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->started) : 0);
+	values[1] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->taken) : 0);
+	values[2] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->stopped) : 0);
+	values[3] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->rows) : 0);
+	values[4] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->bytes) : 0);
+	values[5] = Float8GetDatum(stats ? (double) pg_atomic_read_u64(&stats->us) / 1e6 : 0.0);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

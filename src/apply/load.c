@@ -66,6 +66,12 @@ static struct
 	int64 share_end;
 } load = {.file = -1};
 
+/*
+ * The data source of load_files_from (a loader loading ahead), in place of
+ * load_read; NULL otherwise.
+ */
+static copy_data_source_cb source_override = NULL;
+
 /* A loader worker's entry, whose counters its load moves; NULL in the committer. */
 static LoaderEntry *progress_loader = NULL;
 
@@ -520,7 +526,8 @@ copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *c
 		start_load(files, false);
 		load.share_begin = share_begin;
 		load.share_end = share_end;
-		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, load_read, columns, options);
+		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false,
+							   source_override ? source_override : load_read, columns, options);
 		rows = CopyFrom(cstate);
 		EndCopyFrom(cstate);
 		end_load();
@@ -530,7 +537,8 @@ copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *c
 	{
 		MemoryContextSwitchTo(context);
 		error = CopyErrorData();
-		if (!rejects_row_error(error, NULL))
+		/* a source read once (loading ahead) cannot be redone: the checkpoint's load will */
+		if (source_override != NULL || !rejects_row_error(error, NULL))
 			PG_RE_THROW();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
@@ -642,6 +650,31 @@ load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg)
 	end_load();
 	MemoryContextDelete(row_context);
 	table_close(foreign, NoLock);
+}
+
+/*
+ * load_files_from loads the rows that read gives (COPY's binary format,
+ * header included) into sink's target with COPY FROM's machinery, as
+ * load_files does: a loader loading a streamed transaction's files while
+ * they grow (loader_ahead.c).  A row the target refuses raises its error
+ * as it comes (on_error 'abort').  Returns the rows loaded.
+ */
+uint64
+load_files_from(SinkInfo *sink, copy_data_source_cb read)
+{
+	uint64 rows;
+
+	source_override = read;
+	PG_TRY();
+	{
+		rows = load_files_share(sink, NIL, 0, PG_INT64_MAX);
+	}
+	PG_FINALLY();
+	{
+		source_override = NULL;
+	}
+	PG_END_TRY();
+	return rows;
 }
 
 /*

@@ -10,6 +10,8 @@
 #ifndef PAIMON_SINK_LOAD_H
 #define PAIMON_SINK_LOAD_H
 
+#include "commands/copy.h"
+
 #include "apply/upsert.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
@@ -34,6 +36,7 @@ typedef void (*LoadRowCallback)(void *arg, Datum *values, bool *nulls);
 extern LoadFile *load_file_of(const CheckpointFile *recorded, int32 sink_id);
 extern uint64 load_files(SinkInfo *sink, List *files);
 extern uint64 load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end);
+extern uint64 load_files_from(SinkInfo *sink, copy_data_source_cb read);
 extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);
 extern void load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg);
 extern void load_abort(void);

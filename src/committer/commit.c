@@ -42,6 +42,7 @@
 #include "committer/commit.h"
 #include "committer/commit_parallel.h"
 #include "committer/commit_steps.h"
+#include "committer/load_ahead.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
 #include "core/fault.h"
@@ -287,6 +288,8 @@ commit_load_checkpoint(SinkInfo *sink, const char *commit_user, int64 checkpoint
 	failure_hint = LOAD_FAILURE_HINT;
 	load_progress_start(sink->sink_id, commit_user, checkpoint_id, list_length(files), rows);
 	rejects_begin(sink, commit_user, checkpoint_id, rejects_operator_call());
+	if (files != NIL) /* loaders ahead into the target would hold it up: stopped */
+		load_ahead_stop(sink->target, 0);
 	overwrite_begin(sink, commit_user, checkpoint_id, files);
 	if (SINK_IS_UPSERT(sink))
 		loaded = load_apply_files(sink, files, changes);
@@ -663,6 +666,7 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	ErrorContextCallback callback;
 	UpsertCounts changes = {0};
 	const char *commit_kind;
+	int ahead = 0;
 
 	sink = begin_commit(sink_id, commit_user, checkpoint_id, &context, &callback);
 	files =
@@ -673,9 +677,10 @@ commit_checkpoint(int32 sink_id, const char *commit_user, int64 checkpoint_id, b
 	 * transaction that loads them.
 	 */
 	if (parallel && !rejects_operator_call() && !overwrite_loads_here(sink, commit_user) &&
-		commit_parallel_wanted(sink, rows))
+		((ahead = load_ahead_match(sink, commit_user, files)) > 0 ||
+		 commit_parallel_wanted(sink, rows)))
 	{
-		CheckpointSize size = {list_length(files), rows, file_bytes, bytes, start};
+		CheckpointSize size = {list_length(files), rows, file_bytes, bytes, start, ahead};
 
 		/* the loaders read and load; this block only read */
 		PopActiveSnapshot();

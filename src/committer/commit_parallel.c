@@ -58,6 +58,7 @@
 #include "utils/timestamp.h"
 
 #include "committer/commit_parallel.h"
+#include "committer/load_ahead.h"
 #include "committer/loader_workers.h"
 #include "committer/recovery.h"
 #include "committer/work.h"
@@ -85,7 +86,9 @@ typedef struct ParallelCommit
 	Oid target;
 	char commit_user[PAIMON_SINK_COMMIT_USER_MAXLEN + 1];
 	int64 checkpoint_id;
-	int parts; /* loader entries 0 .. parts - 1 */
+	int first; /* its loader entries: first .. first + parts - 1 */
+	int parts;
+	int ahead; /* the entry (1-based) of a loader that loaded ahead; 0: none */
 	BackgroundWorkerHandle *handles[PAIMON_SINK_MAX_LOADERS];
 	char gids[PAIMON_SINK_MAX_LOADERS][GIDSIZE];
 	/* sinks whose target commit_parallel_defers looked up */
@@ -174,7 +177,7 @@ set_progress(int phase, int files, int64 rows, const char *gid)
 		progress->rows_total = rows;
 		progress->started_at = GetCurrentTimestamp();
 		progress->loaders = inflight.parts;
-		progress->first_loader = 0;
+		progress->first_loader = inflight.first;
 		progress->gid[0] = '\0';
 	}
 	if (gid != NULL)
@@ -284,7 +287,7 @@ end_commit(void)
 {
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < inflight.parts; i++)
-		shared_loader(MyDatabaseEntry, i)->state = LOADER_FREE;
+		shared_loader(MyDatabaseEntry, inflight.first + i)->state = LOADER_FREE;
 	LWLockRelease(PaimonSinkState->lock);
 	set_progress(COMMIT_PHASE_IDLE, -1, 0, NULL);
 	if (inflight.async)
@@ -341,15 +344,27 @@ start_loaders(int64 total_bytes, int64 byte_count, TimestampTz start)
 	bool free = true;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < inflight.parts; i++)
+	/* whole: the loader that loaded ahead, else the first free entry */
+	inflight.first = inflight.ahead > 0 ? inflight.ahead - 1 : 0;
+	for (int i = 0; inflight.whole && inflight.ahead == 0 && i < PaimonSinkLoadersPerDatabase; i++)
 	{
 		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
 
-		free = free && loader->state == LOADER_FREE && loader->pid == 0;
+		inflight.first = i;
+		if (loader->state == LOADER_FREE && loader->pid == 0)
+			break;
+	}
+	for (int i = 0; i < inflight.parts; i++)
+	{
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.first + i);
+
+		free = free && (inflight.ahead > 0 ? (loader->state == LOADER_AHEAD_LOADING ||
+											  loader->state == LOADER_LOADED_AHEAD)
+										   : loader->state == LOADER_FREE && loader->pid == 0);
 	}
 	for (int i = 0; free && i < inflight.parts; i++)
 	{
-		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.first + i);
 
 		loader->state = LOADER_ASSIGNED;
 		loader->committer_incarnation = MyDatabaseEntry->committer_incarnation;
@@ -383,7 +398,12 @@ start_loaders(int64 total_bytes, int64 byte_count, TimestampTz start)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		inflight.handles[i] = worker_start_loader(MyDatabaseIndex, i);
+		/* the loader that loaded ahead is woken: it goes on with the checkpoint */
+		inflight.handles[i] = inflight.ahead > 0
+								  ? load_ahead_take(inflight.ahead)
+								  : worker_start_loader(MyDatabaseIndex, inflight.first + i);
+		if (inflight.ahead > 0)
+			load_ahead_wake(inflight.ahead);
 		MemoryContextSwitchTo(old);
 		if (inflight.handles[i] == NULL)
 		{
@@ -419,7 +439,7 @@ poll_loaders(int *failed, bool check_blocked)
 
 	for (int i = 0; i < inflight.parts; i++)
 	{
-		LoaderEntry *loader = shared_loader(MyDatabaseEntry, i);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.first + i);
 		int state;
 		pid_t pid;
 
@@ -566,8 +586,12 @@ ParallelLoad
 commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 checkpoint_id,
 					  const CheckpointSize *size, bool async)
 {
-	bool whole = !PaimonSinkNonatomicParallelLoad;
+	/* a loader that loaded ahead loads the checkpoint whole, whatever the setting */
+	bool whole = !PaimonSinkNonatomicParallelLoad || size->ahead > 0;
 	int parts = whole ? 1 : PaimonSinkLoadersPerDatabase;
+
+	/* others that loaded ahead into the target would hold up the loaders' load */
+	load_ahead_stop(sink->target, size->ahead);
 
 	/* one parallel commit at a time: another one is loaded by the committer */
 	if (inflight.active)
@@ -598,6 +622,7 @@ commit_parallel_start(const SinkInfo *sink, const char *commit_user, int64 check
 	inflight.parts = parts;
 	inflight.async = async;
 	inflight.whole = whole;
+	inflight.ahead = size->ahead;
 	if (whole)
 		gid_build(inflight.gids[0], MyDatabaseId, sink->sink_id, checkpoint_id, commit_user);
 	else
@@ -661,7 +686,7 @@ commit_parallel_finish(uint64 *loaded)
 {
 	if (inflight.outcome == LOADERS_FAILED)
 	{
-		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.failed);
+		LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.first + inflight.failed);
 		char *error = palloc(PAIMON_SINK_ERROR_SIZE);
 		int failed = inflight.failed;
 		uint32 length;
@@ -695,7 +720,7 @@ commit_parallel_finish(uint64 *loaded)
 	*loaded = 0;
 	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
 	for (int i = 0; i < inflight.parts; i++)
-		*loaded += (uint64) shared_loader(MyDatabaseEntry, i)->rows_loaded;
+		*loaded += (uint64) shared_loader(MyDatabaseEntry, inflight.first + i)->rows_loaded;
 	LWLockRelease(PaimonSinkState->lock);
 	return PARALLEL_LOADED;
 }
@@ -803,7 +828,7 @@ commit_parallel_abort(void)
 bool
 commit_parallel_whole(int64 *snapshot_id, TimestampTz *recorded_at)
 {
-	LoaderEntry *loader = shared_loader(MyDatabaseEntry, 0);
+	LoaderEntry *loader = shared_loader(MyDatabaseEntry, inflight.first);
 
 	if (!inflight.active || !inflight.whole)
 		return false;

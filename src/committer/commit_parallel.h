@@ -27,8 +27,8 @@ typedef enum ParallelLoad
 /*
  * What the committer found of a checkpoint it leaves to the loaders: its
  * files, rows, the files' sizes on disk (which the shares split), the
- * committables' bytes (the snapshot's byte_count) and when its commit
- * started.
+ * committables' bytes (the snapshot's byte_count), when its commit
+ * started, and the loader that loaded part of it ahead.
  */
 typedef struct CheckpointSize
 {
@@ -37,6 +37,7 @@ typedef struct CheckpointSize
 	int64 file_bytes;
 	int64 bytes;
 	TimestampTz start;
+	int ahead; /* the loader entry (1-based) that loaded ahead its files, 0: none */
 } CheckpointSize;
 
 /* in commit_parallel.c */

@@ -41,6 +41,7 @@
 #include "committer/barrier.h"
 #include "committer/commit.h"
 #include "committer/commit_parallel.h"
+#include "committer/load_ahead.h"
 #include "committer/loader_workers.h"
 #include "committer/committer.h"
 #include "committer/maintenance.h"
@@ -608,6 +609,8 @@ paimon_sink_committer_main(Datum main_arg)
 			CATALOG_MAINTENANCE->requested = true; /* dropped sinks' files */
 		}
 		work_start_writers();
+		/* streamed transactions the writers published: their loaders started or refused */
+		load_ahead_serve();
 		ready = work_writers_ready();
 		/* only this process writes committer_ready: its own read needs no lock */
 		if (ready != MyDatabaseEntry->committer_ready)

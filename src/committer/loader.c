@@ -24,6 +24,12 @@
  * error, in its entry and wakes the committer, then exits.  It never
  * commits: the committer's decision does (Citus's commit record).
  *
+ * A loader the committer started for a streamed transaction instead loads
+ * that transaction's files ahead, in a transaction block it keeps open
+ * (loader_ahead.c), until the committer gives it the checkpoint that takes
+ * them as a whole assignment; it then loads the checkpoint's other files
+ * in the same block and goes on as above.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,6 +55,7 @@
 #include "apply/rejects.h"
 #include "committer/commit_steps.h"
 #include "committer/loader.h"
+#include "committer/loader_ahead.h"
 #include "core/fault.h"
 #include "core/security.h"
 #include "core/shared_state.h"
@@ -66,6 +73,11 @@ static PGPROC *assigning_committer;
 static void
 loader_error_context(void *arg)
 {
+	if (assignment.parts == 0)
+	{
+		errcontext("paimon_sink loader loading a streamed transaction ahead");
+		return;
+	}
 	if (assignment.whole)
 	{
 		errcontext("paimon_sink loader loading checkpoint %lld of commit user \"%s\" of sink %d",
@@ -98,15 +110,16 @@ loader_exit(int code, Datum arg)
 /*
  * take_assignment makes the entry's assignment this worker's, if the
  * committer that made it still serves the database; false otherwise (the
- * worker then leaves without touching anything).
+ * worker then leaves without touching anything).  ahead: the worker
+ * loaded ahead and already holds the entry.
  */
 static bool
-take_assignment(void)
+take_assignment(bool ahead)
 {
 	bool taken;
 
 	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
-	taken = MyLoader->state == LOADER_ASSIGNED && MyLoader->pid == 0 &&
+	taken = MyLoader->state == LOADER_ASSIGNED && MyLoader->pid == (ahead ? MyProcPid : 0) &&
 			MyLoaderDatabase->committer_pid != 0 &&
 			MyLoader->committer_incarnation == MyLoaderDatabase->committer_incarnation;
 	if (taken)
@@ -211,23 +224,30 @@ share_files(void)
  * load, PREPARE TRANSACTION).  A whole assignment records the snapshot
  * and raises the mark before the PREPARE (*snapshot_id and *recorded_at
  * get them), under the checkpoint's own gid, which no one else may hold.
- * Returns the rows loaded.
+ * ahead: the block is open already, holding the streamed transaction's
+ * rows, and only the checkpoint's other files are loaded.  Returns the
+ * rows loaded.
  */
 static int64
-load_share(int64 *snapshot_id, TimestampTz *recorded_at)
+load_share(bool ahead, int64 *snapshot_id, TimestampTz *recorded_at)
 {
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	MemoryContext context = CurrentMemoryContext;
 	SinkInfo *sink = palloc0(sizeof(SinkInfo));
 	List *files;
-	uint64 loaded;
+	List *rest;
+	uint64 loaded = 0;
 	int64 begin;
 	int64 end;
 
 	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	BeginTransactionBlock();
-	CommitTransactionCommand();
+	/* loaded ahead: its transaction block is open, the rows loaded ahead in it */
+	if (!ahead)
+	{
+		StartTransactionCommand();
+		BeginTransactionBlock();
+		CommitTransactionCommand();
+	}
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -245,6 +265,7 @@ load_share(int64 *snapshot_id, TimestampTz *recorded_at)
 			.last_committed)
 		elog(ERROR, "checkpoint %lld is already committed", (long long) assignment.checkpoint_id);
 	files = share_files();
+	rest = ahead ? loader_ahead_rest(files, &loaded) : files;
 
 	/* the share of part k: [total * k / parts, total * (k + 1) / parts) */
 	begin = (int64) ((uint64) assignment.total_bytes * (uint64) assignment.part /
@@ -257,7 +278,8 @@ load_share(int64 *snapshot_id, TimestampTz *recorded_at)
 	immediate->deferred = false;
 	AfterTriggerSetState(immediate);
 	rejects_begin(sink, assignment.commit_user, assignment.checkpoint_id, false);
-	loaded = load_files_share(sink, files, begin, end);
+	if (rest != NIL)
+		loaded += load_files_share(sink, rest, begin, end);
 	/* the share's refused rows (on_error 'reject'), prepared with the share */
 	(void) rejects_record();
 	if (assignment.whole)
@@ -286,6 +308,50 @@ load_share(int64 *snapshot_id, TimestampTz *recorded_at)
 	return (int64) loaded;
 }
 
+/*
+ * run_ahead loads a streamed transaction ahead and waits for its
+ * checkpoint (loader_ahead.c), then takes the checkpoint's assignment:
+ * true.  False when it gave up (its transaction rolled back); an error
+ * once the checkpoint was given is reported as the load's failure.
+ */
+static bool
+run_ahead(void)
+{
+	MemoryContext context = CurrentMemoryContext;
+	bool given = false;
+
+	PG_TRY();
+	{
+		given = loader_ahead_run();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+		bool assigned;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+		assigned = MyLoader->state == LOADER_ASSIGNED;
+		LWLockRelease(PaimonSinkState->lock);
+		loader_ahead_give_up(edata->message);
+		if (assigned)
+			report(LOADER_FAILED, 0, 0, 0, edata);
+		/* the error says it stops loading ahead, and why */
+		ereport(LOG, (errmsg_internal("%s", edata->message),
+					  edata->detail ? errdetail_internal("%s", edata->detail) : 0));
+		return false;
+	}
+	PG_END_TRY();
+	if (given && !take_assignment(true))
+	{
+		loader_ahead_give_up("its committer is gone");
+		return false;
+	}
+	return given;
+}
+
 /* paimon_sink_loader_main is the entry point of a loader worker. */
 void
 paimon_sink_loader_main(Datum main_arg)
@@ -296,6 +362,7 @@ paimon_sink_loader_main(Datum main_arg)
 	int64 rows;
 	int64 snapshot_id = 0;
 	TimestampTz recorded_at = 0;
+	bool ahead = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -303,8 +370,14 @@ paimon_sink_loader_main(Datum main_arg)
 
 	MyLoaderDatabase = shared_database(argument >> 16);
 	MyLoader = shared_loader(MyLoaderDatabase, argument & 0xFFFF);
-	if (!take_assignment())
-		proc_exit(0);
+	if (!take_assignment(false))
+	{
+		/* else a streamed transaction to load ahead (loader_ahead.c) */
+		if (!loader_ahead_take(MyLoaderDatabase, MyLoader))
+			proc_exit(0);
+		ahead = true;
+		assigning_committer = MyLoaderDatabase->committer_proc;
+	}
 	before_shmem_exit(loader_exit, 0);
 
 	BackgroundWorkerInitializeConnectionByOid(MyLoaderDatabase->database_id, InvalidOid, 0);
@@ -322,11 +395,13 @@ paimon_sink_loader_main(Datum main_arg)
 	callback.arg = NULL;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
+	if (ahead && !run_ahead())
+		proc_exit(0);
 	PG_TRY();
 	{
 		TimestampTz start = GetCurrentTimestamp();
 
-		rows = load_share(&snapshot_id, &recorded_at);
+		rows = load_share(ahead, &snapshot_id, &recorded_at);
 		ereport(DEBUG1, (errmsg("paimon_sink loader prepared part %d of %d: %lld rows in %.3f ms",
 								assignment.part + 1, assignment.parts, (long long) rows,
 								(double) (GetCurrentTimestamp() - start) / 1000.0)));

@@ -60,6 +60,9 @@ const char *const fault_point_names[] = {
 	"committer_maintenance",		   /* maintenance after a commit was answered */
 	"loader_before_prepare",		   /* a loader loaded its share, before PREPARE */
 	"loader_after_prepare",			   /* a loader prepared its share, not yet reported */
+	"loader_ahead_loading",			   /* loading ahead: its first batch loaded */
+	"loader_ahead_waiting",			   /* loaded ahead, waiting for its checkpoint */
+	"loader_ahead_assigned",		   /* loaded ahead, its checkpoint just given */
 	"committer_before_decision",	   /* every share prepared, no decision yet */
 	"committer_after_decision",		   /* decision committed, loader gids not yet */
 	"staged_write",					   /* I/O: a write of a staged file (enospc, eio) */

@@ -42,6 +42,8 @@ int PaimonSinkWriterId = 0;
 int PaimonSinkLoadersPerDatabase = 2;
 int PaimonSinkParallelLoadRows = 100000;
 bool PaimonSinkNonatomicParallelLoad = false;
+bool PaimonSinkLoadAhead = true;
+int PaimonSinkLoadAheadMaxWaitMs = 60000;
 int PaimonSinkLogCommitMinDurationMs = 0;
 
 /*
@@ -243,6 +245,19 @@ guc_define_settings(void)
 		"decided; a reader, a standby or a logical decoding consumer can see some shares without "
 		"the others.",
 		&PaimonSinkNonatomicParallelLoad, false, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+		"paimon_sink.load_ahead",
+		"Loads a streamed transaction's rows into an append sink's target while it runs.",
+		"A loader loads the rows in an open transaction, which the checkpoint that takes them "
+		"finishes and prepares. Off: nothing is held between checkpoints.",
+		&PaimonSinkLoadAhead, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.load_ahead_max_wait",
+		"How long a loader that loaded ahead waits for the checkpoint that takes its rows.",
+		"Counted from the streamed transaction's commit; then it rolls back and the checkpoint "
+		"loads the rows the usual way.",
+		&PaimonSinkLoadAheadMaxWaitMs, 60000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL,
+		NULL);
 	DefineCustomIntVariable(
 		"paimon_sink.log_commit_min_duration",
 		"Commits that took at least this long are logged, one line each.",

@@ -31,6 +31,8 @@ extern int PaimonSinkOrphanRemovalIntervalMs;
 extern int PaimonSinkOrphanFileAgeMs;
 extern int PaimonSinkParallelLoadRows;
 extern bool PaimonSinkNonatomicParallelLoad;
+extern bool PaimonSinkLoadAhead;
+extern int PaimonSinkLoadAheadMaxWaitMs;
 
 /* What a session writes with (PGC_USERSET). */
 extern int PaimonSinkHandoffBufferKB;

@@ -214,7 +214,17 @@ shared_state_init(void)
 
 				pg_atomic_init_u64(&loader->rows_done, 0);
 				pg_atomic_init_u32(&loader->files_done, 0);
+				pg_atomic_init_u64(&loader->ahead_rows_read, 0);
+				pg_atomic_init_u64(&loader->ahead_bytes_read, 0);
+				for (int f = 0; f < PAIMON_SINK_AHEAD_FILES; f++)
+					pg_atomic_init_u64(&loader->ahead_files[f].end, 0);
 			}
+			pg_atomic_init_u64(&db->ahead_stats.started, 0);
+			pg_atomic_init_u64(&db->ahead_stats.taken, 0);
+			pg_atomic_init_u64(&db->ahead_stats.stopped, 0);
+			pg_atomic_init_u64(&db->ahead_stats.rows, 0);
+			pg_atomic_init_u64(&db->ahead_stats.bytes, 0);
+			pg_atomic_init_u64(&db->ahead_stats.us, 0);
 			offset += database_entry_size();
 		}
 	}

@@ -315,8 +315,31 @@ typedef enum LoaderState
 	LOADER_ASSIGNED, /* the committer filled in the assignment and starts the worker */
 	LOADER_LOADING,	 /* the worker took it and loads its share */
 	LOADER_PREPARED, /* its share is loaded, inside its prepared transaction */
-	LOADER_FAILED	 /* it failed: the error is in error[] */
+	LOADER_FAILED,	 /* it failed: the error is in error[] */
+	/* loading ahead (load_ahead.c, loader_ahead.c): a streamed transaction's own files */
+	LOADER_AHEAD_WANTED,  /* a writer published the transaction's first file */
+	LOADER_AHEAD_REFUSED, /* the committer will not load it ahead: freed once it ends */
+	LOADER_AHEAD_STARTED, /* the committer started its worker */
+	LOADER_AHEAD_LOADING, /* the worker loads the files as they grow */
+	LOADER_LOADED_AHEAD	  /* the transaction committed, every batch loaded: awaits its checkpoint */
 } LoaderState;
+
+/* The files of one streamed transaction a loader entry may load ahead. */
+#define PAIMON_SINK_AHEAD_FILES 16
+
+/* The bytes of a staged file's name (STAGED_FILE_NAME_LENGTH) and its NUL. */
+#define PAIMON_SINK_AHEAD_NAME 48
+
+/*
+ * One staged file of a streamed transaction loaded ahead: its name, and the
+ * end of its last logged batch, which its writer raises after each append
+ * (no lock: the loader reads batches up to it, never beyond).
+ */
+typedef struct AheadFile
+{
+	char name[PAIMON_SINK_AHEAD_NAME];
+	pg_atomic_uint64 end;
+} AheadFile;
 
 /*
  * One loader worker of a database (loader.c): it loads a large checkpoint
@@ -358,7 +381,39 @@ typedef struct LoaderEntry
 	int sqlerrcode; /* when failed */
 	uint32 error_length;
 	char error[PAIMON_SINK_ERROR_SIZE]; /* the whole ErrorData, as request.c encodes it */
+
+	/*
+	 * Loading ahead.  A writer that opens the own file of a streamed
+	 * transaction claims a free entry for (sink, commit user, xid), or finds
+	 * the one claimed, and appends the file (under the lock); ahead_generation
+	 * changes with each claim, so a writer that kept a file's slot raises its
+	 * end only while the claim is the one it saw.  The read counters are
+	 * the loader's; the committer reads them as it gives the loader its
+	 * checkpoint: what was loaded before.
+	 */
+	uint64 ahead_xid;				  /* the streamed transaction's full xid */
+	uint64 ahead_generation;		  /* bumped at each claim */
+	Oid ahead_target;				  /* set by the committer as it starts the worker */
+	PGPROC *ahead_proc;				  /* the loader's, once it loads: writers set its latch */
+	int ahead_file_count;			  /* files in ahead_files */
+	bool ahead_overflow;			  /* a file did not fit: it can never match a checkpoint */
+	TimestampTz ahead_started_at;	  /* when the loader began to load ahead */
+	TimestampTz ahead_done_at;		  /* when it had loaded the whole transaction */
+	pg_atomic_uint64 ahead_rows_read; /* rows and payload bytes it read so far */
+	pg_atomic_uint64 ahead_bytes_read;
+	AheadFile ahead_files[PAIMON_SINK_AHEAD_FILES];
 } LoaderEntry;
+
+/* What loaders of a database loaded ahead, summed over them (load_ahead_stats()). */
+typedef struct AheadStats
+{
+	pg_atomic_uint64 started; /* loaders started to load ahead */
+	pg_atomic_uint64 taken;	  /* checkpoints given to a loader that loaded ahead */
+	pg_atomic_uint64 stopped; /* loaders stopped or given up, their rows rolled back */
+	pg_atomic_uint64 rows;	  /* loaded before a checkpoint was given (taken ones) */
+	pg_atomic_uint64 bytes;	  /* their payload bytes */
+	pg_atomic_uint64 us;	  /* microseconds the loaders spent loading them */
+} AheadStats;
 
 /* Phases of a commit, for the view commit_progress. */
 typedef enum CommitPhase
@@ -467,6 +522,7 @@ typedef struct DatabaseEntry
 	int waiting_count;
 	int32 waiting_sinks[PAIMON_SINK_REQUESTS_PER_DATABASE];
 	Size loader_offset; /* paimon_sink.loaders_per_database LoaderEntry from here */
+	AheadStats ahead_stats;
 	ScheduleStatus schedule;
 	Size writer_offsets[FLEXIBLE_ARRAY_MEMBER]; /* one per writer */
 } DatabaseEntry;

@@ -222,6 +222,10 @@ current_file(Stream *stream, uint64 owner_xid)
 	stream->open_files = lappend(stream->open_files, file);
 	pg_atomic_fetch_add_u32(&MyWriter->files_open, 1);
 	MemoryContextSwitchTo(old);
+	/* a loader may load it while the transaction runs (load ahead) */
+	if (owner_xid != 0)
+		ahead_publish(MyDatabaseEntry, stream->id.sink_id, stream->id.commit_user, owner_xid,
+					  file->name, &file->ahead);
 	return file;
 }
 
@@ -314,6 +318,8 @@ writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 
 	if (streamed)
 		FileWriteback(file->file, offset, file->size - offset, WAIT_EVENT_DATA_FILE_FLUSH);
 	writer_add_batch(file, offset, file->size - offset, rows, full_xid, fence_epoch, false);
+	if (streamed)
+		ahead_published(&file->ahead, (uint64) file->size);
 	pg_atomic_fetch_add_u64(&MyWriter->rows_staged, rows);
 	pg_atomic_fetch_add_u64(&MyWriter->bytes_staged, length);
 }

@@ -21,6 +21,7 @@
 #include "utils/snapshot.h"
 
 #include "core/shared_state.h"
+#include "ipc/ahead_publish.h"
 #include "ipc/barrier_protocol.h"
 #include "staging/staged_file.h"
 
@@ -51,6 +52,7 @@ typedef struct OpenFile
 	bool appendable;
 	bool dirty;
 	uint64 owner_xid; /* a streaming transaction's own file, or 0 */
+	AheadSlot ahead;  /* own file: where its logged end is published (ahead_publish.c) */
 	int batch_count;
 	int batch_capacity;
 	uint32 record_count; /* batch records in the file */

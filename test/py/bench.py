@@ -88,7 +88,8 @@ Usage: test/bench [--quick] [--only PATH[,PATH...]] [--skip-build] [--list]
 Environment: BENCH_ROWS (1000000), BENCH_REPEAT (3), BENCH_COMMIT_ROUNDS
 (500), BENCH_MEM_SMALL (1000000), BENCH_MEM_LARGE (10000000; 0 skips),
 BENCH_PGBENCH_SECONDS (20), BENCH_OUT, BENCH_SKIP_BUILD=1 (use the installed
-extension), KEEP_TMP=1 (keep the temp dir).
+extension), KEEP_TMP=1 (keep the temp dir), BENCH_CONF (settings added to the
+cluster's, separated by ";", e.g. "paimon_sink.load_ahead = off").
 
 How periodic checkpoints scale with the sinks of a database (1, 10 and 100
 sinks at 200 ms, and 10 busy sinks beside one big checkpoint) is the other
@@ -265,6 +266,7 @@ class Bench(ControlQueries):
         self.client_pages = None
         self.runs = []        # (path, rep, rows, seconds, extra)
         self.wal = []         # (path, rep, WAL bytes of the statement, of the run, bytes staged, heap bytes)
+        self.ahead = {}       # path -> [(bytes, seconds) loaded ahead before checkpoint()]
         self.split = None     # single(): the WAL mark right after a sink path's statement
         self.split_s = None   # single(): the seconds of that statement, before its checkpoint
         self.latency = {}     # kind -> [ms]
@@ -301,7 +303,7 @@ class Bench(ControlQueries):
                     sys.stderr.write("".join(f.readlines()[-40:]))
                 raise BenchFail("build or make install failed")
         self.lib = lib_identity()
-        h.create(CONF)
+        h.create(CONF + "".join(line.strip() + "\n" for line in os.environ.get("BENCH_CONF", "").split(";")))
         h.start()
         self.datadir = os.path.join(h.work, "data")
         os.makedirs(self.datadir, exist_ok=True)
@@ -478,6 +480,12 @@ class Bench(ControlQueries):
             "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'), "
             "(SELECT coalesce(sum(bytes_staged), 0) FROM paimon_sink.writers)")[0])
 
+    def ahead_mark(self):
+        """ahead_mark returns (bytes, seconds) the database's loaders loaded ahead so far, before
+        their checkpoints were given to them (load_ahead_status())."""
+        r = self.q("SELECT bytes_loaded_ahead, seconds_loading_ahead FROM paimon_sink.load_ahead_status()")[0]
+        return int(r[0]), float(r[1])
+
     def single(self, sql, args=None, sink=None):
         """sink: the sink to checkpoint after the statement, or None; for a sink the WAL mark between
         the two is kept in self.split (one query on the control connection, inside the timing)."""
@@ -637,6 +645,7 @@ class Bench(ControlQueries):
         expected = cfg.rows
         extra = ""
         self.split = self.split_s = None
+        ahead0 = self.ahead_mark() if target in SINK_OF else None
         mark0 = self.wal_mark()
         if path == "on_conflict":
             dt, ck = self.run_on_conflict(tname)
@@ -677,6 +686,10 @@ class Bench(ControlQueries):
             " statement_wal=%.0fkB" % (stmt / 1e3) if target in SINK_OF and stmt is not None else "")
         if self.split_s is not None:
             extra += " statement=%.2fs checkpoint=%.2fs" % (self.split_s, dt - self.split_s)
+        if ahead0 is not None:
+            ahead1 = self.ahead_mark()
+            self.ahead.setdefault(path, []).append((ahead1[0] - ahead0[0], ahead1[1] - ahead0[1]))
+            extra += " loaded_ahead=%dB/%.2fs" % (ahead1[0] - ahead0[0], ahead1[1] - ahead0[1])
         log("%-22s run %d/%d: %8.2f s %12s rows/s  %s" % (path, rep, cfg.repeat, dt,
                                                          "{:,.0f}".format(expected / dt), extra))
 
@@ -722,6 +735,13 @@ class Bench(ControlQueries):
                 per[p] += time.monotonic() - tp
         for p in paths:
             log("    %-22s %.1f s in all (with resets and checks)" % (p, per[p]))
+        # loading ahead (paimon_sink.load_ahead): what each sink path loaded before checkpoint()
+        for p in paths:
+            if p in self.ahead:
+                b = statistics.median(a[0] for a in self.ahead[p])
+                sec = statistics.median(a[1] for a in self.ahead[p])
+                log("    %-22s loaded before checkpoint(): %d bytes in %.2f s (median of %d runs)"
+                    % (p, b, sec, len(self.ahead[p])))
         self.phase("throughput", t)
 
     # commit latency -------------------------------------------------------------

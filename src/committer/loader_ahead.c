@@ -1,0 +1,508 @@
+/*-------------------------------------------------------------------------
+ *
+ * loader_ahead.c
+ *	  A loader loading a streamed transaction's rows while it runs, in the
+ *	  transaction its checkpoint then finishes and prepares (loader.c).
+ *
+ * Writers publish the own staged files of a streamed transaction X of an
+ * append sink, and how far each is logged (ipc/ahead_publish.c); the
+ * committer starts a loader for X (load_ahead.c).  The loader begins a
+ * transaction block as loader.c does and runs ONE COPY FROM whose data
+ * source (ahead_read) gives the whole batches of X's files up to their
+ * published ends, waiting on its latch while X runs (writers set it after
+ * each append).  Once X committed, and so every batch of it is published
+ * (a writer raises the end before it acknowledges the batch, and X commits
+ * only after every acknowledgement), the COPY ends after the last batch.
+ * If X aborts, the loader rolls back and exits: nothing is loaded.  The
+ * rows are only ever in the loader's open transaction, so a crash or a
+ * failover at any moment before its PREPARE loses that transaction only,
+ * and the checkpoint loads the files the usual way.
+ *
+ * The loader then waits for its checkpoint, holding one transaction id
+ * (the xmin horizon), RowExclusiveLock on the target and the uncommitted
+ * rows, for at most paimon_sink.load_ahead_max_wait after X's commit.
+ * When the committer gives it a checkpoint that takes all of X's files
+ * (a whole assignment, as commit_parallel.c gives any loader), loader.c
+ * loads the checkpoint's other files in the same transaction
+ * (loader_ahead_rest names them), records the snapshot, raises the mark
+ * and prepares under the checkpoint's gid.  Given up, stopped by the
+ * committer (a checkpoint into the target that does not take X), or its
+ * committer gone, it rolls back and exits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "apply/load.h"
+#include "committer/loader_ahead.h"
+#include "core/fault.h"
+#include "core/guc.h"
+#include "metadata/metadata.h"
+#include "staging/staged_file.h"
+
+/* How long one wait for more batches or for the checkpoint lasts at most. */
+#define AHEAD_WAIT_MS 1000
+
+/* This loader's entries (loader.c took them), and what it loads ahead. */
+static DatabaseEntry *AheadDatabase;
+static LoaderEntry *AheadLoader;
+static uint64 ahead_xid;
+static int32 ahead_sink_id;
+static uint64 ahead_incarnation;
+static uint64 ahead_loaded; /* the rows its COPY loaded */
+
+/* One file of X as the data source reads it. */
+typedef struct AheadCursor
+{
+	char path[MAXPGPATH];
+	File file;
+	off_t offset; /* of the next batch */
+} AheadCursor;
+
+/* The data source's state (COPY's callback has no argument). */
+static struct
+{
+	AheadCursor cursors[PAIMON_SINK_AHEAD_FILES];
+	int opened;
+	StringInfoData batch;
+	int batch_position;
+	bool header_sent;
+	bool committed; /* X was seen committed: the ends read after that are final */
+	bool done;
+	bool first_seen;
+} source;
+
+/*
+ * loader_ahead_take makes the worker the loader of the streamed
+ * transaction its entry names, if the committer that started it still
+ * serves the database; false otherwise (the worker leaves).
+ */
+bool
+loader_ahead_take(DatabaseEntry *db, LoaderEntry *loader)
+{
+	bool taken;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	taken = loader->state == LOADER_AHEAD_STARTED && loader->pid == 0 && db->committer_pid != 0 &&
+			loader->committer_incarnation == db->committer_incarnation;
+	if (taken)
+	{
+		loader->state = LOADER_AHEAD_LOADING;
+		loader->pid = MyProcPid;
+		loader->ahead_proc = MyProc;
+		loader->ahead_started_at = GetCurrentTimestamp();
+		ahead_xid = loader->ahead_xid;
+		ahead_sink_id = loader->sink_id;
+		ahead_incarnation = loader->committer_incarnation;
+	}
+	LWLockRelease(PaimonSinkState->lock);
+	AheadDatabase = db;
+	AheadLoader = loader;
+	return taken;
+}
+
+/*
+ * still_wanted tells whether the loader may go on loading ahead or
+ * waiting: its entry still loads ahead (or was given its checkpoint) and
+ * the committer that started it still serves.
+ */
+static bool
+still_wanted(bool *assigned)
+{
+	bool wanted;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	*assigned = AheadLoader->state == LOADER_ASSIGNED;
+	wanted = (AheadLoader->state == LOADER_AHEAD_LOADING ||
+			  AheadLoader->state == LOADER_LOADED_AHEAD || *assigned) &&
+			 AheadDatabase->committer_incarnation == ahead_incarnation &&
+			 AheadDatabase->committer_pid != 0;
+	LWLockRelease(PaimonSinkState->lock);
+	return wanted;
+}
+
+/* stop_unless_wanted raises the error that ends a loader no longer wanted. */
+static void
+stop_unless_wanted(void)
+{
+	bool assigned;
+
+	if (!still_wanted(&assigned))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("paimon_sink loader stops loading ahead"),
+						errdetail("Its committer stopped it or is gone; nothing it loaded is "
+								  "kept.")));
+}
+
+/*
+ * next_batch puts into source.batch the next whole batch of X that any of
+ * its files has, up to the file's published end; false when none has one
+ * now.
+ */
+static bool
+next_batch(void)
+{
+	int count;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_SHARED);
+	count = AheadLoader->ahead_file_count;
+	LWLockRelease(PaimonSinkState->lock);
+	for (int f = 0; f < count; f++)
+	{
+		AheadCursor *cursor = &source.cursors[f];
+		off_t end = (off_t) pg_atomic_read_u64(&AheadLoader->ahead_files[f].end);
+		StagedBatchHeader header;
+
+		if (end == 0)
+			continue;
+		if (f >= source.opened)
+		{
+			if (f > source.opened)
+				continue; /* files are opened in order */
+			staged_file_path(cursor->path, MyDatabaseId, ahead_sink_id,
+							 AheadLoader->ahead_files[f].name);
+			cursor->file = staged_file_open(cursor->path, NULL, &cursor->offset, ERROR);
+			if (cursor->file < 0)
+				ereport(ERROR, (errcode_for_file_access(),
+								errmsg("could not open staged file \"%s\": %m", cursor->path)));
+			source.opened++;
+		}
+		if (cursor->offset >= end)
+			continue;
+		if (!staged_file_read_batch(cursor->file, cursor->path, cursor->offset, end, &header,
+									&source.batch) ||
+			header.full_xid != ahead_xid)
+			ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+							errmsg("staged file \"%s\" has no batch of transaction %llu at "
+								   "offset %lld",
+								   cursor->path, (unsigned long long) ahead_xid,
+								   (long long) cursor->offset),
+							errdetail("Nothing loaded ahead is kept; the checkpoint loads the "
+									  "file.")));
+		cursor->offset += sizeof(header) + header.payload_length;
+		source.batch_position = 0;
+		pg_atomic_fetch_add_u64(&AheadLoader->rows_done, header.row_count);
+		pg_atomic_fetch_add_u64(&AheadLoader->ahead_rows_read, header.row_count);
+		pg_atomic_fetch_add_u64(&AheadLoader->ahead_bytes_read, header.payload_length);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * blocking_x raises an error when X's backend waits for a lock this loader
+ * holds (X inserts, itself, a unique key the loader loaded from X's own
+ * rows; or deletes a row they reference): the loader, which waits for X,
+ * would otherwise wait for ever, unseen by the deadlock detector (it
+ * waits on its latch, not on a lock).  The loader rolls back; X goes on.
+ */
+static void
+blocking_x(void)
+{
+	int pid = BackendXidGetPid((TransactionId) ahead_xid);
+	ArrayType *blockers;
+	int count;
+	int32 *values;
+
+	if (pid == 0)
+		return;
+	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
+	count = ArrayGetNItems(ARR_NDIM(blockers), ARR_DIMS(blockers));
+	values = (int32 *) ARR_DATA_PTR(blockers);
+	for (int i = 0; i < count; i++)
+		if (values[i] == MyProcPid)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("paimon_sink loader stops loading ahead: transaction %llu waits for it",
+							(unsigned long long) ahead_xid),
+					 errdetail("Process %d waits for a lock the loader holds; nothing the loader "
+							   "loaded is kept.",
+							   pid)));
+	pfree(blockers);
+}
+
+/*
+ * wait_for_batches waits for more of X when none is published: X still
+ * runs (a bounded wait on the latch), X committed (one more look at the
+ * ends, final now, then the end of the data), or X aborted (an error: the
+ * loader rolls back).
+ */
+static void
+wait_for_batches(void)
+{
+	TransactionId xid = (TransactionId) ahead_xid;
+
+	if (source.committed)
+	{
+		source.done = true;
+		return;
+	}
+	if (TransactionIdIsInProgress(xid))
+	{
+		int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							   AHEAD_WAIT_MS, PG_WAIT_EXTENSION);
+
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		stop_unless_wanted();
+		/* a second without a batch: X may be waiting for this loader */
+		if (events & WL_TIMEOUT)
+			blocking_x();
+		return;
+	}
+	if (!TransactionIdDidCommit(xid))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("paimon_sink loader stops loading ahead: transaction %llu aborted",
+							   (unsigned long long) ahead_xid),
+						errdetail("Nothing of its rows is kept.")));
+	source.committed = true;
+}
+
+/*
+ * ahead_read is COPY's data source: the binary format's header, then the
+ * whole batches of X's files as they are published, until X committed
+ * and every batch is read.
+ */
+static int
+ahead_read(void *outbuf, int minread, int maxread)
+{
+	int copied = 0;
+
+	if (!source.header_sent)
+	{
+		static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+		resetStringInfo(&source.batch);
+		appendBinaryStringInfo(&source.batch, header, sizeof(header));
+		source.batch_position = 0;
+		source.header_sent = true;
+	}
+	while (copied < minread)
+	{
+		int available = source.batch.len - source.batch_position;
+
+		if (available > 0)
+		{
+			int take = Min(available, maxread - copied);
+
+			memcpy((char *) outbuf + copied, source.batch.data + source.batch_position, take);
+			source.batch_position += take;
+			copied += take;
+			continue;
+		}
+		if (source.done)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		if (next_batch())
+		{
+			if (!source.first_seen)
+				fault_point("loader_ahead_loading"); /* its first batch read */
+			source.first_seen = true;
+			continue;
+		}
+		wait_for_batches();
+	}
+	return copied;
+}
+
+/*
+ * set_loaded moves the entry to LOADED_AHEAD (unless the checkpoint was
+ * already given) and says when: from then on paimon_sink.load_ahead_max_wait
+ * runs.
+ */
+static void
+set_loaded(void)
+{
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	AheadLoader->ahead_done_at = GetCurrentTimestamp();
+	if (AheadLoader->state == LOADER_AHEAD_LOADING)
+		AheadLoader->state = LOADER_LOADED_AHEAD;
+	LWLockRelease(PaimonSinkState->lock);
+}
+
+/*
+ * load_ahead_copy begins the loader's transaction block and loads X's
+ * rows with one COPY; the block stays open.  Returns the rows loaded.
+ */
+static uint64
+load_ahead_copy(void)
+{
+	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+	MemoryContext context = CurrentMemoryContext;
+	SinkInfo *sink = palloc0(sizeof(SinkInfo));
+	uint64 rows;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	BeginTransactionBlock();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (!metadata_sink_by_id(ahead_sink_id, sink) || SINK_IS_UPSERT(sink) ||
+		SINK_IS_OVERWRITE(sink) || sink->reject_on_error)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("paimon_sink loader stops loading ahead: sink %d is no longer an "
+							   "append sink",
+							   ahead_sink_id)));
+	/* as the checkpoint's load: deferrable constraints are checked as the load ends */
+	immediate->deferred = false;
+	AfterTriggerSetState(immediate);
+	memset(&source, 0, sizeof(source));
+	initStringInfo(&source.batch);
+	rows = load_files_from(sink, ahead_read);
+	for (int f = 0; f < source.opened; f++)
+		FileClose(source.cursors[f].file);
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand(); /* the statement; the block stays open */
+	MemoryContextSwitchTo(context);
+	return rows;
+}
+
+/*
+ * loader_ahead_give_up ends a loader that loads ahead without its
+ * checkpoint: its transaction rolled back, its entry refused until X ends
+ * (so that X's later files are not published again), counted as stopped.
+ * why is logged at DEBUG1.  Raises nothing.
+ */
+void
+loader_ahead_give_up(const char *why)
+{
+	AbortOutOfAnyTransaction();
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	if (AheadLoader->pid == MyProcPid && AheadLoader->state != LOADER_ASSIGNED)
+		AheadLoader->state = LOADER_AHEAD_REFUSED;
+	LWLockRelease(PaimonSinkState->lock);
+	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.stopped, 1);
+	ereport(DEBUG1, (errmsg("paimon_sink loader gave up loading transaction %llu ahead: %s",
+							(unsigned long long) ahead_xid, why)));
+}
+
+/*
+ * wait_for_checkpoint waits until the committer gives the loader its
+ * checkpoint (true), or it no longer may wait (false): stopped, its
+ * committer gone, or paimon_sink.load_ahead_max_wait passed since X
+ * committed (then its entry is refused under the lock, so that the
+ * committer cannot give it a checkpoint meanwhile).
+ */
+static bool
+wait_for_checkpoint(void)
+{
+	for (;;)
+	{
+		bool assigned;
+		TimestampTz done_at;
+
+		if (!still_wanted(&assigned))
+			return false;
+		if (assigned)
+			return true;
+		LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+		done_at = AheadLoader->ahead_done_at;
+		if (AheadLoader->state != LOADER_ASSIGNED &&
+			TimestampDifferenceExceeds(done_at, GetCurrentTimestamp(),
+									   PaimonSinkLoadAheadMaxWaitMs))
+		{
+			AheadLoader->state = LOADER_AHEAD_REFUSED;
+			LWLockRelease(PaimonSinkState->lock);
+			return false;
+		}
+		LWLockRelease(PaimonSinkState->lock);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, AHEAD_WAIT_MS,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
+
+/*
+ * loader_ahead_run loads X's rows ahead and waits for the checkpoint that
+ * takes them: true once it is given (loader.c then takes the assignment
+ * and loads the rest); false when the loader gave up (its transaction
+ * rolled back).  An error (X aborted, a damaged batch, a row the target
+ * refuses) is raised as it comes; the caller gives up.
+ */
+bool
+loader_ahead_run(void)
+{
+	uint64 rows;
+
+	pgstat_report_activity(STATE_RUNNING, "loading a streamed transaction ahead");
+	rows = ahead_loaded = load_ahead_copy();
+	set_loaded();
+	ereport(DEBUG1, (errmsg("paimon_sink loader loaded %llu rows of transaction %llu ahead",
+							(unsigned long long) rows, (unsigned long long) ahead_xid)));
+	pgstat_report_activity(STATE_IDLEINTRANSACTION, "waiting for its paimon_sink checkpoint");
+	fault_point("loader_ahead_waiting");
+	if (!wait_for_checkpoint())
+	{
+		loader_ahead_give_up("no checkpoint took its rows in time, or it was stopped");
+		return false;
+	}
+	fault_point("loader_ahead_assigned");
+	return true;
+}
+
+/*
+ * loader_ahead_rest returns the checkpoint's files (LoadFile *) but X's,
+ * which were loaded ahead; *rows gets the rows loaded ahead.  Each of X's
+ * files must be there whole at the size it was read to, else an error
+ * (nothing is prepared; the committer's retry loads the checkpoint).
+ */
+List *
+loader_ahead_rest(List *files, uint64 *rows)
+{
+	List *rest = NIL;
+	int matched = 0;
+	ListCell *lc;
+
+	foreach (lc, files)
+	{
+		LoadFile *file = lfirst(lc);
+		bool ahead = false;
+
+		for (int f = 0; f < source.opened && !ahead; f++)
+			if (strcmp(file->path, source.cursors[f].path) == 0)
+			{
+				if (file->excluded_count > 0 || file->size != source.cursors[f].offset)
+					ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+									errmsg("staged file \"%s\" changed after it was loaded ahead",
+										   file->path),
+									errdetail("Nothing of the checkpoint was applied.")));
+				ahead = true;
+				matched++;
+			}
+		if (!ahead)
+			rest = lappend(rest, file);
+	}
+	if (matched != source.opened)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+						errmsg("the checkpoint does not take every file loaded ahead"),
+						errdetail("Nothing of the checkpoint was applied.")));
+	*rows = ahead_loaded;
+	return rest;
+}
