@@ -30,6 +30,7 @@
 #include "core/constants.h"
 #include "metadata/metadata.h"
 #include "metadata/metadata_heap.h"
+#include "metadata/metadata_sink_cache.h"
 #include "metadata/statement.h"
 
 /* ---------------------------------------------------------------- sinks */
@@ -140,8 +141,16 @@ metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 {
 	static Statement statement = {SINK_SELECT "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 								  SPI_OK_SELECT};
+	SinkRowVersion version;
+	SinkCacheResult cached = metadata_sink_cache_fetch(sink_id, info, &version);
 
-	return lookup_sink(&statement, (Arg) ARG_INT4(sink_id), info);
+	/* the committer reads its sink in every step: a copy of an unchanged row will do */
+	if (cached != SINK_UNCACHED)
+		return cached == SINK_CACHED;
+	if (!lookup_sink(&statement, (Arg) ARG_INT4(sink_id), info))
+		return false;
+	metadata_sink_cache_store(info, &version);
+	return true;
 }
 
 /*
@@ -387,17 +396,18 @@ metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_upda
 	static Statement locking = {MARKS_SELECT " FOR UPDATE", SPI_OK_SELECT};
 	static Statement plain = {MARKS_SELECT, SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
+	CommitUserMarks found;
 	CommitUserMarks *marks;
 
-	/* read first: the row is created once per commit user, not at every read */
+	/*
+	 * read first, directly (metadata_heap.c: every prepare and commit reads
+	 * them): the row is created once per commit user, not at every read
+	 */
+	if (metadata_heap_read_marks(sink_id, commit_user, for_update, &found))
+		return found;
+	(void) statement_execute(&create, args, lengthof(args), 0);
 	marks =
 		statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks, NULL);
-	if (marks == NULL)
-	{
-		(void) statement_execute(&create, args, lengthof(args), 0);
-		marks = statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks,
-								NULL);
-	}
 	if (marks == NULL)
 		elog(ERROR, "commit user \"%s\" of sink %d has no row", commit_user, sink_id);
 	return *marks;

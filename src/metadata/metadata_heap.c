@@ -441,3 +441,78 @@ metadata_heap_record_committable(const CommittableEntry *entry)
 	CommandCounterIncrement();
 	return !recorded;
 }
+
+/* marks_of reads a commit user's marks from its row in a slot. */
+static void
+marks_of(TupleTableSlot *row, Relation rel, CommitUserMarks *marks)
+{
+	bool isnull;
+
+	marks->last_prepared =
+		DatumGetInt64(slot_getattr(row, column_of(rel, "last_prepared_checkpoint"), &isnull));
+	marks->last_committed =
+		DatumGetInt64(slot_getattr(row, column_of(rel, "last_committed_checkpoint"), &isnull));
+	marks->fence_epoch =
+		(uint64) DatumGetInt64(slot_getattr(row, column_of(rel, "fence_epoch"), &isnull));
+	marks->epoch_required =
+		DatumGetBool(slot_getattr(row, column_of(rel, "epoch_required"), &isnull));
+}
+
+/*
+ * metadata_heap_read_marks reads a commit user's marks into *marks, as
+ * metadata_commit_user_marks' SELECT does (under a snapshot taken for it);
+ * for_update locks the row first, as its FOR UPDATE does (the table in
+ * RowShareLock, the row waited for and read in its newest version).
+ * Returns false when the commit user has no row.
+ */
+bool
+metadata_heap_read_marks(int32 sink_id, const char *commit_user, bool for_update,
+						 CommitUserMarks *marks)
+{
+	Relation rel;
+	Oid index_id = extension_relid("commit_user_state_pkey");
+	TupleTableSlot *search;
+	TupleTableSlot *found;
+	bool exists;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = table_open(extension_relid("commit_user_state"),
+					 for_update ? RowShareLock : AccessShareLock);
+	found = table_slot_create(rel, NULL);
+	if (for_update)
+	{
+		search = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		ExecClearTuple(search);
+		memset(search->tts_isnull, true, sizeof(bool) * RelationGetDescr(rel)->natts);
+		slot_set(search, rel, "sink_id", Int32GetDatum(sink_id), false);
+		slot_set(search, rel, "commit_user", CStringGetTextDatum(commit_user), false);
+		ExecStoreVirtualTuple(search);
+		exists = RelationFindReplTupleByIndex(rel, index_id, LockTupleExclusive, search, found);
+		ExecDropSingleTupleTableSlot(search);
+	}
+	else
+	{
+		Relation index = index_open(index_id, AccessShareLock);
+		ScanKeyData keys[2];
+		SysScanDesc scan;
+		HeapTuple tuple;
+
+		ScanKeyInit(&keys[0], column_of(rel, "sink_id"), BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(sink_id));
+		text_key(&keys[1], rel, index, 1, "commit_user", commit_user);
+		scan = systable_beginscan_ordered(rel, index, GetActiveSnapshot(), lengthof(keys), keys);
+		tuple = systable_getnext_ordered(scan, ForwardScanDirection);
+		exists = tuple != NULL;
+		if (exists)
+			ExecForceStoreHeapTuple(tuple, found, false);
+		systable_endscan_ordered(scan);
+		index_close(index, NoLock);
+	}
+	if (exists)
+		marks_of(found, rel, marks);
+	ExecDropSingleTupleTableSlot(found);
+	table_close(rel, NoLock);
+	PopActiveSnapshot();
+	return exists;
+}
