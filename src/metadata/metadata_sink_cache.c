@@ -229,8 +229,9 @@ metadata_sink_cache_store(const SinkInfo *info, const SinkRowVersion *version)
 								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	cached = hash_search(cached_sinks, &info->sink_id, HASH_ENTER, &found);
-	if (found)
+	if (found && cached->context != NULL)
 		MemoryContextDelete(cached->context);
+	cached->context = NULL;
 	/* no copy while it is made: an error below leaves none */
 	cached->xmin = InvalidTransactionId;
 	cached->context =
