@@ -26,6 +26,8 @@ OBJS = \
 	src/metadata/metadata_maintenance.o \
 	src/metadata/metadata_overwrite.o \
 	src/metadata/metadata_properties.o \
+	src/metadata/metadata_heap.o \
+	src/metadata/metadata_sink_cache.o \
 	src/metadata/write_check.o \
 	src/metadata/fence.o \
 	src/ipc/request.o \

@@ -127,6 +127,29 @@ typedef RangeTblEntry RTEPermissionInfo;
 #endif
 
 /*
+ * A one-relation range table for the executor's simple modifications
+ * (ExecSimpleRelationInsert and -Update, as logical replication's apply
+ * worker builds it): 16 moved the permissions into an RTEPermissionInfo
+ * list beside the range table, 18 added the relids left after pruning.
+ * EvalPlanQualInit took the result relations in 16; 15 spells that
+ * EvalPlanQualInitExt.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ExecInitRangeTableOfOne(estate, rte, perminfos)                                            \
+	ExecInitRangeTable((estate), list_make1(rte), (perminfos), bms_make_singleton(1))
+#elif PG_VERSION_NUM >= 160000
+#define ExecInitRangeTableOfOne(estate, rte, perminfos)                                            \
+	ExecInitRangeTable((estate), list_make1(rte), (perminfos))
+#else
+#define addRTEPermissionInfo(perminfos, rte) ((void) (perminfos), (void) (rte), (void *) NULL)
+#define ExecInitRangeTableOfOne(estate, rte, perminfos)                                            \
+	((void) (perminfos), ExecInitRangeTable((estate), list_make1(rte)))
+#define EvalPlanQualInit(epqstate, parentestate, subplan, auxrowmarks, epqParam, resultRelations)  \
+	EvalPlanQualInitExt((epqstate), (parentestate), (subplan), (auxrowmarks), (epqParam),          \
+						(resultRelations))
+#endif
+
+/*
  * A function that does not return: 18 spells it pg_noreturn, before the
  * declaration (C11's _Noreturn); before 18, pg_attribute_noreturn().
  */

@@ -29,6 +29,8 @@
 
 #include "core/constants.h"
 #include "metadata/metadata.h"
+#include "metadata/metadata_heap.h"
+#include "metadata/metadata_sink_cache.h"
 #include "metadata/statement.h"
 
 /* ---------------------------------------------------------------- sinks */
@@ -139,8 +141,16 @@ metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 {
 	static Statement statement = {SINK_SELECT "WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 								  SPI_OK_SELECT};
+	SinkRowVersion version;
+	SinkCacheResult cached = metadata_sink_cache_fetch(sink_id, info, &version);
 
-	return lookup_sink(&statement, (Arg) ARG_INT4(sink_id), info);
+	/* the committer reads its sink in every step: a copy of an unchanged row will do */
+	if (cached != SINK_UNCACHED)
+		return cached == SINK_CACHED;
+	if (!lookup_sink(&statement, (Arg) ARG_INT4(sink_id), info))
+		return false;
+	metadata_sink_cache_store(info, &version);
+	return true;
 }
 
 /*
@@ -386,17 +396,18 @@ metadata_commit_user_marks(int32 sink_id, const char *commit_user, bool for_upda
 	static Statement locking = {MARKS_SELECT " FOR UPDATE", SPI_OK_SELECT};
 	static Statement plain = {MARKS_SELECT, SPI_OK_SELECT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user)};
+	CommitUserMarks found;
 	CommitUserMarks *marks;
 
-	/* read first: the row is created once per commit user, not at every read */
+	/*
+	 * read first, directly (metadata_heap.c: every prepare and commit reads
+	 * them): the row is created once per commit user, not at every read
+	 */
+	if (metadata_heap_read_marks(sink_id, commit_user, for_update, &found))
+		return found;
+	(void) statement_execute(&create, args, lengthof(args), 0);
 	marks =
 		statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks, NULL);
-	if (marks == NULL)
-	{
-		(void) statement_execute(&create, args, lengthof(args), 0);
-		marks = statement_first(for_update ? &locking : &plain, args, lengthof(args), 0, read_marks,
-								NULL);
-	}
 	if (marks == NULL)
 		elog(ERROR, "commit user \"%s\" of sink %d has no row", commit_user, sink_id);
 	return *marks;
@@ -515,7 +526,11 @@ metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64
 			MARKS_UPDATE "fence_epoch = $3, epoch_required = true" MARKS_WHERE, SPI_OK_UPDATE}};
 	Arg args[] = {ARG_INT4(sink_id), ARG_TEXT(commit_user), ARG_INT8(checkpoint_id)};
 
-	(void) statement_execute(&statements[move], args, lengthof(args), 0);
+	/* every prepare raises it: written directly (metadata_heap.c) */
+	if (move == MARK_RAISE_PREPARED)
+		metadata_heap_raise_prepared(sink_id, commit_user, checkpoint_id);
+	else
+		(void) statement_execute(&statements[move], args, lengthof(args), 0);
 	/* what the sessions that write for the commit user refuse on */
 	if (move == MARK_NEW_FENCE_EPOCH || move == MARK_JOB_FENCE_EPOCH ||
 		checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
@@ -531,33 +546,8 @@ metadata_move_marks(MarkMove move, int32 sink_id, const char *commit_user, int64
 bool
 metadata_record_committable(const CommittableEntry *entry)
 {
-	static Statement statement = {
-		"INSERT INTO paimon_sink.committable (file_name, sink_id, "
-		"commit_user, checkpoint_id, writer_id, bucket, row_count, byte_count, excluded_offsets, "
-		"max_sequence) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-		"ON CONFLICT (file_name) DO NOTHING",
-		SPI_OK_INSERT};
-	Datum *offsets = palloc(sizeof(Datum) * Max(1, entry->excluded_count));
-	ArrayType *excluded;
-
-	for (int i = 0; i < entry->excluded_count; i++)
-		offsets[i] = Int64GetDatum(entry->excluded[i]);
-	excluded = construct_array(offsets, entry->excluded_count, INT8OID, 8, FLOAT8PASSBYVAL,
-							   TYPALIGN_DOUBLE);
-	{
-		Arg args[] = {ARG_TEXT(entry->file_name),
-					  ARG_INT4(entry->sink_id),
-					  ARG_TEXT(entry->commit_user),
-					  ARG_INT8(entry->checkpoint_id),
-					  ARG_INT4(entry->writer_id),
-					  ARG_INT4(entry->bucket),
-					  ARG_INT8(entry->row_count),
-					  ARG_INT8(entry->byte_count),
-					  ARG_DATUM(INT8ARRAYOID, PointerGetDatum(excluded), false),
-					  ARG_INT8(entry->max_sequence)};
-
-		return statement_execute(&statement, args, lengthof(args), 0) > 0;
-	}
+	/* one row a file, every prepare: written directly (metadata_heap.c) */
+	return metadata_heap_record_committable(entry);
 }
 
 /* read_checkpoint_file reads a CheckpointFile. */
@@ -732,7 +722,9 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 "WHERE p.sink_id OPERATOR(pg_catalog.=) $1 AND p.commit_user OPERATOR(pg_catalog.=) $3 "
 		 "AND p.checkpoint_id OPERATOR(pg_catalog.<=) $4",
 		 SPI_OK_DELETE}};
-	int64 snapshot_id = next_snapshot_id(entry->sink_id);
+	/* without properties, the snapshot and the marks are written directly (metadata_heap.c) */
+	int64 snapshot_id = 0;
+	bool written = metadata_heap_record_snapshot(entry, &snapshot_id);
 	Arg args[] = {ARG_INT4(entry->sink_id),
 				  ARG_INT8(snapshot_id),
 				  ARG_TEXT(entry->commit_user),
@@ -743,13 +735,16 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 				  ARG_DATUM(FLOAT8OID, Float8GetDatum(entry->load_ms), false),
 				  ARG_TEXT(entry->commit_kind == NULL ? "APPEND" : entry->commit_kind)};
 
-	/* the other steps take the first four arguments */
+	if (!written)
+		args[1] = (Arg) ARG_INT8(next_snapshot_id(entry->sink_id));
+	/* the other steps take the first four arguments; written: only the committables' */
 	for (int i = 0; i < lengthof(steps); i++)
-		(void) statement_execute(&steps[i], args, i == 0 ? lengthof(args) : 4, 0);
+		if (!written || i == 1)
+			(void) statement_execute(&steps[i], args, i == 0 ? lengthof(args) : 4, 0);
 	/* the end of the commit user's input: its sessions refuse to write from then on */
 	if (entry->checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		invalidate_commit_users();
-	return snapshot_id;
+	return DatumGetInt64(args[1].value);
 }
 
 /* read_file_record reads a FileRecord from the committed column. */

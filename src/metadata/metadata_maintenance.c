@@ -40,7 +40,11 @@
  * forwards on that key, at most limit of them; the age is checked on those
  * only (snapshot ids follow commit time, so the oldest are the first to be
  * old enough; one younger than an older one waits for a later run), and
- * their committables are found by committable_committed.
+ * their committables are found by committable_committed.  Before any of
+ * that, the oldest candidate alone is read: while it is too young, so are
+ * all the others, and the run reads a few index entries, not a batch of
+ * young candidates (a loop of small commits ran it every 64 commits, 15%
+ * of the committer's CPU).
  */
 int64
 metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms, int64 limit,
@@ -50,11 +54,17 @@ metadata_expire_snapshots(int32 sink_id, int32 retain_last, int64 older_than_ms,
 		"WITH cut AS ("
 		"  SELECT l.snapshot_id FROM paimon_sink.snapshot_log l "
 		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
+		"  AND (SELECT f.committed_at FROM paimon_sink.snapshot_log f "
+		"    WHERE f.sink_id OPERATOR(pg_catalog.=) $1 "
+		"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
+		"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
+		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) f.snapshot_id) "
+		"    ORDER BY f.snapshot_id LIMIT 1) OPERATOR(pg_catalog.<) $3 "
 		"  ORDER BY l.snapshot_id DESC OFFSET $2 LIMIT 1), "
 		"oldest AS ("
-		"  SELECT l.snapshot_id, l.committed_at FROM cut, paimon_sink.snapshot_log l "
+		"  SELECT l.snapshot_id, l.committed_at FROM paimon_sink.snapshot_log l "
 		"  WHERE l.sink_id OPERATOR(pg_catalog.=) $1 "
-		"    AND l.snapshot_id OPERATOR(pg_catalog.<=) cut.snapshot_id "
+		"    AND l.snapshot_id OPERATOR(pg_catalog.<=) (SELECT c.snapshot_id FROM cut c) "
 		"    AND NOT EXISTS (SELECT FROM paimon_sink.commit_user_state u "
 		"      WHERE u.sink_id OPERATOR(pg_catalog.=) $1 "
 		"      AND u.last_snapshot_id OPERATOR(pg_catalog.=) l.snapshot_id) "
