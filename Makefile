@@ -13,6 +13,7 @@ OBJS = \
 	src/core/shared_state.o \
 	src/core/budget.o \
 	src/core/worker_start.o \
+	src/core/wait_events.o \
 	src/staging/staged_file.o \
 	src/staging/staged_wal.o \
 	src/staging/value_encoding.o \
