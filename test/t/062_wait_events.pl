@@ -61,9 +61,11 @@ sql("SELECT paimon_sink.inject_fault('writer_after_receive', 'pause')");
 my $insert = background_sql($node,
 	"INSERT INTO s SELECT g, 'held hand-off' FROM generate_series(1, 10) g");
 ok(fault_paused($node, 'writer_after_receive'), 'a writer holds the rows before its acknowledgement');
+# read at once: a writer held past handoff_timeout is fenced and leaves the point
+my $writer_pid =
+  sql("SELECT coalesce(paused_pid, 0) FROM paimon_sink.faults WHERE point = 'writer_after_receive'");
 waits_on("query LIKE 'INSERT INTO s SELECT g, ''held hand-off''%'",
 	'PaimonSinkHandoffAck', 'the session waits for the hand-off acknowledgement');
-my $writer_pid = sql("SELECT paused_pid FROM paimon_sink.faults WHERE point = 'writer_after_receive'");
 waits_on("pid = $writer_pid", 'PaimonSinkFaultPause', 'the writer held at the fault point');
 sql("SELECT paimon_sink.release_fault('writer_after_receive')");
 eval { $insert->{harness}->finish; };
