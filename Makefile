@@ -13,6 +13,7 @@ OBJS = \
 	src/core/shared_state.o \
 	src/core/budget.o \
 	src/core/worker_start.o \
+	src/core/wait_events.o \
 	src/staging/staged_file.o \
 	src/staging/staged_wal.o \
 	src/staging/value_encoding.o \
@@ -99,7 +100,7 @@ SHLIB_LINK = -luuid
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity \
-	failure_counts
+	failure_counts skipped_commits monitor_role
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

@@ -896,3 +896,15 @@ BEGIN
 	GRANT EXECUTE ON FUNCTION paimon_sink.restart_job(text, text, integer, bigint) TO PUBLIC;
 END
 $$;
+
+-- pg_monitor (the role PostgreSQL gives monitoring tools) reads the views
+-- that show no row data and no other role's error text, even where a site
+-- revokes them from PUBLIC: commit_stats' last_failure and commit_progress'
+-- gid stay NULL for a role that is not a member of the sink's owner; the
+-- view rejects (refused rows) and the tables commit_failures (messages) and
+-- rejected_row are not granted.  Last in the script: a view dropped and
+-- created again after this would lose the grant.
+GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
+	paimon_sink.in_doubt, paimon_sink.writers, paimon_sink.commit_stats,
+	paimon_sink.commit_progress, paimon_sink.checkpoint_schedule, paimon_sink.sink_groups
+	TO pg_monitor;

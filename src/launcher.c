@@ -48,6 +48,7 @@
 
 #include "core/budget.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 #include "core/worker_start.h"
 #include "launcher.h"
 
@@ -367,6 +368,6 @@ paimon_sink_launcher_main(Datum main_arg)
 		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_LAUNCHER_MAIN));
 	}
 }

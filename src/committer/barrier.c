@@ -41,6 +41,7 @@
 #include "committer/work.h"
 #include "core/fault.h"
 #include "core/guc.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 
 /* The reply queues of the barrier under way, detached at exit. */
@@ -83,7 +84,7 @@ idle_writer(int index)
 		/* a wait bounded by handoff_timeout: the sessions waiting on us wait too */
 		liveness_committer_beat();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_BARRIER_WRITER_IDLE));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -219,7 +220,7 @@ receive_replies(shm_mq_handle **queues, const uint64 *incarnations, List **recor
 		 * set the latch.
 		 */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_BARRIER));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

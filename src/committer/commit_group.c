@@ -225,9 +225,19 @@ commit_members(List *members, const char *commit_user, int64 checkpoint_id)
 	foreach (lc, done)
 	{
 		MemberCheckpoint *one = lfirst(lc);
+		int32 first_sink_id = ((Member *) linitial(members))->sink_id;
+		CommitTally request_tally = CommitTallies;
 
+		/* the first member's commits are the request's (serve.c); another's its own */
+		if (one->sink->sink_id != first_sink_id)
+			memset(&CommitTallies, 0, sizeof(CommitTallies));
 		commit_log(one->sink, commit_user, one->checkpoint_id, one->snapshot_id, one->loaded,
 				   one->files, one->bytes, &one->changes, one->start, 0);
+		if (one->sink->sink_id != first_sink_id)
+		{
+			maintenance_record_tally(one->sink->sink_id, &CommitTallies);
+			CommitTallies = request_tally;
+		}
 	}
 	fault_point("committer_after_commit_prepared");
 }
@@ -250,8 +260,19 @@ commit_group_up_to(int32 group_id, const char *commit_user, int64 checkpoint_id,
 	ListCell *lc;
 
 	request->previous_last_committed = first->marks.last_committed;
-	if (checkpoint_id <= first->marks.last_committed)
-		CommitTallies.skipped++;
+	/* each member's skip is its own: the first's the request's (serve.c) */
+	foreach (lc, members)
+	{
+		Member *member = lfirst(lc);
+		CommitTally skip = {.skipped = 1};
+
+		if (checkpoint_id > member->marks.last_committed)
+			continue;
+		if (member == first)
+			CommitTallies.skipped++;
+		else
+			maintenance_record_tally(member->sink_id, &skip);
+	}
 	foreach (lc, members)
 		any = any || ((Member *) lfirst(lc))->identifiers != NIL;
 	if (any)

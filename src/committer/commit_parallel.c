@@ -65,6 +65,7 @@
 #include "core/fault.h"
 #include "core/guc.h"
 #include "core/names.h"
+#include "core/wait_events.h"
 #include "core/worker_start.h"
 #include "ipc/liveness.h"
 #include "ipc/request.h"
@@ -744,7 +745,7 @@ commit_parallel_load(const SinkInfo *sink, const char *commit_user, int64 checkp
 	{
 		liveness_committer_beat(); /* waiting for loaders that load is progress */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, LOADER_POLL_MS,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_LOADERS));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

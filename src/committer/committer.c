@@ -54,6 +54,7 @@
 #include "core/budget.h"
 #include "core/guc.h"
 #include "core/security.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 #include "ipc/request.h"
 #include "metadata/catalog.h"
@@ -189,7 +190,7 @@ await_catalog_version(void)
 		set_ready(false);
 		pgstat_report_activity(STATE_IDLE, "waiting for ALTER EXTENSION paimon_sink UPDATE");
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_EXTENSION_UPDATE));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -449,7 +450,7 @@ nap(bool ready)
 		ms > COMMITTER_REMOVAL_GRACE_MS)
 	{
 		events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						   COMMITTER_REMOVAL_GRACE_MS, PG_WAIT_EXTENSION);
+						   COMMITTER_REMOVAL_GRACE_MS, wait_event_for(WAIT_COMMITTER_MAIN));
 		if (events & WL_LATCH_SET)
 		{
 			if (!request_any_queued(MyDatabaseEntry))
@@ -461,8 +462,8 @@ nap(bool ready)
 	/* nothing waits for the committer: the flush of pending removals costs no one */
 	if (!request_any_queued(MyDatabaseEntry))
 		commit_finish_removals();
-	events =
-		WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+	events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+					   wait_event_for(WAIT_COMMITTER_MAIN));
 	if ((events & WL_LATCH_SET) && !request_any_queued(MyDatabaseEntry))
 		CATALOG_MAINTENANCE->requested = true;
 }

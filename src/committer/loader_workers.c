@@ -25,6 +25,7 @@
 #include "committer/loader_workers.h"
 #include "core/guc.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 
 /* How long a starting committer waits for the loaders of the committer before it. */
 #define STALE_LOADER_WAIT_MS 60000
@@ -91,7 +92,7 @@ loader_workers_stop_stale(void)
 							running),
 					 errdetail("Recovery must see every share a loader may still prepare.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_WORKERS_EXIT));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -386,26 +386,42 @@ count_failure(const CommitterRequest *outcome)
 void
 maintenance_record_statistics(const CommitterRequest *outcome)
 {
-	PendingTally *pending;
-
 	if (outcome->sink_id == 0 ||
 		(CommitTallies.commits == 0 && CommitTallies.skipped == 0 && outcome->sqlerrcode == 0))
 		return;
-	pending = pending_tally_of(outcome->sink_id);
-	pending->tally.commits += CommitTallies.commits;
-	pending->tally.skipped += CommitTallies.skipped;
-	pending->tally.retries += CommitTallies.retries;
-	pending->tally.rows += CommitTallies.rows;
-	pending->tally.bytes += CommitTallies.bytes;
-	if (CommitTallies.commits > 0)
-	{
-		pending->tally.last_ms = CommitTallies.last_ms;
-		pending->last_committed_at = GetCurrentTimestamp();
-	}
+	maintenance_record_tally(outcome->sink_id, &CommitTallies);
 	if (outcome->sqlerrcode != 0)
 	{
-		pending->failures++;
+		pending_tally_of(outcome->sink_id)->failures++;
 		count_failure(outcome);
+	}
+}
+
+/*
+ * maintenance_record_tally adds tally (commits, skips, reruns, rows and
+ * bytes, the last commit's milliseconds) to sink_id's counts kept for
+ * commit_statistics: for a request's own sink through
+ * maintenance_record_statistics, and for the other members of a sink
+ * group committed by one request (commit_group.c), each under its own
+ * sink.  No SQL; raises nothing but out of memory.
+ */
+void
+maintenance_record_tally(int32 sink_id, const CommitTally *tally)
+{
+	PendingTally *pending;
+
+	if (tally->commits == 0 && tally->skipped == 0)
+		return;
+	pending = pending_tally_of(sink_id);
+	pending->tally.commits += tally->commits;
+	pending->tally.skipped += tally->skipped;
+	pending->tally.retries += tally->retries;
+	pending->tally.rows += tally->rows;
+	pending->tally.bytes += tally->bytes;
+	if (tally->commits > 0)
+	{
+		pending->tally.last_ms = tally->last_ms;
+		pending->last_committed_at = GetCurrentTimestamp();
 	}
 }
 

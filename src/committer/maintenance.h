@@ -12,6 +12,7 @@
 #include "utils/timestamp.h"
 
 #include "core/shared_state.h"
+#include "metadata/metadata.h"
 
 /* in maintenance.c */
 extern void maintenance_remove_orphans(int32 sink_id, CommitterRequest *request);
@@ -20,6 +21,7 @@ extern TimestampTz maintenance_expiry_schedule(void);
 extern bool maintenance_expire_due(void);
 extern void maintenance_report_failure(CommitterRequest *outcome);
 extern void maintenance_record_statistics(const CommitterRequest *outcome);
+extern void maintenance_record_tally(int32 sink_id, const CommitTally *tally);
 extern TimestampTz maintenance_statistics_schedule(void);
 extern bool maintenance_write_statistics(void);
 

@@ -27,6 +27,7 @@
 #include "core/fault.h"
 #include "core/names.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_inject_fault);
 PG_FUNCTION_INFO_V1(paimon_sink_release_fault);
@@ -214,7 +215,7 @@ fault_point(const char *name)
 					break;
 				/* release_fault() and clear_faults() set our latch; the timeout is a fallback */
 				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
-								 PG_WAIT_EXTENSION);
+								 wait_event_for(WAIT_FAULT_PAUSE));
 				ResetLatch(MyLatch);
 				CHECK_FOR_INTERRUPTS();
 			}

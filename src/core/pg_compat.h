@@ -157,4 +157,20 @@ typedef RangeTblEntry RTEPermissionInfo;
 #define pg_noreturn pg_attribute_noreturn()
 #endif
 
+/*
+ * Custom wait events (17): an extension names its waits in
+ * pg_stat_activity.wait_event, the server keeping the names in its shared
+ * memory.  Before 17 every wait of an extension is the one event
+ * Extension, whatever it is called.
+ */
+#if PG_VERSION_NUM < 170000
+#include "utils/wait_event.h"
+
+static inline uint32
+WaitEventExtensionNew(const char *wait_event_name)
+{
+	return PG_WAIT_EXTENSION;
+}
+#endif
+
 #endif /* PAIMON_SINK_PG_COMPAT_H */

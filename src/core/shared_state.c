@@ -20,6 +20,7 @@
 
 #include "core/guc.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 
 PaimonSinkShared *PaimonSinkState = NULL;
 
@@ -511,7 +512,7 @@ shared_stop_database(Oid database_id)
 		if (!running)
 			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_WORKERS_EXIT));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

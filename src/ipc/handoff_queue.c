@@ -32,6 +32,7 @@
 #include "utils/timestamp.h"
 
 #include "core/guc.h"
+#include "core/wait_events.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/handoff_queue.h"
 #include "ipc/liveness.h"
@@ -130,7 +131,7 @@ handoff_queue_open(DatabaseEntry *db, int writer_index)
 						   writer_index, PaimonSinkHandoffTimeoutMs),
 				 errhint("Raise paimon_sink.queues_per_writer or paimon_sink.handoff_timeout.")));
 		(void) ConditionVariableTimedSleep(&writer->slot_freed, Min(timeout, nap),
-										   PG_WAIT_EXTENSION);
+										   wait_event_for(WAIT_HANDOFF_QUEUE));
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -235,7 +236,7 @@ handoff_queue_wait_ack(ActiveHandoff *handoff)
 					 errdetail("This transaction is rolled back, so none of its rows are staged."),
 					 errhint("Retry the transaction.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_HANDOFF_ACK));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -79,6 +79,7 @@
 #include "core/constants.h"
 #include "core/guc.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 
 /*
@@ -350,7 +351,7 @@ liveness_sendv(shm_mq_handle *queue, shm_mq_iovec *iov, int iovcnt, LivenessSend
 			break;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 liveness_idle_nap_ms(), PG_WAIT_EXTENSION);
+						 liveness_idle_nap_ms(), wait_event_for(WAIT_QUEUE_SEND));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

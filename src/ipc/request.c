@@ -34,6 +34,7 @@
 #include "storage/latch.h"
 
 #include "core/names.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 #include "ipc/request.h"
 #include "metadata/fence.h"
@@ -397,7 +398,7 @@ committer_submit(int database_index, CommitterRequest *request)
 			break;
 		nap = liveness_check_committer(db, false, &progress_at, "a free request slot",
 									   "Nothing was queued: retry the call.");
-		ConditionVariableTimedSleep(&db->request_done, nap, PG_WAIT_EXTENSION);
+		ConditionVariableTimedSleep(&db->request_done, nap, wait_event_for(WAIT_REQUEST_SLOT));
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
@@ -426,7 +427,8 @@ committer_submit(int database_index, CommitterRequest *request)
 				break;
 			nap = liveness_check_committer(db, running, &progress_at, "this request",
 										   running ? OUTCOME_RUNNING : OUTCOME_QUEUED);
-			ConditionVariableTimedSleep(&db->request_done, nap, PG_WAIT_EXTENSION);
+			ConditionVariableTimedSleep(&db->request_done, nap,
+										wait_event_for(WAIT_COMMITTER_REQUEST));
 			CHECK_FOR_INTERRUPTS();
 		}
 		ConditionVariableCancelSleep();

@@ -41,6 +41,7 @@
 
 #include "core/constants.h"
 #include "core/guc.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 #include "ipc/stream_lock.h"
 
@@ -107,7 +108,7 @@ stream_lock_for_end_input(int32 sink_id, const char *sink_name, const char *comm
 						 PAIMON_SINK_STREAM_LOCK_CLASS, sink_id, tag.locktag_field3)));
 		liveness_committer_beat();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_STREAM_LOCK));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -52,6 +52,7 @@
 #include "core/fault.h"
 #include "core/guc.h"
 #include "core/shared_state.h"
+#include "core/wait_events.h"
 #include "ipc/handoff_failure.h"
 #include "ipc/handoff_queue.h"
 #include "ipc/liveness.h"
@@ -462,7 +463,7 @@ await_workers(DatabaseEntry *db, TimestampTz deadline)
 			break;
 		/* a second at most: the flag of a committer is read without its broadcast */
 		(void) ConditionVariableTimedSleep(&db->workers_ready, Min(remaining, 1000),
-										   PG_WAIT_EXTENSION);
+										   wait_event_for(WAIT_WORKERS_READY));
 	}
 	ConditionVariableCancelSleep();
 	return ready;

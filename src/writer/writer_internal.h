@@ -98,6 +98,7 @@ extern void writer_window_add_directory(const char *directory);
 extern void writer_window_add_sealed(const char *path);
 extern void writer_sync_window(void);
 extern void writer_close_window(void);
+extern uint32 writer_window_wait_event(void);
 extern bool writer_window_is_open(void);
 extern bool writer_window_due(void);
 extern long writer_window_timeout(long idle);

@@ -60,6 +60,7 @@
 #include "core/constants.h"
 #include "core/fault.h"
 #include "core/guc.h"
+#include "core/wait_events.h"
 #include "ipc/liveness.h"
 #include "writer/writer_internal.h"
 
@@ -278,6 +279,18 @@ writer_window_add_sealed(const char *path)
 	old = MemoryContextSwitchTo(WriterContext);
 	window_sealed = lappend(window_sealed, pstrdup(path));
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * writer_window_wait_event returns the wait event of the writer's wait for
+ * work (wait_events.c): PaimonSinkSyncWindow while a sync window is open,
+ * for every PostgreSQL checkpoint waits for it to close, else
+ * PaimonSinkWriterMain.  Raises only as wait_event_for does.
+ */
+uint32
+writer_window_wait_event(void)
+{
+	return wait_event_for(window_open ? WAIT_SYNC_WINDOW : WAIT_WRITER_MAIN);
 }
 
 /* writer_window_is_open tells whether a sync window is open. */
