@@ -55,6 +55,7 @@
 #include "committer/loader_ahead.h"
 #include "core/fault.h"
 #include "core/guc.h"
+#include "core/wait_events.h"
 #include "metadata/metadata.h"
 #include "staging/staged_file.h"
 
@@ -258,7 +259,7 @@ wait_for_batches(void)
 	if (TransactionIdIsInProgress(xid))
 	{
 		int events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							   AHEAD_WAIT_MS, PG_WAIT_EXTENSION);
+							   AHEAD_WAIT_MS, wait_event_for(WAIT_LOAD_AHEAD_ROWS));
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -428,7 +429,7 @@ wait_for_checkpoint(void)
 		}
 		LWLockRelease(PaimonSinkState->lock);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, AHEAD_WAIT_MS,
-						 PG_WAIT_EXTENSION);
+						 wait_event_for(WAIT_LOAD_AHEAD_CHECKPOINT));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)

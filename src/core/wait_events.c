@@ -44,6 +44,8 @@ static const char *const wait_names[WAIT_COUNT] = {
 	[WAIT_SYNC_WINDOW] = "PaimonSinkSyncWindow",
 	[WAIT_LAUNCHER_MAIN] = "PaimonSinkLauncherMain",
 	[WAIT_FAULT_PAUSE] = "PaimonSinkFaultPause",
+	[WAIT_LOAD_AHEAD_ROWS] = "PaimonSinkLoadAheadRows",
+	[WAIT_LOAD_AHEAD_CHECKPOINT] = "PaimonSinkLoadAheadCheckpoint",
 };
 
 /* This process's ids, by PaimonSinkWait; valid once assigned is. */

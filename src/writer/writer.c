@@ -804,7 +804,7 @@ paimon_sink_writer_main(Datum main_arg)
 			if (stats_ms > 0)
 				timeout = Min(timeout, stats_ms);
 			events = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
-							   PG_WAIT_EXTENSION);
+							   writer_window_wait_event());
 
 			if ((events & WL_TIMEOUT) && idle)
 				forget_dropped_sinks();
