@@ -40,7 +40,7 @@ typedef struct MaintenanceFailure
 	char *message; /* in TopMemoryContext */
 } MaintenanceFailure;
 
-static List *maintenance_failures = NIL;
+static List *maintenance_failures = NIL; /* of MaintenanceFailure, in TopMemoryContext */
 
 /*
  * maintenance_remove_orphans serves remove_orphan_files(): staged files of the sink older than the cut-off
@@ -242,6 +242,7 @@ maintenance_expire_due(void)
 	ErrorData *error = NULL;
 	MaintenanceFailure *failure;
 	ExpiryState *expiry = NULL;
+	MemoryContext old;
 
 	for (int i = 0; i < expiry_count && expiry == NULL; i++)
 		if (expiry_due_at(&expiries[i]) <= now)
@@ -258,7 +259,10 @@ maintenance_expire_due(void)
 	failure->message = MemoryContextStrdup(
 		TopMemoryContext, psprintf("paimon_sink maintenance after a commit of sink %d failed: %s",
 								   expiry->sink_id, error->message));
+	/* the list too: the loop's context is reset after each turn, the list lives on */
+	old = MemoryContextSwitchTo(TopMemoryContext);
 	maintenance_failures = lappend(maintenance_failures, failure);
+	MemoryContextSwitchTo(old);
 	ereport(LOG, (errmsg("%s", failure->message)));
 	FreeErrorData(error);
 	return true;
