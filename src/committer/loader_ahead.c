@@ -43,9 +43,9 @@
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
-#include "utils/array.h"
-#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -69,6 +69,7 @@ static uint64 ahead_xid;
 static int32 ahead_sink_id;
 static uint64 ahead_incarnation;
 static uint64 ahead_loaded; /* the rows its COPY loaded */
+static Oid ahead_target;	/* the sink's target, whose lock waiters it gives way to */
 
 /* One file of X as the data source reads it. */
 typedef struct AheadCursor
@@ -113,6 +114,7 @@ loader_ahead_take(DatabaseEntry *db, LoaderEntry *loader)
 		ahead_xid = loader->ahead_xid;
 		ahead_sink_id = loader->sink_id;
 		ahead_incarnation = loader->committer_incarnation;
+		ahead_target = loader->ahead_target;
 	}
 	LWLockRelease(PaimonSinkState->lock);
 	AheadDatabase = db;
@@ -209,35 +211,72 @@ next_batch(void)
 }
 
 /*
- * blocking_x raises an error when X's backend waits for a lock this loader
- * holds (X inserts, itself, a unique key the loader loaded from X's own
- * rows; or deletes a row they reference): the loader, which waits for X,
- * would otherwise wait for ever, unseen by the deadlock detector (it
- * waits on its latch, not on a lock).  The loader rolls back; X goes on.
+ * waiting_for_loader returns the pid of a process that waits for a lock
+ * this loader holds, 0 when none does: its transaction id (a tuple lock:
+ * a key or a row of its uncommitted rows, X's own backend among them) or
+ * its target in a mode that conflicts with RowExclusiveLock (ALTER TABLE,
+ * TRUNCATE, DROP, LOCK TABLE).  The loader waits for X and for its
+ * checkpoint on its latch, which the deadlock detector does not see: a
+ * waiter on it may be what X waits for, directly or through others (a
+ * cycle nothing would break), and rows loaded ahead must not hold up
+ * anyone who would not wait without them.  So the loader gives way to
+ * such a waiter: it rolls back, and the checkpoint loads the files the
+ * usual way.  The lock table is read as pg_locks reads it
+ * (GetLockStatusData), at most once a wait of the loader.
  */
-static void
-blocking_x(void)
+static int
+waiting_for_loader(void)
 {
-	int pid = BackendXidGetPid((TransactionId) ahead_xid);
-	ArrayType *blockers;
-	int count;
-	int32 *values;
+	LockData *locks = GetLockStatusData();
+	int waiter = 0;
 
-	if (pid == 0)
-		return;
-	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
-	count = ArrayGetNItems(ARR_NDIM(blockers), ARR_DIMS(blockers));
-	values = (int32 *) ARR_DATA_PTR(blockers);
-	for (int i = 0; i < count; i++)
-		if (values[i] == MyProcPid)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
-					 errmsg("paimon_sink loader stops loading ahead: transaction %llu waits for it",
-							(unsigned long long) ahead_xid),
-					 errdetail("Process %d waits for a lock the loader holds; nothing the loader "
-							   "loaded is kept.",
-							   pid)));
-	pfree(blockers);
+	for (int i = 0; i < locks->nelements && waiter == 0; i++)
+	{
+		LockInstanceData *lock = &locks->locks[i];
+		const LOCKTAG *tag = &lock->locktag;
+
+		if (lock->waitLockMode == NoLock || lock->pid == MyProcPid)
+			continue;
+		/* the load runs in a subtransaction: a waiter waits for its xid first */
+		if ((tag->locktag_type == LOCKTAG_TRANSACTION &&
+			 TransactionIdIsCurrentTransactionId((TransactionId) tag->locktag_field1)) ||
+			(tag->locktag_type == LOCKTAG_RELATION && OidIsValid(ahead_target) &&
+			 tag->locktag_field1 == MyDatabaseId && tag->locktag_field2 == ahead_target &&
+			 lock->waitLockMode >= ShareLock))
+			waiter = lock->pid;
+	}
+	pfree(locks->locks);
+	pfree(locks);
+	return waiter;
+}
+
+/* give_way raises the error that ends a loader another process waits for (waiting_for_loader). */
+static void
+give_way(int waiter)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("paimon_sink loader stops loading transaction %llu ahead: process %d waits "
+					"for it",
+					(unsigned long long) ahead_xid, waiter),
+			 errdetail("Process %d waits for a lock the loader holds; nothing the loader loaded "
+					   "is kept, and the checkpoint loads the rows.",
+					   waiter)));
+}
+
+/*
+ * reload_settings reads the configuration again when asked; true while
+ * paimon_sink.load_ahead is still on.
+ */
+static bool
+reload_settings(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	return PaimonSinkLoadAhead;
 }
 
 /*
@@ -264,9 +303,19 @@ wait_for_batches(void)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		stop_unless_wanted();
-		/* a second without a batch: X may be waiting for this loader */
+		if (!reload_settings())
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							errmsg("paimon_sink loader stops loading ahead: paimon_sink.load_ahead "
+								   "is off"),
+							errdetail("Nothing it loaded is kept.")));
+		/* a second without a batch: X, or another, may be waiting for this loader */
 		if (events & WL_TIMEOUT)
-			blocking_x();
+		{
+			int waiter = waiting_for_loader();
+
+			if (waiter != 0)
+				give_way(waiter);
+		}
 		return;
 	}
 	if (!TransactionIdDidCommit(xid))
@@ -349,6 +398,7 @@ load_ahead_copy(void)
 	ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
 	MemoryContext context = CurrentMemoryContext;
 	SinkInfo *sink = palloc0(sizeof(SinkInfo));
+	char *saved_lock_timeout;
 	uint64 rows;
 
 	SetCurrentStatementStartTimestamp();
@@ -369,7 +419,17 @@ load_ahead_copy(void)
 	AfterTriggerSetState(immediate);
 	memset(&source, 0, sizeof(source));
 	initStringInfo(&source.batch);
+	/*
+	 * A lock wait of the COPY itself (a key X also inserted into the target
+	 * directly) ends before the deadlock detector could choose X as the
+	 * victim of a cycle through it: the loader gives way, X goes on.
+	 */
+	saved_lock_timeout = pstrdup(GetConfigOption("lock_timeout", false, false));
+	(void) set_config_option("lock_timeout", psprintf("%d", Max(DeadlockTimeout / 2, 1)), PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	rows = load_files_from(sink, ahead_read);
+	(void) set_config_option("lock_timeout", saved_lock_timeout, PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_SET, true, 0, false);
 	for (int f = 0; f < source.opened; f++)
 		FileClose(source.cursors[f].file);
 	PopActiveSnapshot();
@@ -396,6 +456,38 @@ loader_ahead_give_up(const char *why)
 	pg_atomic_fetch_add_u64(&AheadDatabase->ahead_stats.stopped, 1);
 	ereport(DEBUG1, (errmsg("paimon_sink loader gave up loading transaction %llu ahead: %s",
 							(unsigned long long) ahead_xid, why)));
+}
+
+/*
+ * files_left tells whether X's first file is still there: a dropped sink's
+ * staged files are removed by its committer, and no checkpoint will take
+ * them.
+ */
+static bool
+files_left(void)
+{
+	struct stat st;
+
+	return source.opened == 0 || stat(source.cursors[0].path, &st) == 0 || errno != ENOENT;
+}
+
+/*
+ * give_up_unless_assigned refuses the entry under the lock unless the
+ * committer gave it its checkpoint meanwhile: false (give up), or true
+ * (the checkpoint was given: the loader goes on to it, and whoever waits
+ * for it waits as for the committer's own load).
+ */
+static bool
+give_up_unless_assigned(void)
+{
+	bool assigned;
+
+	LWLockAcquire(PaimonSinkState->lock, LW_EXCLUSIVE);
+	assigned = AheadLoader->state == LOADER_ASSIGNED;
+	if (!assigned)
+		AheadLoader->state = LOADER_AHEAD_REFUSED;
+	LWLockRelease(PaimonSinkState->lock);
+	return assigned;
 }
 
 /*
@@ -432,11 +524,10 @@ wait_for_checkpoint(void)
 						 wait_event_for(WAIT_LOAD_AHEAD_CHECKPOINT));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		if (!reload_settings())
+			return give_up_unless_assigned(); /* off: nothing held between checkpoints */
+		if (waiting_for_loader() != 0 || !files_left())
+			return give_up_unless_assigned();
 	}
 }
 

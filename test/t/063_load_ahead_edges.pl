@@ -15,10 +15,10 @@
 # checkpoints; the committer, the loader (at each moment) and the writers
 # terminated; load_ahead_max_wait; load_ahead switched off while a loader
 # waits; nonatomic_parallel_load; a checkpoint given to a loader still
-# reading (a slow target).  A case that shows a defect says so in its name
-# ("KNOWN DEFECT") and is bounded by a timeout; today four do: the user's
+# reading (a slow target).  Every case is bounded by a timeout.  Four
+# failed when the file was written, and hold the fixes: the user's
 # transaction chosen as the deadlock victim against its own loader (7b), a
-# wait cycle through another session that nothing breaks (9), the loader of
+# wait cycle through another session that nothing broke (9), the loader of
 # a dropped sink and a loader waiting when load_ahead is switched off both
 # held until load_ahead_max_wait (10, 16).
 use strict;
@@ -320,12 +320,12 @@ keyed('k');
 	$node->safe_psql('postgres', 'TRUNCATE k_t');
 }
 
-# --- 7b. KNOWN DEFECT: the loader blocked on a key the transaction inserted directly, and
-# the transaction then inserting (and deleting again) a key the loader already loaded:
-# a real lock cycle, which the deadlock detector breaks by failing the USER's transaction
-# when its check runs first (the loader's own check ran when there was no cycle yet).
-# Without loading ahead this transaction commits and its checkpoint commits every row.
-# Expected: the loader, not the transaction, gives way.
+# --- 7b. the loader blocked on a key the transaction inserted directly, and the
+# transaction then inserting (and deleting again) a key the loader already loaded: a real
+# lock cycle, which the deadlock detector broke by failing the USER's transaction when its
+# check ran first (the loader's own check ran when there was no cycle yet).  Without
+# loading ahead this transaction commits and its checkpoint commits every row.  The
+# loader's COPY now waits for a lock at most half of deadlock_timeout: it gives way.
 {
 	my $out = sql(qq{BEGIN;
 		INSERT INTO k_t VALUES (7, 'direct');
@@ -335,7 +335,7 @@ keyed('k');
 		INSERT INTO k_t VALUES (3, 'direct');
 		DELETE FROM k_t WHERE id = 3;
 		COMMIT;});
-	unlike($out, qr/deadlock detected/, 'loader blocked on the transaction: the transaction is not the deadlock victim (KNOWN DEFECT)');
+	unlike($out, qr/deadlock detected/, 'loader blocked on the transaction: the transaction is not the deadlock victim');
 	note("loader blocked on the transaction: the transaction said: $out");
 	my $ck = sql("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('k')");
 	is($ck, ($out =~ /ERROR/ ? '0' : $rows), 'loader blocked on the transaction: the checkpoint commits what it committed');
@@ -370,14 +370,13 @@ keyed('k');
 	$node->safe_psql('postgres', 'TRUNCATE k_t');
 }
 
-# --- 9. KNOWN DEFECT: the streamed transaction waits for a session that waits for the
-# loader.  The session holds a row the transaction then updates, and inserts a key the
-# loader loaded from the transaction's rows: the session waits for the loader's
-# transaction, the transaction for the session, the loader (on its latch, unseen by the
-# deadlock detector) for the transaction.  blocking_x() looks only at the transaction's
-# direct blockers, so nothing breaks the cycle: the transaction waits until its
-# statement_timeout (for ever without one).  Expected: the loader sees it is among the
-# transaction's blockers, transitively, and rolls back, as it does for a direct wait.
+# --- 9. the streamed transaction waits for a session that waits for the loader.  The
+# session holds a row the transaction then updates, and inserts a key the loader loaded
+# from the transaction's rows: the session waits for the loader's transaction, the
+# transaction for the session, the loader (on its latch, unseen by the deadlock detector)
+# for the transaction.  Looking only at the transaction's direct blockers, nothing broke
+# the cycle: the transaction waited until its statement_timeout (for ever without one).
+# The loader now gives way to anyone who waits for it, and rolls back.
 {
 	$node->safe_psql('postgres', 'CREATE TABLE r (id int PRIMARY KEY, v int); INSERT INTO r VALUES (1, 0);');
 	my $t0 = time;
@@ -392,9 +391,9 @@ keyed('k');
 		INSERT INTO k_t VALUES (5, 'session'); COMMIT;});
 	my $out = finish($x);
 	my $secs = time - $t0;
-	like($out, qr/COMMIT/, 'row lock: the transaction commits (KNOWN DEFECT)');
+	like($out, qr/COMMIT/, 'row lock: the transaction commits');
 	note("row lock: the transaction ended after $secs s: $out");
-	cmp_ok($secs, '<', 15, 'row lock: within a bounded wait, not its statement_timeout (KNOWN DEFECT)');
+	cmp_ok($secs, '<', 15, 'row lock: within a bounded wait, not its statement_timeout');
 	my $sout = finish($s);
 	note("row lock: the session: $sout");
 	my $ck = sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('k')");
@@ -511,12 +510,12 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 	my ($out, $secs) = timed("SELECT paimon_sink.drop_sink('k', force => true)");
 	unlike($out, qr/ERROR/, 'drop_sink: the sink is dropped');
 	cmp_ok($secs, '<', 20, 'drop_sink: within a bounded wait');
-	# KNOWN DEFECT (minor): nothing stops the loader of a dropped sink: it holds its
-	# transaction and RowExclusiveLock on the target until load_ahead_max_wait
-	ok(no_loader_left(), 'drop_sink: the loader of the dropped sink is gone (not held for load_ahead_max_wait) (KNOWN DEFECT if not)');
+	# the loader of a dropped sink held its transaction and RowExclusiveLock on the target
+	# until load_ahead_max_wait; it now lets go once the sink's staged files are removed
+	ok(no_loader_left(), 'drop_sink: the loader of the dropped sink is gone (not held for load_ahead_max_wait)');
 	is(sql('SELECT count(*) FROM k_t'), '0', 'drop_sink: nothing of it in the target');
 	($out, $secs) = timed("TRUNCATE k_t");
-	cmp_ok($secs, '<', 10, 'drop_sink: the target is free again (KNOWN DEFECT if not)');
+	cmp_ok($secs, '<', 10, 'drop_sink: the target is free again');
 	clean('drop_sink');
 	$node->safe_psql('postgres', 'DROP TABLE k_t');
 }
@@ -664,9 +663,9 @@ for my $moment (
 	stage($b);
 	ok(waiting_loaders(1), 'switched off: the loader waits');
 	$node->safe_psql('postgres', 'ALTER SYSTEM SET paimon_sink.load_ahead = off; SELECT pg_reload_conf();');
-	# KNOWN DEFECT (minor): the loader already waiting keeps its transaction, locks and xmin
-	# until its checkpoint or load_ahead_max_wait; the docs say off holds nothing
-	ok(no_loader_left(), 'switched off: the waiting loader lets go (off holds nothing between checkpoints) (KNOWN DEFECT if not)');
+	# the loader already waiting kept its transaction, locks and xmin until its checkpoint
+	# or load_ahead_max_wait; the docs say off holds nothing
+	ok(no_loader_left(), 'switched off: the waiting loader lets go (off holds nothing between checkpoints)');
 	is(ckpt_rows(), $rows, 'switched off: the checkpoint commits');
 	is((ledger_diff($node, [$b]))[0], $exact, 'switched off: the target equals the ledger');
 	$node->safe_psql('postgres', 'ALTER SYSTEM RESET paimon_sink.load_ahead; SELECT pg_reload_conf();');
