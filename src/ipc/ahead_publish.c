@@ -38,11 +38,29 @@ is_ahead_state(int state)
 }
 
 /*
+ * loader_ahead_of tells whether an entry loads (or will load) another
+ * transaction of (sink_id, commit_user) ahead.  One at a time: a
+ * checkpoint is one transaction, which can finish the work of one loader
+ * only; a second loader's work, were both transactions to come in one
+ * checkpoint, would be rolled back and done again (two sessions each
+ * streaming half of a job's rows had half of them loaded twice).  The
+ * other transaction's rows are loaded with the checkpoint.
+ */
+static bool
+loader_ahead_of(const LoaderEntry *loader, int32 sink_id, const char *commit_user)
+{
+	return (loader->state == LOADER_AHEAD_WANTED || loader->state == LOADER_AHEAD_STARTED ||
+			loader->state == LOADER_AHEAD_LOADING || loader->state == LOADER_LOADED_AHEAD) &&
+		   loader->sink_id == sink_id && strcmp(loader->commit_user, commit_user) == 0;
+}
+
+/*
  * ahead_publish publishes the own file file_name of the streamed
  * transaction full_xid of (sink_id, commit_user) in a loader entry of db,
  * and fills *slot with where its end is raised; slot->loader stays NULL
  * when it is not published (paimon_sink.load_ahead off, no loaders, no
- * free entry, the committer refused the transaction, or its entry is
+ * free entry, another transaction of the sink and commit user loaded
+ * ahead, the committer refused the transaction, or its entry is
  * full: then it can never match a checkpoint, and says so).  Raises
  * nothing.
  */
@@ -52,6 +70,7 @@ ahead_publish(DatabaseEntry *db, int32 sink_id, const char *commit_user, uint64 
 {
 	LoaderEntry *found = NULL;
 	bool claimed = false;
+	bool busy = false;
 
 	memset(slot, 0, sizeof(*slot));
 	if (!PaimonSinkLoadAhead || PaimonSinkLoadersPerDatabase == 0)
@@ -66,6 +85,9 @@ ahead_publish(DatabaseEntry *db, int32 sink_id, const char *commit_user, uint64 
 			found = loader;
 	}
 	for (int i = 0; i < PaimonSinkLoadersPerDatabase && found == NULL; i++)
+		if (loader_ahead_of(shared_loader(db, i), sink_id, commit_user))
+			busy = true;
+	for (int i = 0; i < PaimonSinkLoadersPerDatabase && found == NULL && !busy; i++)
 	{
 		LoaderEntry *loader = shared_loader(db, i);
 
