@@ -185,6 +185,20 @@ load_progress_gid(const char *gid)
 }
 
 /*
+ * load_copy_header puts into buf (emptied first) COPY's binary header: the
+ * signature, the flags and the header extension's length, all zero; what
+ * a data source hands COPY FROM before the staged rows.  Raises nothing.
+ */
+void
+load_copy_header(StringInfo buf)
+{
+	static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+	resetStringInfo(buf);
+	appendBinaryStringInfo(buf, header, sizeof(header));
+}
+
+/*
  * load_read is COPY's data source: the bytes of the included batches of
  * the share, file after file, after the binary format's header.  A file
  * wholly outside the share is not opened; in a file partly in it, the
@@ -202,10 +216,7 @@ load_read(void *outbuf, int minread, int maxread)
 	/* COPY's binary format: the signature, flags and extension length */
 	if (!load.header_sent)
 	{
-		static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
-		resetStringInfo(&load.batch);
-		appendBinaryStringInfo(&load.batch, header, sizeof(header));
+		load_copy_header(&load.batch);
 		load.batch_position = 0;
 		load.header_sent = true;
 	}

@@ -40,6 +40,7 @@ extern uint64 load_files_from(SinkInfo *sink, copy_data_source_cb read);
 extern uint64 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts);
 extern void load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg);
 extern void load_abort(void);
+extern void load_copy_header(StringInfo buf);
 
 extern void load_progress_start(int32 sink_id, const char *commit_user, int64 checkpoint_id,
 								int files, int64 rows);

@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "apply/load.h"
+#include "committer/commit_steps.h"
 #include "committer/loader_ahead.h"
 #include "core/fault.h"
 #include "core/guc.h"
@@ -338,10 +339,7 @@ ahead_read(void *outbuf, int minread, int maxread)
 
 	if (!source.header_sent)
 	{
-		static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
-		resetStringInfo(&source.batch);
-		appendBinaryStringInfo(&source.batch, header, sizeof(header));
+		load_copy_header(&source.batch);
 		source.batch_position = 0;
 		source.header_sent = true;
 	}
@@ -401,13 +399,7 @@ load_ahead_copy(void)
 	char *saved_lock_timeout;
 	uint64 rows;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	BeginTransactionBlock();
-	CommitTransactionCommand();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	commit_begin_block(); /* as the committer's own commits begin theirs */
 	if (!metadata_sink_by_id(ahead_sink_id, sink) || SINK_IS_UPSERT(sink) ||
 		SINK_IS_OVERWRITE(sink) || sink->reject_on_error)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
