@@ -23,7 +23,8 @@ our @EXPORT_OK = qw(nothing_in_doubt source_dir doc_table sql_statements sql_pro
   start_node try_sql staged_files staged_listing ledger_setup ledger_diff ledger_rows wait_rows
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
-  book_insert fault_paused staged_files_left windows_closed released_versions);
+  book_insert fault_paused staged_files_left windows_closed released_versions query_or_error
+  scenario_sql stage_scenario scenario_rows finish_background load_ahead_counts waiting_loaders);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -305,6 +306,82 @@ sub background_sql
 		[ $node->installed_command('psql'), '-XAt', '-d', $node->connstr('postgres'), '-c', $sql ],
 		'<', \undef, '>', \$run->{out}, '2>', \$run->{err}, IPC::Run::timeout(150));
 	return $run;
+}
+
+# query_or_error(NODE, SQL): SQL's output on NODE without its last
+# newline; its error instead (shown, and returned as "ERROR: ..."), so that
+# a check whose query fails fails and the checks after it still run.
+sub query_or_error
+{
+	my ($node, $query) = @_;
+	my ($ret, $out, $err) = try_sql($node, $query);
+	$out =~ s/\n\z//;
+	return $out if $ret == 0;
+	diag("query failed: $query\n$err");
+	return "ERROR: $err";
+}
+
+# scenario_sql(SCEN, N, [SINK]): the statements that put N rows of scenario
+# SCEN into the sink SINK (s) of ledger_setup's tables and into the ledger;
+# ids SCEN * 10^6 + 1 ...
+sub scenario_sql
+{
+	my ($scen, $n, $sink) = @_;
+	$sink //= 's';
+	my $base = $scen * 1000000;
+	return qq{INSERT INTO $sink SELECT $base + g, $scen, repeat('n', 100) FROM generate_series(1, $n) g;
+		INSERT INTO ledger SELECT $base + g, $scen FROM generate_series(1, $n) g;};
+}
+
+# stage_scenario(NODE, SCEN, N, [SINK]): scenario_sql in one transaction.
+sub stage_scenario
+{
+	my ($node, $scen, $n, $sink) = @_;
+	$node->safe_psql('postgres', 'BEGIN; ' . scenario_sql($scen, $n, $sink) . ' COMMIT;');
+	return;
+}
+
+# scenario_rows(NODE, SCEN, [TABLE]): TABLE's (target's) rows of scenario
+# SCEN on NODE.
+sub scenario_rows
+{
+	my ($node, $scen, $table) = @_;
+	$table //= 'target';
+	return $node->safe_psql('postgres', "SELECT count(*) FROM $table WHERE scen = $scen");
+}
+
+# finish_background(RUN): waits for a background_sql psql to end (a
+# timeout is shown); returns its output and errors.
+sub finish_background
+{
+	my ($run) = @_;
+	eval { $run->{harness}->finish; };
+	diag("background psql: $@") if $@;
+	return $run->{out} . $run->{err};
+}
+
+# load_ahead_counts(NODE): load_ahead_status() as a hash (started, taken,
+# stopped, rows, bytes, seconds).
+sub load_ahead_counts
+{
+	my ($node) = @_;
+	my @v = split /\|/, $node->safe_psql('postgres',
+		'SELECT loaders_started, checkpoints_taken, loaders_stopped, rows_loaded_ahead,
+			bytes_loaded_ahead, seconds_loading_ahead FROM paimon_sink.load_ahead_status()');
+	return { started => $v[0], taken => $v[1], stopped => $v[2], rows => $v[3],
+		bytes => $v[4], seconds => $v[5] };
+}
+
+# waiting_loaders(NODE, [N]): waits (poll_query_until's bound) until N (1)
+# loaders loaded a transaction ahead and wait for its checkpoint; true when
+# they do.
+sub waiting_loaders
+{
+	my ($node, $n) = @_;
+	$n //= 1;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = $n FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'
+			AND query = 'waiting for its paimon_sink checkpoint'");
 }
 
 # background_verbose(NODE, SQL, SECONDS): psql running SQL on NODE in the

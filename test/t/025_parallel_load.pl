@@ -16,7 +16,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt try_sql writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused finish_background ledger_diff ledger_setup nothing_in_doubt
+  scenario_rows stage_scenario try_sql writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # each checkpoint; 100-byte notes: many 64 kB batches per file
@@ -33,36 +34,9 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-# stage(NODE, SCEN): $rows rows of scenario SCEN into the sink s and the
-# ledger, in one transaction; ids SCEN * 10^6 + 1 ...
-sub stage
-{
-	my ($on, $scen) = @_;
-	my $base = $scen * 1000000;
-	$on->safe_psql('postgres', qq{BEGIN;
-		INSERT INTO s SELECT $base + g, $scen, repeat('n', 100) FROM generate_series(1, $rows) g;
-		INSERT INTO ledger SELECT $base + g, $scen FROM generate_series(1, $rows) g; COMMIT;});
-	return;
-}
-
-# finish(RUN): waits for a background psql to end; returns its output.
-sub finish
-{
-	my ($run) = @_;
-	eval { $run->{harness}->finish; };
-	return $run->{out} . $run->{err};
-}
-
-# target_rows(NODE, SCEN): the target's rows of scenario SCEN.
-sub target_rows
-{
-	my ($on, $scen) = @_;
-	return $on->safe_psql('postgres', "SELECT count(*) FROM target WHERE scen = $scen");
-}
-
 # --- the loaders commit a checkpoint: K loader gids, the log line, exact
 my $log_offset = -s $node->logfile;
-stage($node, 1);
+stage_scenario($node, 1, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', -1)");
 my $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
 ok( $node->poll_query_until('postgres',
@@ -80,9 +54,9 @@ is( sql("SELECT loaders || ' ' || phase || ' ' || rows_done || ' ' || rows_total
 		 FROM paimon_sink.commit_progress"),
 	"2 loading $rows $rows",
 	'commit_progress shows the 2 loaders and their rows, summed');
-is(target_rows($node, 1), '0', 'nothing is visible before the decision');
+is(scenario_rows($node, 1), '0', 'nothing is visible before the decision');
 sql("SELECT paimon_sink.clear_faults()");
-is(finish($run), "$rows\n", 'checkpoint() returns the snapshot of all the rows');
+is(finish_background($run), "$rows\n", 'checkpoint() returns the snapshot of all the rows');
 is((ledger_diff($node, [1]))[0], $exact, 'the target equals the ledger');
 is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'nothing is left prepared');
 like(
@@ -136,11 +110,11 @@ for my $case (['error', 'XX000', 'fault injected at loader_before_prepare'],
 {
 	my ($action, $state, $message) = @$case;
 	$scen++;
-	stage($node, $scen);
+	stage_scenario($node, $scen, $rows);
 	sql("SELECT paimon_sink.inject_fault('loader_before_prepare', '$action', 1)");
 	($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 	like($err, qr/ERROR:  $state: $message/, "a loader's $action reaches checkpoint() ($state)");
-	is(target_rows($node, $scen), '0', "$action: nothing was applied");
+	is(scenario_rows($node, $scen), '0', "$action: nothing was applied");
 	is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', "$action: no share is left prepared");
 	sql("SELECT paimon_sink.clear_faults()");
 	is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"), $rows,
@@ -150,29 +124,29 @@ for my $case (['error', 'XX000', 'fault injected at loader_before_prepare'],
 
 # a loader killed mid-load (SIGKILL: the server crash-restarts)
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_before_prepare', 'kill', 1)");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 isnt($ret, 0, 'a killed loader: checkpoint() fails (the server crash-restarts)');
 ok(writers_ready($node, 'postgres'), 'killed loader: the writers serve again');
 ok(nothing_in_doubt($node), 'killed loader: the other loader\'s share was rolled back');
-is(target_rows($node, $scen), '0', 'killed loader: nothing was applied');
+is(scenario_rows($node, $scen), '0', 'killed loader: nothing was applied');
 is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"), $rows,
 	'killed loader: the next checkpoint() commits it');
 is((ledger_diff($node, [$scen]))[0], $exact, 'killed loader: the target equals the ledger');
 
 # the committer ends while its loaders load: they stop, the next committer rolls back
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($node, 'loader_after_prepare'), 'committer ends: a loader prepared its share');
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
-like(finish($run), qr/08006|stopped while serving/, 'committer ends: the request fails, its outcome unknown');
+like(finish_background($run), qr/08006|stopped while serving/, 'committer ends: the request fails, its outcome unknown');
 sql("SELECT paimon_sink.clear_faults()");
 ok(writers_ready($node, 'postgres'), 'committer ends: a new committer serves');
 ok(nothing_in_doubt($node), 'committer ends: the new committer rolled the shares back');
-is(target_rows($node, $scen), '0', 'committer ends: nothing was applied');
+is(scenario_rows($node, $scen), '0', 'committer ends: nothing was applied');
 is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"), $rows,
 	'committer ends: the next checkpoint() commits it');
 is((ledger_diff($node, [$scen]))[0], $exact, 'committer ends: the target equals the ledger');
@@ -183,16 +157,16 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 0],
 {
 	my ($point, $decided) = @$moment;
 	$scen++;
-	stage($node, $scen);
+	stage_scenario($node, $scen, $rows);
 	sql("SELECT paimon_sink.inject_fault('$point', 'pause', 1)");
 	$run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 	ok(fault_paused($node, $point), "$point: paused there");
 	$node->stop('immediate');
-	finish($run);
+	finish_background($run);
 	$node->start;
 	ok(writers_ready($node, 'postgres'), "$point: the restarted server's writers serve");
 	ok(nothing_in_doubt($node), "$point: nothing of ours is left in doubt");
-	is(target_rows($node, $scen), $decided ? $rows : '0',
+	is(scenario_rows($node, $scen), $decided ? $rows : '0',
 		"$point: the checkpoint is " . ($decided ? 'all there' : 'not there at all'));
 	is(sql("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('s')"),
 		$decided ? '0' : $rows, "$point: the next checkpoint() commits what is left");
@@ -205,7 +179,7 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'bk', has_streaming => 1);
 $standby->start;
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('committer_after_decision', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($node, 'committer_after_decision'), 'failover: the decision is committed, paused');
@@ -213,11 +187,11 @@ is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid ~ '/[0-9]+~'"), '2',
 	'failover: the two shares are still prepared');
 $node->wait_for_catchup($standby, 'replay', $node->lsn('flush'));
 $node->stop('immediate');
-finish($run);
+finish_background($run);
 $standby->promote;
 ok(writers_ready($standby, 'postgres'), 'failover: the promoted standby\'s writers serve');
 ok(nothing_in_doubt($standby), 'failover: the promoted standby commits the shares');
-is(target_rows($standby, $scen), $rows, 'failover: the checkpoint is all there');
+is(scenario_rows($standby, $scen), $rows, 'failover: the checkpoint is all there');
 is((ledger_diff($standby))[0], $exact, 'failover: the whole target equals the ledger');
 $standby->stop;
 

@@ -18,7 +18,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt try_sql writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused finish_background ledger_diff ledger_setup nothing_in_doubt
+  query_or_error scenario_rows stage_scenario try_sql writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # each checkpoint: at least parallel_load_rows, so the loader loads it
@@ -35,45 +36,8 @@ ok(writers_ready($node, 'postgres'), 'writers serve');
 is($node->safe_psql('postgres', 'SHOW paimon_sink.nonatomic_parallel_load'),
 	'off', 'the whole load is the default');
 
-# sql(SQL): SQL's output on the node; its error instead (shown), so that a
-# check whose query fails fails and the cases after it still run.
-sub sql
-{
-	my ($query) = @_;
-	my ($ret, $out, $err) = try_sql($node, $query);
-	$out =~ s/\n\z//;
-	return $out if $ret == 0;
-	diag("query failed: $query\n$err");
-	return "ERROR: $err";
-}
-
-# stage(NODE, SCEN, [N]): N ($rows) rows of scenario SCEN into the sink s
-# and the ledger, in one transaction; ids SCEN * 10^6 + 1 ...
-sub stage
-{
-	my ($on, $scen, $n) = @_;
-	$n //= $rows;
-	my $base = $scen * 1000000;
-	$on->safe_psql('postgres', qq{BEGIN;
-		INSERT INTO s SELECT $base + g, $scen, repeat('n', 100) FROM generate_series(1, $n) g;
-		INSERT INTO ledger SELECT $base + g, $scen FROM generate_series(1, $n) g; COMMIT;});
-	return;
-}
-
-# finish(RUN): waits for a background psql to end; returns its output.
-sub finish
-{
-	my ($run) = @_;
-	eval { $run->{harness}->finish; };
-	return $run->{out} . $run->{err};
-}
-
-# target_rows(NODE, SCEN): the target's rows of scenario SCEN.
-sub target_rows
-{
-	my ($on, $scen) = @_;
-	return $on->safe_psql('postgres', "SELECT count(*) FROM target WHERE scen = $scen");
-}
+# sql(SQL): query_or_error on $node.
+sub sql { return query_or_error($node, $_[0]); }
 
 # whole_gid(NODE): the one prepared transaction of ours, when it is a
 # whole checkpoint's (loader_part NULL, ours, named "paimon_sink:D:S:N:U~R"):
@@ -113,7 +77,7 @@ sub snapshot_of
 # --- 1. the plain case: one loader prepares the checkpoint under its own gid
 my $scen = 1;
 my $log_offset = -s $node->logfile;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 my $snapshots = sql("SELECT count(*) FROM paimon_sink.snapshots");
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', -1)");
 my $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
@@ -129,11 +93,11 @@ is( sql("SELECT loaders || ' ' || phase || ' ' || rows_done || ' ' || rows_total
 		  || checkpoint_id FROM paimon_sink.commit_progress"),
 	"1 loading $rows $rows $checkpoint",
 	'plain: commit_progress shows 1 loader with all the rows, of that checkpoint');
-is(target_rows($node, $scen), '0', 'plain: no row is visible while it is prepared');
+is(scenario_rows($node, $scen), '0', 'plain: no row is visible while it is prepared');
 is(sql("SELECT count(*) FROM paimon_sink.snapshots"),
 	$snapshots, 'plain: nor its snapshot (it is in the prepared transaction)');
 sql("SELECT paimon_sink.clear_faults()");
-is(finish($run), "$rows\n", 'plain: checkpoint() returns the snapshot of all the rows');
+is(finish_background($run), "$rows\n", 'plain: checkpoint() returns the snapshot of all the rows');
 is((ledger_diff($node, [$scen]))[0], $exact, 'plain: the target equals the ledger');
 is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', 'plain: nothing is left prepared');
 is(snapshot_of($node, $checkpoint), "1 $rows $files", 'plain: one snapshot, its row and file counts');
@@ -173,11 +137,11 @@ for my $case (['error', 'XX000', 'fault injected at loader_before_prepare'],
 {
 	my ($action, $state, $message) = @$case;
 	$scen++;
-	stage($node, $scen);
+	stage_scenario($node, $scen, $rows);
 	sql("SELECT paimon_sink.inject_fault('loader_before_prepare', '$action', 1)");
 	($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 	like($err, qr/ERROR:  $state: $message/, "loader $action: it reaches checkpoint() ($state)");
-	is(target_rows($node, $scen), '0', "loader $action: nothing was applied");
+	is(scenario_rows($node, $scen), '0', "loader $action: nothing was applied");
 	is(sql("SELECT count(*) FROM pg_prepared_xacts"), '0', "loader $action: nothing is left prepared");
 	sql("SELECT paimon_sink.clear_faults()");
 	is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"),
@@ -187,13 +151,13 @@ for my $case (['error', 'XX000', 'fault injected at loader_before_prepare'],
 
 # a loader killed mid-load (SIGKILL: the server crash-restarts)
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_before_prepare', 'kill', 1)");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 isnt($ret, 0, 'loader killed: checkpoint() fails (the server crash-restarts)');
 ok(writers_ready($node, 'postgres'), 'loader killed: the writers serve again');
 ok(nothing_in_doubt($node), 'loader killed: nothing of ours is in doubt');
-is(target_rows($node, $scen), '0', 'loader killed: nothing was applied');
+is(scenario_rows($node, $scen), '0', 'loader killed: nothing was applied');
 is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"),
 	$rows, 'loader killed: the next checkpoint() commits it');
 is((ledger_diff($node, [$scen]))[0], $exact, 'loader killed: the target equals the ledger');
@@ -201,12 +165,12 @@ is((ledger_diff($node, [$scen]))[0], $exact, 'loader killed: the target equals t
 # the committer ends while its loader holds the prepared checkpoint: it is
 # complete, so the next committer commits it
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($node, 'loader_after_prepare'), 'committer ends: the loader prepared the checkpoint');
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
-like(finish($run), qr/08006|stopped while serving/,
+like(finish_background($run), qr/08006|stopped while serving/,
 	'committer ends: the request fails, its outcome unknown');
 ok( $node->poll_query_until('postgres',
 		"SELECT paused_pid IS NULL FROM paimon_sink.faults WHERE point = 'loader_after_prepare'"),
@@ -214,7 +178,7 @@ ok( $node->poll_query_until('postgres',
 sql("SELECT paimon_sink.clear_faults()");
 ok(writers_ready($node, 'postgres'), 'committer ends: a new committer serves');
 ok(nothing_in_doubt($node), 'committer ends: nothing of ours is left in doubt');
-is(target_rows($node, $scen), $rows, 'committer ends: the new committer committed all of it');
+is(scenario_rows($node, $scen), $rows, 'committer ends: the new committer committed all of it');
 is(sql("SELECT count(*) FROM paimon_sink.checkpoint('s') WHERE newly_committed"),
 	'0', 'committer ends: a retry of checkpoint() commits nothing new');
 is((ledger_diff($node, [$scen]))[0], $exact, 'committer ends: the target equals the ledger');
@@ -222,7 +186,7 @@ is((ledger_diff($node, [$scen]))[0], $exact, 'committer ends: the target equals 
 # the loader exits right after its PREPARE, before it reports: the
 # checkpoint is complete, recovery commits it, and the error says so
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'fatal', 1)");
 ($ret, $out, $err) = try_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 like($err, qr/ERROR:  08006: paimon_sink loader exited after it prepared checkpoint \d+/,
@@ -241,7 +205,7 @@ sql(q{CREATE TABLE keyed2 (id bigint PRIMARY KEY);
 	SELECT sink_name FROM paimon_sink.create_sink('k2', 'keyed2');
 	INSERT INTO keyed2 VALUES (1);});
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT row_count FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($node, 'loader_after_prepare'), 'another request fails: the loader prepared the checkpoint');
@@ -250,7 +214,7 @@ sql("INSERT INTO k2 VALUES (1)");
 like($err, qr/ERROR:  23505:/, 'another request fails: a unique violation of sink k2, meanwhile');
 $log_offset = -s $node->logfile;
 sql("SELECT paimon_sink.clear_faults()");
-is(finish($run), "$rows\n", 'another request fails: checkpoint() of s still answers its snapshot');
+is(finish_background($run), "$rows\n", 'another request fails: checkpoint() of s still answers its snapshot');
 unlike(substr(slurp_file($node->logfile), $log_offset), qr/committed in-doubt transaction/,
 	'another request fails: the committer committed the gid, not the in-doubt resolution');
 is((ledger_diff($node, [$scen]))[0], $exact, 'another request fails: the target equals the ledger');
@@ -262,7 +226,7 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
 {
 	my ($point, $prepared) = @$moment;
 	$scen++;
-	stage($node, $scen);
+	stage_scenario($node, $scen, $rows);
 	sql("SELECT paimon_sink.inject_fault('$point', 'pause', 1)");
 	$run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 	ok(fault_paused($node, $point), "crash at $point: paused there");
@@ -270,7 +234,7 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
 	{
 		($gid, $checkpoint) = whole_parts(whole_gid($node));
 		like($gid, qr/^paimon_sink:/, "crash at $point: the checkpoint's own gid is prepared");
-		is(target_rows($node, $scen), '0', "crash at $point: nothing is visible before");
+		is(scenario_rows($node, $scen), '0', "crash at $point: nothing is visible before");
 	}
 	if ($point eq 'committer_after_prepare')
 	{
@@ -279,13 +243,13 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
 	}
 	$log_offset = -s $node->logfile;
 	$node->stop('immediate');
-	finish($run);
+	finish_background($run);
 	$node->start;
 	ok(writers_ready($node, 'postgres'), "crash at $point: the restarted server's writers serve");
 	ok(nothing_in_doubt($node), "crash at $point: nothing of ours is left in doubt");
 	if ($prepared)
 	{
-		is(target_rows($node, $scen), $rows,
+		is(scenario_rows($node, $scen), $rows,
 			"crash at $point: recovery committed all of it, with no checkpoint() call");
 		like(substr(slurp_file($node->logfile), $log_offset),
 			qr/committed in-doubt transaction "\Q$gid\E"/,
@@ -297,7 +261,7 @@ for my $moment (['loader_before_prepare', 0], ['loader_after_prepare', 1],
 	}
 	else
 	{
-		is(target_rows($node, $scen), '0', "crash at $point: nothing was applied");
+		is(scenario_rows($node, $scen), '0', "crash at $point: nothing was applied");
 		is(sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"),
 			$rows, "crash at $point: the next checkpoint() commits it");
 	}
@@ -325,7 +289,7 @@ sql(q{CREATE SEQUENCE reader_polls;
 		END LOOP;
 		RETURN polls || ' ' || array_to_string(seen, ',');
 	END $$});
-stage($node, $scen, $big);
+stage_scenario($node, $scen, $big);
 my $before = sql('SELECT count(*) FROM target');
 my $after = $before + $big;
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
@@ -338,8 +302,8 @@ ok( $node->poll_query_until('postgres',
 ok($node->poll_query_until('postgres', 'SELECT last_value >= 20 FROM reader_polls'),
 	'reader: it polled 20 times while the checkpoint was prepared, not committed');
 sql("SELECT paimon_sink.clear_faults()");
-is(finish($run), "$big\n", 'reader: checkpoint() commits the big checkpoint');
-my ($polls, $seen) = split / /, finish($reader) =~ s/\n//r;
+is(finish_background($run), "$big\n", 'reader: checkpoint() commits the big checkpoint');
+my ($polls, $seen) = split / /, finish_background($reader) =~ s/\n//r;
 is($seen, "$before,$after", "reader: it saw $before rows, then $after, nothing between");
 note("reader: $polls polls");
 is((ledger_diff($node, [$scen]))[0], $exact, 'reader: the target equals the ledger');
@@ -350,7 +314,7 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'bk', has_streaming => 1);
 $standby->start;
 $scen++;
-stage($node, $scen);
+stage_scenario($node, $scen, $rows);
 sql("SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 $run = background_sql($node, "SELECT * FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($node, 'loader_after_prepare'), 'failover: the loader prepared the checkpoint');
@@ -360,13 +324,13 @@ my $prepared_lsn = $node->lsn('insert');    # the PREPARE's record is behind it
 $node->wait_for_catchup($standby, 'replay', $prepared_lsn);
 is($standby->safe_psql('postgres', "SELECT pg_last_wal_replay_lsn() >= '$prepared_lsn'"),
 	't', 'failover: the standby replayed the PREPARE');
-is(target_rows($standby, $scen), '0', 'failover: the standby shows none of its rows');
+is(scenario_rows($standby, $scen), '0', 'failover: the standby shows none of its rows');
 $node->stop('immediate');
-finish($run);
+finish_background($run);
 $standby->promote;
 ok(writers_ready($standby, 'postgres'), 'failover: the promoted standby\'s writers serve');
 ok(nothing_in_doubt($standby), 'failover: nothing of ours is left in doubt');
-is(target_rows($standby, $scen), $rows, 'failover: the promoted standby committed all of it');
+is(scenario_rows($standby, $scen), $rows, 'failover: the promoted standby committed all of it');
 like(slurp_file($standby->logfile), qr/committed in-doubt transaction "\Q$gid\E"/,
 	'failover: its committer committed the in-doubt gid');
 is((ledger_diff($standby))[0], $exact, 'failover: the whole target equals the ledger');

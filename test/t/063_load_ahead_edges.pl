@@ -27,7 +27,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
-use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt try_sql writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused finish_background ledger_diff ledger_setup
+  load_ahead_counts nothing_in_doubt query_or_error scenario_sql stage_scenario waiting_loaders writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # streamed: far past handoff_buffer_size
@@ -43,52 +44,8 @@ $node->start;
 ledger_setup($node);
 ok(writers_ready($node, 'postgres'), 'writers serve');
 
-# sql(SQL): SQL's output; its error instead (shown).
-sub sql
-{
-	my ($query) = @_;
-	my ($ret, $out, $err) = try_sql($node, $query);
-	$out =~ s/\n\z//;
-	return $out if $ret == 0;
-	diag("query failed: $query\n$err");
-	return "ERROR: $err";
-}
-
-# stage_sql(SCEN, [N], [SINK]): the statements that put N rows of scenario
-# SCEN into SINK (s) and the ledger; ids SCEN * 10^6 + 1 ...
-sub stage_sql
-{
-	my ($scen, $n, $sink) = @_;
-	$n //= $rows;
-	$sink //= 's';
-	my $base = $scen * 1000000;
-	return qq{INSERT INTO $sink SELECT $base + g, $scen, repeat('n', 100) FROM generate_series(1, $n) g;
-		INSERT INTO ledger SELECT $base + g, $scen FROM generate_series(1, $n) g;};
-}
-
-sub stage
-{
-	my ($scen, $n, $sink) = @_;
-	$node->safe_psql('postgres', 'BEGIN; ' . stage_sql($scen, $n, $sink) . ' COMMIT;');
-	return;
-}
-
-# finish(RUN): waits for a background psql to end; its output and errors.
-sub finish
-{
-	my ($run) = @_;
-	eval { $run->{harness}->finish; };
-	diag("background psql: $@") if $@;
-	return $run->{out} . $run->{err};
-}
-
-sub ahead
-{
-	my @v = split /\|/, $node->safe_psql('postgres',
-		'SELECT loaders_started, checkpoints_taken, loaders_stopped, rows_loaded_ahead
-			FROM paimon_sink.load_ahead_status()');
-	return { started => $v[0], taken => $v[1], stopped => $v[2], rows => $v[3] };
-}
+# sql(SQL): query_or_error on $node.
+sub sql { return query_or_error($node, $_[0]); }
 
 sub loaders
 {
@@ -100,16 +57,6 @@ sub loader_pid
 {
 	return $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader' LIMIT 1");
-}
-
-# waiting_loaders(N): waits until N loaders loaded ahead and wait for their checkpoint.
-sub waiting_loaders
-{
-	my ($n) = @_;
-	$n //= 1;
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = $n FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'
-			AND query = 'waiting for its paimon_sink checkpoint'");
 }
 
 # loading_loaders(N): waits until N loaders load a running transaction ahead.
@@ -175,16 +122,16 @@ my $scen = 100;
 {
 	my ($a, $b) = ($scen + 1, $scen + 2);
 	$scen += 10;
-	my $before = ahead();
-	my $r1 = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' SELECT pg_sleep(2); COMMIT;');
-	my $r2 = background_sql($node, 'BEGIN; ' . stage_sql($b) . ' SELECT pg_sleep(2); COMMIT;');
+	my $before = load_ahead_counts($node);
+	my $r1 = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' SELECT pg_sleep(2); COMMIT;');
+	my $r2 = background_sql($node, 'BEGIN; ' . scenario_sql($b, $rows) . ' SELECT pg_sleep(2); COMMIT;');
 	ok(loading_loaders(1), 'two at once: a loader loads ahead');
 	is(loaders(), '1', 'two at once: one loader only, for one of the two');
-	finish($r1);
-	finish($r2);
-	ok(waiting_loaders(1), 'two at once: it waits for its checkpoint');
+	finish_background($r1);
+	finish_background($r2);
+	ok(waiting_loaders($node, 1), 'two at once: it waits for its checkpoint');
 	is(ckpt_rows(), 2 * $rows, 'two at once: one checkpoint commits both');
-	my $after = ahead();
+	my $after = load_ahead_counts($node);
 	is($after->{taken} - $before->{taken}, 1, 'two at once: the checkpoint was given to the loader');
 	is($after->{stopped} - $before->{stopped}, 0, 'two at once: no loader\'s work was thrown away');
 	is((ledger_diff($node, [ $a, $b ]))[0], $exact, 'two at once: the target equals the ledger');
@@ -195,15 +142,15 @@ my $scen = 100;
 {
 	my ($a, $b, $c) = ($scen + 1, $scen + 2, $scen + 3);
 	$scen += 10;
-	my $r1 = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' SELECT pg_sleep(4); COMMIT;');
-	my $r2 = background_sql($node, 'BEGIN; ' . stage_sql($b) . ' SELECT pg_sleep(3); ROLLBACK;');
+	my $r1 = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' SELECT pg_sleep(4); COMMIT;');
+	my $r2 = background_sql($node, 'BEGIN; ' . scenario_sql($b, $rows) . ' SELECT pg_sleep(3); ROLLBACK;');
 	ok(loading_loaders(1), 'commit+abort: a loader loads one of them ahead');
 	is(ckpt_rows(), '0', 'commit+abort: an empty checkpoint meanwhile');
 	is(loaders(), '1', 'commit+abort: the empty checkpoint stopped no loader');
-	stage($c, 100);
+	stage_scenario($node, $c, 100);
 	is(ckpt_rows(), '100', 'commit+abort: a checkpoint of another session\'s rows meanwhile');
-	finish($r1);
-	finish($r2);
+	finish_background($r1);
+	finish_background($r2);
 	is(ckpt_rows(), $rows, 'commit+abort: the next checkpoint commits the committed one');
 	is((ledger_diff($node, [ $a, $b, $c ]))[0], $exact, 'commit+abort: the target equals the ledger');
 	clean('commit+abort');
@@ -213,8 +160,8 @@ my $scen = 100;
 {
 	my @s = ($scen + 1, $scen + 2, $scen + 3);
 	$scen += 10;
-	my @r = map { background_sql($node, 'BEGIN; ' . stage_sql($_) . ' SELECT pg_sleep(2); COMMIT;') } @s;
-	finish($_) for @r;
+	my @r = map { background_sql($node, 'BEGIN; ' . scenario_sql($_, $rows) . ' SELECT pg_sleep(2); COMMIT;') } @s;
+	finish_background($_) for @r;
 	is(ckpt_rows(), 3 * $rows, 'three at once: one checkpoint commits all three');
 	is((ledger_diff($node, \@s))[0], $exact, 'three at once: the target equals the ledger');
 	clean('three at once');
@@ -225,21 +172,21 @@ $node->safe_psql('postgres', "SELECT sink_name FROM paimon_sink.create_sink('s2'
 {
 	my ($a, $b, $c, $d) = ($scen + 1, $scen + 2, $scen + 3, $scen + 4);
 	$scen += 10;
-	my $r1 = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' SELECT pg_sleep(2); COMMIT;');
-	my $r2 = background_sql($node, 'BEGIN; ' . stage_sql($b, $rows, 's2') . ' SELECT pg_sleep(2); COMMIT;');
-	finish($r1);
-	finish($r2);
-	ok(waiting_loaders(2), 'two sinks: a loader per sink waits');
+	my $r1 = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' SELECT pg_sleep(2); COMMIT;');
+	my $r2 = background_sql($node, 'BEGIN; ' . scenario_sql($b, $rows, 's2') . ' SELECT pg_sleep(2); COMMIT;');
+	finish_background($r1);
+	finish_background($r2);
+	ok(waiting_loaders($node, 2), 'two sinks: a loader per sink waits');
 	is(ckpt_rows('s2'), $rows, 'two sinks: s2\'s checkpoint');
 	is(ckpt_rows('s'), $rows, 'two sinks: s\'s checkpoint');
-	stage($c, $rows, 's');    # warm: nothing
-	$node->safe_psql('postgres', 'BEGIN; ' . stage_sql($d, $rows, 's2') . ' COMMIT;');
+	stage_scenario($node, $c, $rows, 's');    # warm: nothing
+	$node->safe_psql('postgres', 'BEGIN; ' . scenario_sql($d, $rows, 's2') . ' COMMIT;');
 	is(ckpt_rows('s') + ckpt_rows('s2'), 2 * $rows, 'two sinks: one after another');
 	is((ledger_diff($node, [ $a, $b, $c, $d ]))[0], $exact, 'two sinks: the target equals the ledger');
 	my ($e, $f) = ($scen + 1, $scen + 2);
 	$scen += 10;
-	$node->safe_psql('postgres', 'BEGIN; ' . stage_sql($e, $rows, 's') . stage_sql($f, $rows, 's2') . ' COMMIT;');
-	ok(waiting_loaders(2), 'one transaction into both sinks: two loaders wait');
+	$node->safe_psql('postgres', 'BEGIN; ' . scenario_sql($e, $rows, 's') . scenario_sql($f, $rows, 's2') . ' COMMIT;');
+	ok(waiting_loaders($node, 2), 'one transaction into both sinks: two loaders wait');
 	is(ckpt_rows('s'), $rows, 'into both: s\'s checkpoint');
 	is(ckpt_rows('s2'), $rows, 'into both: s2\'s checkpoint');
 	is((ledger_diff($node, [ $e, $f ]))[0], $exact, 'into both: the target equals the ledger');
@@ -251,7 +198,7 @@ $node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('s2', force => true)"
 {
 	my $a = ++$scen;
 	$scen += 9;
-	my $out = sql("BEGIN; " . stage_sql($a) . " PREPARE TRANSACTION 'ahead_2pc';");
+	my $out = sql("BEGIN; " . scenario_sql($a, $rows) . " PREPARE TRANSACTION 'ahead_2pc';");
 	like($out, qr/cannot prepare a transaction that wrote to a sink/, '2PC: PREPARE TRANSACTION is refused');
 	is(sql("SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'ahead_2pc'"), '0', '2PC: nothing prepared');
 	ok(no_loader_left(), '2PC: the loader rolled back');
@@ -265,15 +212,15 @@ $node->safe_psql('postgres', "SELECT paimon_sink.drop_sink('s2', force => true)"
 {
 	my ($a, $b, $c, $d) = ($scen + 1, $scen + 2, $scen + 3, $scen + 4);
 	$scen += 10;
-	my $before = ahead();
-	my $out = sql('BEGIN; ' . stage_sql($a) . ' SAVEPOINT p; ' . stage_sql($b)
-		  . ' ROLLBACK TO SAVEPOINT p; SAVEPOINT q; ' . stage_sql($c)
-		  . ' RELEASE SAVEPOINT q; ' . stage_sql($d) . ' COMMIT;');
+	my $before = load_ahead_counts($node);
+	my $out = sql('BEGIN; ' . scenario_sql($a, $rows) . ' SAVEPOINT p; ' . scenario_sql($b, $rows)
+		  . ' ROLLBACK TO SAVEPOINT p; SAVEPOINT q; ' . scenario_sql($c, $rows)
+		  . ' RELEASE SAVEPOINT q; ' . scenario_sql($d, $rows) . ' COMMIT;');
 	unlike($out, qr/ERROR/, 'savepoints: the transaction commits');
 	is(ckpt_rows(), 3 * $rows, 'savepoints: the checkpoint commits the rows kept');
 	is((ledger_diff($node, [ $a, $b, $c, $d ]))[0], $exact, 'savepoints: the target equals the ledger');
 	is(sql("SELECT count(*) FROM target WHERE scen = $b"), '0', 'savepoints: none of the rolled back');
-	note('savepoints: checkpoints given to loaders: ' . (ahead()->{taken} - $before->{taken}));
+	note('savepoints: checkpoints given to loaders: ' . (load_ahead_counts($node)->{taken} - $before->{taken}));
 	clean('savepoints');
 }
 
@@ -309,7 +256,7 @@ keyed('k');
 
 	# a plain session inserting a key the loader holds waits for the checkpoint
 	$node->safe_psql('postgres', "BEGIN; INSERT INTO k SELECT g, 'sink' FROM generate_series(1, $rows) g; COMMIT;");
-	ok(waiting_loaders(1), 'session on a held key: the loader waits');
+	ok(waiting_loaders($node, 1), 'session on a held key: the loader waits');
 	my $s = background_sql($node, "SET statement_timeout = '60s'; INSERT INTO k_t VALUES (5, 'session');");
 	ok( $node->poll_query_until('postgres',
 			"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SET statement_timeout%' AND wait_event_type = 'Lock'"),
@@ -317,7 +264,7 @@ keyed('k');
 	($ck, $secs) = timed("SELECT sum(row_count) FROM paimon_sink.checkpoint('k')");
 	is($ck, $rows, 'session on a held key: the checkpoint commits');
 	cmp_ok($secs, '<', 20, 'session on a held key: promptly');
-	like(finish($s), qr/duplicate key/, 'session on a held key: the session then fails on the duplicate');
+	like(finish_background($s), qr/duplicate key/, 'session on a held key: the session then fails on the duplicate');
 	is(sql('SELECT count(*) || \' \' || count(DISTINCT id) FROM k_t'), "$rows $rows",
 		'session on a held key: each row once');
 	clean('session on a held key');
@@ -361,13 +308,13 @@ keyed('k');
 		COMMIT;});
 	ok(loading_loaders(1), 'lock queue: a loader loads the transaction ahead');
 	my $s = background_sql($node, q{SET lock_timeout = '40s'; BEGIN; LOCK TABLE k_t IN ACCESS EXCLUSIVE MODE; SELECT 'locked'; COMMIT;});
-	my $out = finish($x);
+	my $out = finish_background($x);
 	my $secs = time - $t0;
 	like($out, qr/read 0.*COMMIT|COMMIT/s,
 		'lock queue: the transaction reading its target behind a queued LOCK TABLE commits');
 	note("lock queue: the transaction ended after $secs s: $out");
 	cmp_ok($secs, '<', 15, 'lock queue: within a bounded wait, not its statement_timeout');
-	my $sout = finish($s);
+	my $sout = finish_background($s);
 	note("lock queue: the LOCK TABLE session: $sout");
 	ckpt_rows('k');
 	clean('lock queue');
@@ -393,12 +340,12 @@ keyed('k');
 	sleep(2);
 	my $s = background_sql($node, q{SET statement_timeout = '40s'; BEGIN; UPDATE r SET v = v + 10 WHERE id = 1;
 		INSERT INTO k_t VALUES (5, 'session'); COMMIT;});
-	my $out = finish($x);
+	my $out = finish_background($x);
 	my $secs = time - $t0;
 	like($out, qr/COMMIT/, 'row lock: the transaction commits');
 	note("row lock: the transaction ended after $secs s: $out");
 	cmp_ok($secs, '<', 15, 'row lock: within a bounded wait, not its statement_timeout');
-	my $sout = finish($s);
+	my $sout = finish_background($s);
 	note("row lock: the session: $sout");
 	my $ck = sql("SELECT sum(row_count) FROM paimon_sink.checkpoint('k')");
 	note("row lock: the checkpoint: $ck");
@@ -418,8 +365,8 @@ keyed('k');
 	$node->safe_psql('postgres', 'INSERT INTO slow_load VALUES (true)');
 	my $a = ++$scen;
 	my $n = 1500;    # streamed (two chunks of 64kB are buffered first), 10 ms a row in the trigger
-	my $before = ahead();
-	stage($a, $n, 'u');
+	my $before = load_ahead_counts($node);
+	stage_scenario($node, $a, $n, 'u');
 	ok( $node->poll_query_until('postgres',
 			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'
 				AND query <> 'waiting for its paimon_sink checkpoint'"),
@@ -427,7 +374,7 @@ keyed('k');
 	my ($ck, $secs) = timed("SELECT sum(row_count) FROM paimon_sink.checkpoint('u')");
 	is($ck, $n, 'slow target: the checkpoint commits the rows');
 	note("slow target: checkpoint() took $secs s");
-	is(ahead()->{taken} - $before->{taken}, 1, 'slow target: the checkpoint was given to the reading loader');
+	is(load_ahead_counts($node)->{taken} - $before->{taken}, 1, 'slow target: the checkpoint was given to the reading loader');
 	is((ledger_diff($node, [$a]))[0], $exact, 'slow target: the target equals the ledger');
 	$node->safe_psql('postgres', 'DELETE FROM slow_load');
 	sql("SELECT paimon_sink.drop_sink('u', force => true)");
@@ -438,10 +385,10 @@ keyed('k');
 {
 	my ($a, $b) = ($scen + 1, $scen + 2);
 	$scen += 10;
-	my $x = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' SELECT pg_sleep(3); ' . stage_sql($b) . ' COMMIT;');
+	my $x = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' SELECT pg_sleep(3); ' . scenario_sql($b, $rows) . ' COMMIT;');
 	ok(loading_loaders(1), 'writers terminated while streaming: a loader loads ahead');
 	sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
-	my $out = finish($x);
+	my $out = finish_background($x);
 	note("writers terminated while streaming: the transaction said: $out");
 	ok(writers_ready($node, 'postgres'), 'writers terminated while streaming: they serve again');
 	my ($ck, $secs) = timed("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('s')");
@@ -454,10 +401,10 @@ keyed('k');
 # while it loads the rest of the checkpoint given to it
 {
 	my $a = ++$scen;
-	my $x = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' SELECT pg_sleep(3); COMMIT;');
+	my $x = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' SELECT pg_sleep(3); COMMIT;');
 	ok(loading_loaders(1), 'committer terminated while loading: a loader loads ahead');
 	sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
-	my $xout = finish($x);
+	my $xout = finish_background($x);
 	note("committer terminated while loading: the transaction said: $xout");
 	ok(writers_ready($node, 'postgres'), 'committer terminated while loading: workers serve again');
 	ok(no_loader_left(), 'committer terminated while loading: the loader rolled back');
@@ -472,14 +419,14 @@ keyed('k');
 	for my $point ('loader_ahead_assigned', 'loader_after_prepare')
 	{
 		my $b = ++$scen;
-		stage($b);
-		ok(waiting_loaders(1), "committer terminated at $point: the loader waits");
+		stage_scenario($node, $b, $rows);
+		ok(waiting_loaders($node, 1), "committer terminated at $point: the loader waits");
 		sql("SELECT paimon_sink.inject_fault('$point', 'pause', 1)");
 		my $run = background_sql($node, "SELECT sum(row_count) FROM paimon_sink.checkpoint('s')");
 		ok(fault_paused($node, $point), "committer terminated at $point: paused there");
 		sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
 		sql('SELECT paimon_sink.clear_faults()');
-		note("committer terminated at $point: the checkpoint said: " . finish($run));
+		note("committer terminated at $point: the checkpoint said: " . finish_background($run));
 		ok(writers_ready($node, 'postgres'), "committer terminated at $point: workers serve again");
 		my ($ck, $secs) = timed("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('s')");
 		cmp_ok($secs, '<', 30, "committer terminated at $point: the retry within a bounded wait");
@@ -493,7 +440,7 @@ keyed('k');
 for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 {
 	$node->safe_psql('postgres', "BEGIN; INSERT INTO k SELECT g, 'sink' FROM generate_series(1, $rows) g; COMMIT;");
-	ok(waiting_loaders(1), "$ddl: the loader waits");
+	ok(waiting_loaders($node, 1), "$ddl: the loader waits");
 	my $d = background_sql($node, "SET lock_timeout = '100s'; $ddl;");
 	ok( $node->poll_query_until('postgres',
 			"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SET lock_timeout%' AND wait_event_type = 'Lock'"),
@@ -502,7 +449,7 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 	is($ck, $rows, "$ddl: the checkpoint commits the rows loaded ahead");
 	cmp_ok($secs, '<', 20, "$ddl: the checkpoint is not held up by the DDL queued behind the loader");
 	my $t0 = time;
-	my $dout = finish($d);
+	my $dout = finish_background($d);
 	unlike($dout, qr/ERROR/, "$ddl: then runs");
 	note("$ddl: after $secs s + " . (time - $t0) . " s");
 	clean($ddl);
@@ -510,7 +457,7 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 }
 {
 	$node->safe_psql('postgres', "BEGIN; INSERT INTO k SELECT g, 'sink' FROM generate_series(1, $rows) g; COMMIT;");
-	ok(waiting_loaders(1), 'drop_sink: the loader waits');
+	ok(waiting_loaders($node, 1), 'drop_sink: the loader waits');
 	my ($out, $secs) = timed("SELECT paimon_sink.drop_sink('k', force => true)");
 	unlike($out, qr/ERROR/, 'drop_sink: the sink is dropped');
 	cmp_ok($secs, '<', 20, 'drop_sink: within a bounded wait');
@@ -528,20 +475,20 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 {
 	my $a = ++$scen;
 	$scen += 9;
-	my $before = ahead();
-	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . stage_sql($a) . ' COMMIT;');
-	ok(waiting_loaders(1), 'job protocol: the loader waits');
+	my $before = load_ahead_counts($node);
+	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . scenario_sql($a, $rows) . ' COMMIT;');
+	ok(waiting_loaders($node, 1), 'job protocol: the loader waits');
 	is(sql("SELECT sum(row_count) FROM paimon_sink.prepare_commit('s', 'job-a', 1)"), $rows,
 		'job protocol: prepare_commit(1)');
-	ok(waiting_loaders(1), 'job protocol: prepare_commit stops no loader');
+	ok(waiting_loaders($node, 1), 'job protocol: prepare_commit stops no loader');
 	is(sql("SELECT sum(row_count) FROM paimon_sink.commit('s', 'job-a', 1)"), $rows, 'job protocol: commit(1)');
-	is(ahead()->{taken} - $before->{taken}, 1, 'job protocol: the commit was given to the loader');
+	is(load_ahead_counts($node)->{taken} - $before->{taken}, 1, 'job protocol: the commit was given to the loader');
 	is((ledger_diff($node, [$a]))[0], $exact, 'job protocol: the target equals the ledger');
 
 	# recover() while a loader holds the transaction's rows: they are fenced, never committed
 	my $b = ++$scen;
-	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . stage_sql($b) . ' COMMIT;');
-	ok(waiting_loaders(1), 'recover: the loader waits');
+	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . scenario_sql($b, $rows) . ' COMMIT;');
+	ok(waiting_loaders($node, 1), 'recover: the loader waits');
 	like(sql("SELECT * FROM paimon_sink.recover('s', 'job-a', 1)"), qr/^1\|/, 'recover: restored to 1');
 	is(sql("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.prepare_commit('s', 'job-a', 2)"), '0',
 		'recover: the next checkpoint has none of the fenced rows');
@@ -549,15 +496,15 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 		'recover: its commit applies none');
 	is(sql("SELECT count(*) FROM target WHERE scen = $b"), '0', 'recover: nothing of the fenced rows in the target');
 	$node->safe_psql('postgres', "DELETE FROM ledger WHERE scen = $b");    # the source replays them:
-	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . stage_sql($b) . ' COMMIT;');
+	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . scenario_sql($b, $rows) . ' COMMIT;');
 	is(sql("SELECT sum(row_count) FROM paimon_sink.prepare_commit('s', 'job-a', 3)"), $rows, 'recover: the replay');
 	is(sql("SELECT sum(row_count) FROM paimon_sink.commit('s', 'job-a', 3)"), $rows, 'recover: committed once');
 	is((ledger_diff($node, [ $a, $b ]))[0], $exact, 'recover: the target equals the ledger');
 
 	# end_input()
 	my $c = ++$scen;
-	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . stage_sql($c) . ' COMMIT;');
-	ok(waiting_loaders(1), 'end_input: the loader waits');
+	$node->safe_psql('postgres', "SET paimon_sink.commit_user = 'job-a'; BEGIN; " . scenario_sql($c, $rows) . ' COMMIT;');
+	ok(waiting_loaders($node, 1), 'end_input: the loader waits');
 	is(sql("SELECT sum(row_count) FROM paimon_sink.end_input('s', 'job-a')"), $rows, 'end_input commits');
 	is((ledger_diff($node, [$c]))[0], $exact, 'end_input: the target equals the ledger');
 	clean('job protocol');
@@ -568,14 +515,14 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 	$node->safe_psql('postgres', "SELECT sink_name FROM paimon_sink.create_sink('p', 'target', checkpoint_interval => '500ms')");
 	my ($a, $b) = ($scen + 1, $scen + 2);
 	$scen += 10;
-	my $x = background_sql($node, 'BEGIN; ' . stage_sql($a, $rows, 'p') . ' SELECT pg_sleep(2); '
-		  . stage_sql($a + 5, $rows, 'p') . ' SELECT pg_sleep(2); COMMIT;');
+	my $x = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows, 'p') . ' SELECT pg_sleep(2); '
+		  . scenario_sql($a + 5, $rows, 'p') . ' SELECT pg_sleep(2); COMMIT;');
 	for my $i (1 .. 5)
 	{
-		$node->safe_psql('postgres', 'BEGIN; ' . stage_sql($b, 10, 'p') =~ s/\+ g/+ g + $i * 100/gr . ' COMMIT;');
+		$node->safe_psql('postgres', 'BEGIN; ' . scenario_sql($b, 10, 'p') =~ s/\+ g/+ g + $i * 100/gr . ' COMMIT;');
 		select(undef, undef, undef, 0.5);
 	}
-	finish($x);
+	finish_background($x);
 	ok( $node->poll_query_until('postgres',
 			"SELECT (SELECT count(*) FROM target WHERE scen IN ($a, $a + 5, $b)) = (SELECT count(*) FROM ledger WHERE scen IN ($a, $a + 5, $b))"),
 		'periodic: the periodic checkpoints commit everything');
@@ -588,8 +535,8 @@ for my $ddl ('TRUNCATE k_t', 'ALTER TABLE k_t ADD COLUMN extra int')
 {
 	my $a = ++$scen;
 	$scen += 9;
-	stage($a);
-	ok(waiting_loaders(1), 'committer terminated: the loader waits');
+	stage_scenario($node, $a, $rows);
+	ok(waiting_loaders($node, 1), 'committer terminated: the loader waits');
 	sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink committer'");
 	ok(no_loader_left(), 'committer terminated: the loader rolls back');
 	ok(writers_ready($node, 'postgres'), 'committer terminated: workers serve again');
@@ -612,20 +559,20 @@ for my $moment (
 	my ($run, $x);
 	if ($when eq 'stage')
 	{
-		$x = background_sql($node, 'BEGIN; ' . stage_sql($a) . ' COMMIT;');
+		$x = background_sql($node, 'BEGIN; ' . scenario_sql($a, $rows) . ' COMMIT;');
 	}
 	else
 	{
-		stage($a);
-		ok(waiting_loaders(1), "loader terminated at $point: it loaded ahead");
+		stage_scenario($node, $a, $rows);
+		ok(waiting_loaders($node, 1), "loader terminated at $point: it loaded ahead");
 		$run = background_sql($node, "SELECT sum(row_count) FROM paimon_sink.checkpoint('s')");
 	}
 	ok(fault_paused($node, $point), "loader terminated at $point: paused there");
 	my $pid = sql("SELECT paused_pid FROM paimon_sink.faults WHERE point = '$point'");
 	sql("SELECT pg_terminate_backend($pid)");
 	sql('SELECT paimon_sink.clear_faults()');
-	finish($x) if $x;
-	my $first = $run ? finish($run) : '';
+	finish_background($x) if $x;
+	my $first = $run ? finish_background($run) : '';
 	note("loader terminated at $point: the checkpoint said: $first") if $run;
 	my $t0 = time;
 	my $ck = ckpt_rows();
@@ -638,8 +585,8 @@ for my $moment (
 # --- 15. the writers terminated while the loader waits
 {
 	my $a = ++$scen;
-	stage($a);
-	ok(waiting_loaders(1), 'writers terminated: the loader waits');
+	stage_scenario($node, $a, $rows);
+	ok(waiting_loaders($node, 1), 'writers terminated: the loader waits');
 	sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'paimon_sink writer'");
 	ok(writers_ready($node, 'postgres'), 'writers terminated: they serve again');
 	my ($ck, $secs) = timed("SELECT coalesce(sum(row_count), 0) FROM paimon_sink.checkpoint('s')");
@@ -653,19 +600,19 @@ for my $moment (
 	$node->safe_psql('postgres', "ALTER SYSTEM SET paimon_sink.load_ahead_max_wait = '2s'; SELECT pg_reload_conf();");
 	sleep(1);
 	my $a = ++$scen;
-	my $before = ahead();
-	stage($a);
-	ok(waiting_loaders(1), 'max wait: the loader waits');
+	my $before = load_ahead_counts($node);
+	stage_scenario($node, $a, $rows);
+	ok(waiting_loaders($node, 1), 'max wait: the loader waits');
 	ok(no_loader_left(), 'max wait: it gives up after load_ahead_max_wait');
 	is(ckpt_rows(), $rows, 'max wait: the checkpoint loads the rows the usual way');
-	is(ahead()->{taken}, $before->{taken}, 'max wait: no checkpoint was given to it');
+	is(load_ahead_counts($node)->{taken}, $before->{taken}, 'max wait: no checkpoint was given to it');
 	is((ledger_diff($node, [$a]))[0], $exact, 'max wait: the target equals the ledger');
 	$node->safe_psql('postgres', "ALTER SYSTEM RESET paimon_sink.load_ahead_max_wait; SELECT pg_reload_conf();");
 	sleep(1);
 
 	my $b = ++$scen;
-	stage($b);
-	ok(waiting_loaders(1), 'switched off: the loader waits');
+	stage_scenario($node, $b, $rows);
+	ok(waiting_loaders($node, 1), 'switched off: the loader waits');
 	$node->safe_psql('postgres', 'ALTER SYSTEM SET paimon_sink.load_ahead = off; SELECT pg_reload_conf();');
 	# the loader already waiting kept its transaction, locks and xmin until its checkpoint
 	# or load_ahead_max_wait; the docs say off holds nothing
@@ -684,18 +631,18 @@ for my $moment (
 	sleep(1);
 	my ($a, $b, $c) = ($scen + 1, $scen + 2, $scen + 3);
 	$scen += 10;
-	my $before = ahead();
-	stage($a);
-	stage($b, 100);
-	ok(waiting_loaders(1), 'nonatomic: the loader waits');
+	my $before = load_ahead_counts($node);
+	stage_scenario($node, $a, $rows);
+	stage_scenario($node, $b, 100);
+	ok(waiting_loaders($node, 1), 'nonatomic: the loader waits');
 	is(ckpt_rows(), $rows + 100, 'nonatomic: the checkpoint commits both');
-	is(ahead()->{taken} - $before->{taken}, 1, 'nonatomic: given to the loader, whole');
+	is(load_ahead_counts($node)->{taken} - $before->{taken}, 1, 'nonatomic: given to the loader, whole');
 	# a large checkpoint split over loaders while another streamed transaction is loaded ahead
-	my $x = background_sql($node, 'BEGIN; ' . stage_sql($c) . ' SELECT pg_sleep(3); COMMIT;');
+	my $x = background_sql($node, 'BEGIN; ' . scenario_sql($c, $rows) . ' SELECT pg_sleep(3); COMMIT;');
 	ok(loading_loaders(1), 'nonatomic: a loader loads ahead');
-	stage($c + 1, 5000);
+	stage_scenario($node, $c + 1, 5000);
 	is(ckpt_rows(), 5000, 'nonatomic: a split checkpoint meanwhile');
-	finish($x);
+	finish_background($x);
 	is(ckpt_rows(), $rows, 'nonatomic: then the streamed transaction');
 	is((ledger_diff($node, [ $a, $b, $c, $c + 1 ]))[0], $exact, 'nonatomic: the target equals the ledger');
 	$node->safe_psql('postgres', "ALTER SYSTEM RESET paimon_sink.nonatomic_parallel_load;

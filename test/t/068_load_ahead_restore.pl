@@ -14,7 +14,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(background_sql fault_paused ledger_diff ledger_setup nothing_in_doubt writers_ready);
+use PaimonSinkTest qw(background_sql fault_paused finish_background ledger_diff ledger_setup nothing_in_doubt
+  scenario_rows stage_scenario waiting_loaders writers_ready);
 
 my $exact = 'missing 0, duplicated 0, phantom 0';
 my $rows = 20000;    # streamed: far past handoff_buffer_size
@@ -27,47 +28,19 @@ $primary->start;
 ledger_setup($primary);
 ok(writers_ready($primary, 'postgres'), 'writers serve');
 
-# stage(SCEN): SCEN's rows into the sink and the ledger in one transaction.
-sub stage
-{
-	my ($scen) = @_;
-	my $base = $scen * 1000000;
-	$primary->safe_psql('postgres', qq{BEGIN;
-		INSERT INTO s SELECT $base + g, $scen, repeat('n', 100) FROM generate_series(1, $rows) g;
-		INSERT INTO ledger SELECT $base + g, $scen FROM generate_series(1, $rows) g;
-		COMMIT;});
-	return;
-}
-
-# rows_of(NODE, TABLE, SCEN): TABLE's rows of scenario SCEN on NODE.
-sub rows_of
-{
-	my ($node, $table, $scen) = @_;
-	return $node->safe_psql('postgres', "SELECT count(*) FROM $table WHERE scen = $scen");
-}
-
-# waiting_loader: waits until a loader loaded a transaction ahead and waits
-# for its checkpoint; true when one does.
-sub waiting_loader
-{
-	return $primary->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'paimon_sink loader'
-			AND query = 'waiting for its paimon_sink checkpoint'");
-}
-
 $primary->backup('base');
 
 # (a) the restore point while the loader holds scenario 1's rows loaded ahead
-stage(1);
-ok(waiting_loader(), 'waiting: a loader loaded scenario 1 ahead');
-is(rows_of($primary, 'target', 1), '0', 'waiting: none of its rows is visible');
+stage_scenario($primary, 1, $rows);
+ok(waiting_loaders($primary), 'waiting: a loader loaded scenario 1 ahead');
+is(scenario_rows($primary, 1), '0', 'waiting: none of its rows is visible');
 $primary->safe_psql('postgres', "SELECT pg_create_restore_point('loaded_ahead')");
 is($primary->safe_psql('postgres', "SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"),
 	$rows, 'waiting: the primary then commits it');
 
 # (b) the restore point between the loader's PREPARE and COMMIT PREPARED
-stage(2);
-ok(waiting_loader(), 'prepared: a loader loaded scenario 2 ahead');
+stage_scenario($primary, 2, $rows);
+ok(waiting_loaders($primary), 'prepared: a loader loaded scenario 2 ahead');
 $primary->safe_psql('postgres', "SELECT paimon_sink.inject_fault('loader_after_prepare', 'pause', 1)");
 my $run = background_sql($primary, "SELECT * FROM paimon_sink.checkpoint('s')");
 ok(fault_paused($primary, 'loader_after_prepare'), 'prepared: the loader prepared the checkpoint');
@@ -75,9 +48,9 @@ is($primary->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE
 	'1', 'prepared: it is in doubt on the primary');
 $primary->safe_psql('postgres', "SELECT pg_create_restore_point('prepared')");
 $primary->safe_psql('postgres', 'SELECT paimon_sink.clear_faults()');
-eval { $run->{harness}->finish; };
+finish_background($run);
 ok(nothing_in_doubt($primary), 'prepared: the primary then commits it');
-is(rows_of($primary, 'target', 2), $rows, 'prepared: every row of it');
+is(scenario_rows($primary, 2), $rows, 'prepared: every row of it');
 
 # everything archived
 my $segment = $primary->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
@@ -107,8 +80,8 @@ sub restore
 
 my $at_ahead = restore('restored_ahead', 'loaded_ahead');
 ok(nothing_in_doubt($at_ahead), 'restored_ahead: nothing of ours is in doubt');
-is(rows_of($at_ahead, 'ledger', 1), $rows, 'restored_ahead: scenario 1 committed before the restore point');
-is(rows_of($at_ahead, 'target', 1), '0', 'restored_ahead: none of its rows was loaded (the loader never committed)');
+is(scenario_rows($at_ahead, 1, 'ledger'), $rows, 'restored_ahead: scenario 1 committed before the restore point');
+is(scenario_rows($at_ahead, 1), '0', 'restored_ahead: none of its rows was loaded (the loader never committed)');
 is($at_ahead->safe_psql('postgres', "SELECT sum(row_count) FROM paimon_sink.checkpoint('s')"),
 	$rows, 'restored_ahead: its checkpoint() commits scenario 1');
 is((ledger_diff($at_ahead))[0], $exact, 'restored_ahead: the target equals the ledger');
@@ -116,7 +89,7 @@ $at_ahead->stop;
 
 my $at_prepared = restore('restored_prepared', 'prepared');
 ok(nothing_in_doubt($at_prepared), 'restored_prepared: the committer finished the prepared checkpoint');
-is(rows_of($at_prepared, 'target', 2), $rows, 'restored_prepared: every row of scenario 2 is there');
+is(scenario_rows($at_prepared, 2), $rows, 'restored_prepared: every row of scenario 2 is there');
 is($at_prepared->safe_psql('postgres', "SELECT count(*) FROM paimon_sink.checkpoint('s') WHERE newly_committed"),
 	'0', 'restored_prepared: a checkpoint() commits nothing new');
 is((ledger_diff($at_prepared))[0], $exact, 'restored_prepared: the target equals the ledger');
@@ -125,7 +98,7 @@ $at_prepared->stop;
 my $at_end = restore('restored_end', undef);
 ok(nothing_in_doubt($at_end), 'restored_end: nothing of ours is in doubt');
 is((ledger_diff($at_end))[0], $exact, 'restored_end: the target equals the ledger');
-is(rows_of($at_end, 'target', 1) + rows_of($at_end, 'target', 2), 2 * $rows, 'restored_end: both scenarios are there');
+is(scenario_rows($at_end, 1) + scenario_rows($at_end, 2), 2 * $rows, 'restored_end: both scenarios are there');
 $at_end->stop;
 
 $primary->stop;
