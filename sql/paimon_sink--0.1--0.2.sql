@@ -897,6 +897,25 @@ BEGIN
 END
 $$;
 
+-- A fenced writer (one that showed no progress for paimon_sink.handoff_timeout)
+-- showed only as not ready, and only until its next process started: an
+-- alert scraping every minute missed most fences.  writer_status() gains
+-- fenced, fences (since the server started) and last_fenced_at.  A role
+-- granted SELECT on the view writers by hand needs the grant again.
+DROP VIEW paimon_sink.writers;
+DROP FUNCTION paimon_sink.writer_status();
+CREATE FUNCTION paimon_sink.writer_status(
+	OUT writer integer, OUT pid integer, OUT ready boolean, OUT rows_staged bigint,
+	OUT bytes_staged bigint, OUT files_open integer, OUT queues_in_use integer,
+	OUT streams integer, OUT fsyncs bigint, OUT handoffs bigint, OUT fenced boolean,
+	OUT fences bigint, OUT last_fenced_at timestamptz)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_writer_status' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.writer_status() IS
+$$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use (its queue depth: transactions handing rows to it now), streams (sink, commit user, writer id, bucket) it holds, fsyncs of staged files, transactions whose rows it acknowledged since the server started; fenced (boolean: the committer fenced its process for showing no progress for paimon_sink.handoff_timeout, until the next process of the writer starts), fences (bigint: processes of this writer fenced since the server started) and last_fenced_at (timestamptz, NULL for none). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
+COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use, streams, fsyncs, hand-offs, whether fenced now and how often since the server started.';
+GRANT SELECT ON paimon_sink.writers TO PUBLIC;
+
 -- Statistics per sink and commit user that survive a restart and a crash
 -- (issue 34).  commit_stats' counters live in unlogged tables that the
 -- committer writes a second after the commits, so a crash loses them.

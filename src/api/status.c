@@ -86,7 +86,10 @@ status_database(FunctionCallInfo fcinfo)
  * writer_status() returns one row per writer of this database: (writer
  * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
  * bigint, files_open integer, queues_in_use integer, streams integer,
- * fsyncs bigint, handoffs bigint).
+ * fsyncs bigint, handoffs bigint, fenced boolean, fences bigint,
+ * last_fenced_at timestamptz).  fenced: the slot's process is fenced now
+ * (until its next process starts); fences: how many of its processes were
+ * fenced since the server started; last_fenced_at: the last, or NULL.
  */
 Datum
 paimon_sink_writer_status(PG_FUNCTION_ARGS)
@@ -100,15 +103,21 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(db, w);
-		Datum values[10];
-		bool nulls[10] = {0};
+		Datum values[13];
+		bool nulls[13] = {0};
 		pid_t pid;
 		bool ready;
+		bool fenced;
+		uint64 fences;
+		TimestampTz fenced_at;
 
-		/* The writer sets its pid and readiness together, under its mutex. */
+		/* The writer sets its pid and readiness together, the committer the fence, under its mutex. */
 		SpinLockAcquire(&writer->mutex);
 		pid = writer->pid;
 		ready = writer->ready;
+		fenced = writer->fenced;
+		fences = writer->fences;
+		fenced_at = writer->fenced_at;
 		SpinLockRelease(&writer->mutex);
 		values[0] = Int32GetDatum(w);
 		values[1] = Int32GetDatum(pid);
@@ -121,6 +130,10 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 		values[7] = Int32GetDatum(pg_atomic_read_u32(&writer->streams));
 		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->fsyncs));
 		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
+		values[10] = BoolGetDatum(fenced);
+		values[11] = Int64GetDatum((int64) fences);
+		values[12] = TimestampTzGetDatum(fenced_at);
+		nulls[12] = fenced_at == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
