@@ -77,6 +77,15 @@ SELECT commits, rows_committed, failures, skipped_as_committed, pending_checkpoi
 SELECT row_count FROM paimon_sink.reject_failing_rows('stats_sink', 3, :'job_user');
 SELECT commits, rows_committed, failures, pending_checkpoints
   FROM paimon_sink.sink_stats WHERE sink_name = 'stats_sink' AND commit_user = :'job_user';
+-- a checkpoint with properties is recorded by statements, not by the direct
+-- write: counted the same
+INSERT INTO stats_sink VALUES (9, 'p'), (10, 'p');
+SELECT count(*) FROM paimon_sink.prepare_commit('stats_sink', :'job_user', 4,
+                                               properties => '{"offset": 10}');
+SELECT row_count, newly_committed FROM paimon_sink.commit('stats_sink', :'job_user', 4);
+SELECT commits, rows_committed, pending_checkpoints
+  FROM paimon_sink.sink_stats WHERE sink_name = 'stats_sink' AND commit_user = :'job_user';
+SELECT properties FROM paimon_sink.last_commit('stats_sink', :'job_user');
 RESET paimon_sink.commit_user;
 -- the sink's own commit user has a row of its own
 INSERT INTO stats_sink VALUES (6, 'e');
