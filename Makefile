@@ -25,6 +25,7 @@ OBJS = \
 	src/metadata/metadata_group.o \
 	src/metadata/metadata_job.o \
 	src/metadata/metadata_maintenance.o \
+	src/metadata/metadata_stats.o \
 	src/metadata/metadata_overwrite.o \
 	src/metadata/metadata_properties.o \
 	src/metadata/metadata_heap.o \
@@ -61,6 +62,7 @@ OBJS = \
 	src/committer/commit_group.o \
 	src/committer/commit_parallel.o \
 	src/committer/commit_removal.o \
+	src/committer/outcome_stats.o \
 	src/committer/recovery.o \
 	src/committer/schedule.o \
 	src/committer/maintenance.o \
@@ -100,7 +102,7 @@ SHLIB_LINK = -luuid
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity \
-	failure_counts skipped_commits monitor_role
+	failure_counts skipped_commits monitor_role sink_stats
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

@@ -897,6 +897,92 @@ BEGIN
 END
 $$;
 
+-- A fenced writer (one that showed no progress for paimon_sink.handoff_timeout)
+-- showed only as not ready, and only until its next process started: an
+-- alert scraping every minute missed most fences.  writer_status() gains
+-- fenced, fences (since the server started) and last_fenced_at.  A role
+-- granted SELECT on the view writers by hand needs the grant again.
+DROP VIEW paimon_sink.writers;
+DROP FUNCTION paimon_sink.writer_status();
+CREATE FUNCTION paimon_sink.writer_status(
+	OUT writer integer, OUT pid integer, OUT ready boolean, OUT rows_staged bigint,
+	OUT bytes_staged bigint, OUT files_open integer, OUT queues_in_use integer,
+	OUT streams integer, OUT fsyncs bigint, OUT handoffs bigint, OUT fenced boolean,
+	OUT fences bigint, OUT last_fenced_at timestamptz)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_writer_status' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.writer_status() IS
+$$One row per writer worker of this database: writer index, pid (NULL when not running), ready, rows and bytes staged since it started, staged files open, hand-off queues in use (its queue depth: transactions handing rows to it now), streams (sink, commit user, writer id, bucket) it holds, fsyncs of staged files, transactions whose rows it acknowledged since the server started; fenced (boolean: the committer fenced its process for showing no progress for paimon_sink.handoff_timeout, until the next process of the writer starts), fences (bigint: processes of this writer fenced since the server started) and last_fenced_at (timestamptz, NULL for none). Error: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+CREATE VIEW paimon_sink.writers AS SELECT * FROM paimon_sink.writer_status();
+COMMENT ON VIEW paimon_sink.writers IS 'Writer workers of this database: rows and bytes staged, files open, queues in use, streams, fsyncs, hand-offs, whether fenced now and how often since the server started.';
+GRANT SELECT ON paimon_sink.writers TO PUBLIC;
+
+-- Statistics per sink and commit user that survive a restart and a crash
+-- (issue 34).  commit_stats' counters live in unlogged tables that the
+-- committer writes a second after the commits, so a crash loses them.
+-- These are columns of commit_user_state: the commit's own direct write
+-- of the commit user's marks (metadata_heap.c) adds one to commits and the
+-- snapshot's rows and bytes in the same row version, so they commit with
+-- the snapshot, once, and a commit rolled back counts nothing.  Failures
+-- and commit() calls that found their checkpoint committed change nothing
+-- in a commit: the committer adds them in a small transaction of its own
+-- before it answers the request.
+ALTER TABLE paimon_sink.commit_user_state
+	ADD COLUMN commits bigint NOT NULL DEFAULT 0,
+	ADD COLUMN rows_committed bigint NOT NULL DEFAULT 0,
+	ADD COLUMN bytes_committed bigint NOT NULL DEFAULT 0,
+	ADD COLUMN failures bigint NOT NULL DEFAULT 0,
+	ADD COLUMN skipped_as_committed bigint NOT NULL DEFAULT 0,
+	ADD COLUMN stats_reset timestamptz NOT NULL DEFAULT pg_catalog.now();
+COMMENT ON COLUMN paimon_sink.commit_user_state.commits IS
+	'Snapshots the commit user made since stats_reset, counted in the commit''s own transaction (see the view sink_stats).';
+
+CREATE VIEW paimon_sink.sink_stats AS
+	SELECT s.sink_id, s.sink_name, u.commit_user,
+		u.commits, u.rows_committed, u.bytes_committed, u.failures, u.skipped_as_committed,
+		u.last_committed_at AS last_commit_time,
+		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) u.last_committed_at)
+			AS seconds_since_last_commit,
+		u.last_committed_checkpoint,
+		p.pending_checkpoints, p.oldest_pending_checkpoint,
+		p.oldest_pending_prepared_at,
+		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) p.oldest_pending_prepared_at)
+			AS oldest_pending_seconds,
+		p.staged_files, p.staged_rows, p.staged_bytes,
+		l.load_ms_p50, l.load_ms_p99, l.load_ms_max, l.load_samples,
+		u.stats_reset
+	FROM paimon_sink.commit_user_state u
+	JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) u.sink_id
+	CROSS JOIN LATERAL (
+		SELECT pg_catalog.count(DISTINCT c.checkpoint_id) AS pending_checkpoints,
+			pg_catalog.min(c.checkpoint_id) AS oldest_pending_checkpoint,
+			pg_catalog.min(c.prepared_at) AS oldest_pending_prepared_at,
+			pg_catalog.count(*) AS staged_files,
+			coalesce(pg_catalog.sum(c.row_count), 0)::bigint AS staged_rows,
+			coalesce(pg_catalog.sum(c.byte_count), 0)::bigint AS staged_bytes
+		FROM paimon_sink.committable c
+		WHERE c.sink_id OPERATOR(pg_catalog.=) u.sink_id
+			AND c.commit_user OPERATOR(pg_catalog.=) u.commit_user
+			AND c.snapshot_id IS NULL) p
+	CROSS JOIN LATERAL (
+		SELECT pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY g.load_ms) AS load_ms_p50,
+			pg_catalog.percentile_cont(0.99) WITHIN GROUP (ORDER BY g.load_ms) AS load_ms_p99,
+			pg_catalog.max(g.load_ms) AS load_ms_max,
+			pg_catalog.count(g.load_ms) AS load_samples
+		FROM paimon_sink.snapshot_log g
+		WHERE g.sink_id OPERATOR(pg_catalog.=) u.sink_id
+			AND g.commit_user OPERATOR(pg_catalog.=) u.commit_user
+			AND g.committed_at OPERATOR(pg_catalog.>=) u.stats_reset) l;
+COMMENT ON VIEW paimon_sink.sink_stats IS
+$$One row per sink and commit user, in the style of PostgreSQL's pg_stat_* views; the counters are kept in the catalog (commit_user_state), so they survive a clean restart and a crash, and start again at reset_sink_stats() (stats_reset). Columns: sink_id, sink_name, commit_user; commits (bigint: snapshots made, counted in the commit's own transaction: a commit rolled back counts nothing), rows_committed (bigint: rows applied), bytes_committed (bigint: staged bytes committed); failures (bigint: commit(), checkpoint(), end_input() and periodic checkpoints of the commit user that failed; a sink group's under its first member); skipped_as_committed (bigint: commit() calls that found their checkpoint already committed, answered newly_committed = false); last_commit_time (timestamptz: the last snapshot's commit, kept across resets) and seconds_since_last_commit (double precision, NULL before the first); last_committed_checkpoint (bigint); pending_checkpoints (bigint: checkpoints prepared and not yet committed), oldest_pending_checkpoint (bigint), oldest_pending_prepared_at (timestamptz) and oldest_pending_seconds (double precision: its age; NULL when none is pending); staged_files, staged_rows, staged_bytes (bigint: the staged files recorded for those pending checkpoints, their rows and bytes; rows written since the last checkpoint are still in the writers' open files, counted per writer in the writers view); load_ms_p50, load_ms_p99, load_ms_max (double precision, milliseconds from a commit's start to its snapshot: the median, 99th percentile and maximum over the snapshots retained in snapshot_log since stats_reset; NULL without one) and load_samples (bigint: how many); stats_reset (timestamptz: when the counters last started from zero: the commit user's first prepare, the update to 0.2, or reset_sink_stats()). The counters go with pg_dump and pg_upgrade, as the rest of commit_user_state does. Readable by PUBLIC and pg_monitor: it shows no row data and no error text.$$;
+GRANT SELECT ON paimon_sink.sink_stats TO PUBLIC;
+
+CREATE FUNCTION paimon_sink.reset_sink_stats(sink_name text DEFAULT NULL) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'paimon_sink_reset_sink_stats' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.reset_sink_stats(text) IS
+$$Sets the counters of the view sink_stats (commits, rows_committed, bytes_committed, failures, skipped_as_committed) to zero and stats_reset to now() for every commit user of the sink named, or, with NULL (the default), of every sink the caller may reset; the load time percentiles then count only later snapshots. Transactional: a rollback keeps the counters. Returns the number of (sink, commit user) rows reset (bigint). Privileges: the sink's owner (or a member of it) and members of pg_monitor may reset a sink (PostgreSQL's own pg_stat_reset_* are superuser-only until granted; a monitoring role here may reset the counters it reads, as citus_stat_counters_reset allows); EXECUTE is granted to PUBLIC and the function checks the caller (a site that wants PostgreSQL's rule revokes it from PUBLIC and grants it to the roles it chooses). Waits for a commit of the commit user in progress, and for one in doubt, to end. Errors: 42704 unknown sink; 42501 neither a member of the sink's owner nor of pg_monitor. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+REVOKE ALL ON FUNCTION paimon_sink.reset_sink_stats(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION paimon_sink.reset_sink_stats(text) TO PUBLIC;
+
 -- pg_monitor (the role PostgreSQL gives monitoring tools) reads the views
 -- that show no row data and no other role's error text, even where a site
 -- revokes them from PUBLIC: commit_stats' last_failure and commit_progress'
@@ -906,5 +992,6 @@ $$;
 -- created again after this would lose the grant.
 GRANT SELECT ON paimon_sink.sinks, paimon_sink.snapshots, paimon_sink.pending_checkpoints,
 	paimon_sink.in_doubt, paimon_sink.writers, paimon_sink.commit_stats,
-	paimon_sink.commit_progress, paimon_sink.checkpoint_schedule, paimon_sink.sink_groups
+	paimon_sink.commit_progress, paimon_sink.checkpoint_schedule, paimon_sink.sink_groups,
+	paimon_sink.sink_stats
 	TO pg_monitor;

@@ -5,7 +5,8 @@
  *	  last_committed_checkpoint, writer_status (the writers view),
  *	  commit_progress (what the committer is committing now),
  *	  checkpoint_schedule_status (its periodic checkpoints' schedule) and
- *	  load_ahead_status (what loaders loaded before their checkpoints).
+ *	  load_ahead_status (what loaders loaded before their checkpoints);
+ *	  and reset_sink_stats, which starts the counters of sink_stats again.
  *
  * They read the catalog under the latest snapshot, or the shared state of
  * this database's workers under its locks; library_version is in
@@ -15,6 +16,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -37,6 +39,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_writer_status);
 PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
 PG_FUNCTION_INFO_V1(paimon_sink_checkpoint_schedule_status);
 PG_FUNCTION_INFO_V1(paimon_sink_load_ahead_status);
+PG_FUNCTION_INFO_V1(paimon_sink_reset_sink_stats);
 
 /*
  * last_committed_checkpoint(sink_name text, commit_user text) returns the
@@ -83,7 +86,10 @@ status_database(FunctionCallInfo fcinfo)
  * writer_status() returns one row per writer of this database: (writer
  * integer, pid integer, ready boolean, rows_staged bigint, bytes_staged
  * bigint, files_open integer, queues_in_use integer, streams integer,
- * fsyncs bigint, handoffs bigint).
+ * fsyncs bigint, handoffs bigint, fenced boolean, fences bigint,
+ * last_fenced_at timestamptz).  fenced: the slot's process is fenced now
+ * (until its next process starts); fences: how many of its processes were
+ * fenced since the server started; last_fenced_at: the last, or NULL.
  */
 Datum
 paimon_sink_writer_status(PG_FUNCTION_ARGS)
@@ -97,15 +103,21 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 	for (int w = 0; w < PaimonSinkWritersPerDatabase; w++)
 	{
 		WriterEntry *writer = shared_writer(db, w);
-		Datum values[10];
-		bool nulls[10] = {0};
+		Datum values[13];
+		bool nulls[13] = {0};
 		pid_t pid;
 		bool ready;
+		bool fenced;
+		uint64 fences;
+		TimestampTz fenced_at;
 
-		/* The writer sets its pid and readiness together, under its mutex. */
+		/* The writer sets its pid and readiness together, the committer the fence, under its mutex. */
 		SpinLockAcquire(&writer->mutex);
 		pid = writer->pid;
 		ready = writer->ready;
+		fenced = writer->fenced;
+		fences = writer->fences;
+		fenced_at = writer->fenced_at;
 		SpinLockRelease(&writer->mutex);
 		values[0] = Int32GetDatum(w);
 		values[1] = Int32GetDatum(pid);
@@ -118,6 +130,10 @@ paimon_sink_writer_status(PG_FUNCTION_ARGS)
 		values[7] = Int32GetDatum(pg_atomic_read_u32(&writer->streams));
 		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->fsyncs));
 		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&writer->handoffs));
+		values[10] = BoolGetDatum(fenced);
+		values[11] = Int64GetDatum((int64) fences);
+		values[12] = TimestampTzGetDatum(fenced_at);
+		nulls[12] = fenced_at == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -292,4 +308,40 @@ paimon_sink_load_ahead_status(PG_FUNCTION_ARGS)
 	values[4] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->bytes) : 0);
 	values[5] = Float8GetDatum(stats ? (double) pg_atomic_read_u64(&stats->us) / 1e6 : 0.0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * reset_sink_stats(sink_name text DEFAULT NULL) sets the counters of
+ * sink_stats to zero and stats_reset to now() for every commit user of the
+ * sink, or (NULL) of every sink the caller may reset, in the caller's
+ * transaction; returns the number of (sink, commit user) rows reset
+ * (bigint).  A member of the sink's owner or of pg_monitor may reset it.
+ * Raises ERRCODE_UNDEFINED_OBJECT for an unknown sink,
+ * ERRCODE_INSUFFICIENT_PRIVILEGE for a caller that may not, and what
+ * paimon_sink_require_ready raises.
+ */
+Datum
+paimon_sink_reset_sink_stats(PG_FUNCTION_ARGS)
+{
+	Oid role = GetUserId();
+	bool monitor = has_privs_of_role(role, ROLE_PG_MONITOR);
+	SinkInfo *sink;
+
+	paimon_sink_require_ready();
+	if (PG_ARGISNULL(0))
+		PG_RETURN_INT64(metadata_reset_sink_stats(0, monitor, role));
+	sink = catalog_require_sink(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	if (!monitor && !has_privs_of_role(role, sink->owner))
+	{
+		char *owner = OidIsValid(sink->owner) ? GetUserNameFromId(sink->owner, false) : "(none)";
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to reset the statistics of sink \"%s\"", sink->name),
+				 errdetail("Only a member of the sink's owner, role \"%s\", or of pg_monitor may "
+						   "reset its statistics.",
+						   owner),
+				 errhint("Run it as a member of role \"%s\" or of pg_monitor.", owner)));
+	}
+	PG_RETURN_INT64(metadata_reset_sink_stats(sink->sink_id, true, role));
 }

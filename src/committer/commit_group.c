@@ -36,6 +36,7 @@
 #include "committer/commit_parallel.h"
 #include "committer/commit_steps.h"
 #include "committer/maintenance.h"
+#include "committer/outcome_stats.h"
 #include "committer/prepare.h"
 #include "committer/work.h"
 #include "core/fault.h"
@@ -271,7 +272,10 @@ commit_group_up_to(int32 group_id, const char *commit_user, int64 checkpoint_id,
 		if (member == first)
 			CommitTallies.skipped++;
 		else
+		{
 			maintenance_record_tally(member->sink_id, &skip);
+			outcome_stats_count(member->sink_id, commit_user, 0, 1);
+		}
 	}
 	foreach (lc, members)
 		any = any || ((Member *) lfirst(lc))->identifiers != NIL;

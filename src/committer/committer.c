@@ -46,6 +46,7 @@
 #include "committer/committer.h"
 #include "committer/maintenance.h"
 #include "committer/missing_files.h"
+#include "committer/outcome_stats.h"
 #include "committer/prepare.h"
 #include "committer/recovery.h"
 #include "committer/schedule.h"
@@ -330,6 +331,7 @@ static CommitterDuty duties[] = {
 	{"snapshot expiry", false, false, NULL, maintenance_expiry_schedule, maintenance_expire_due},
 	{"commit statistics", false, false, NULL, maintenance_statistics_schedule,
 	 maintenance_write_statistics},
+	{"sink statistics", false, false, NULL, outcome_stats_schedule, outcome_stats_retry},
 	{"writer watch", false, false, liveness_watch_interval_ms, NULL, liveness_watch},
 };
 

@@ -26,6 +26,7 @@
 #include "committer/barrier.h"
 #include "committer/commit.h"
 #include "committer/maintenance.h"
+#include "committer/outcome_stats.h"
 #include "committer/work.h"
 #include "core/fault.h"
 #include "core/guc.h"
@@ -394,6 +395,9 @@ maintenance_record_statistics(const CommitterRequest *outcome)
 		(CommitTallies.commits == 0 && CommitTallies.skipped == 0 && outcome->sqlerrcode == 0))
 		return;
 	maintenance_record_tally(outcome->sink_id, &CommitTallies);
+	/* sink_stats' per commit user, written before the answer (outcome_stats.c) */
+	outcome_stats_count(outcome->sink_id, outcome->commit_user, outcome->sqlerrcode != 0 ? 1 : 0,
+						CommitTallies.skipped);
 	if (outcome->sqlerrcode != 0)
 	{
 		pending_tally_of(outcome->sink_id)->failures++;

@@ -36,6 +36,7 @@
 #include "committer/commit_parallel.h"
 #include "committer/maintenance.h"
 #include "committer/missing_files.h"
+#include "committer/outcome_stats.h"
 #include "committer/prepare.h"
 #include "committer/recovery.h"
 #include "committer/serve.h"
@@ -229,6 +230,8 @@ finish(CommitterRequest *request, bool periodic, int slot, uint64 riders)
 	/* kept in memory: a duty writes them, at most a second later */
 	if (is_commit(request))
 		maintenance_record_statistics(request);
+	/* sink_stats' failures and skips: written before the answer, to survive a crash */
+	outcome_stats_write();
 	if (!periodic)
 		request_finish(MyDatabaseEntry, slot, riders, request);
 	commit_remove_files();

@@ -195,6 +195,8 @@ shared_state_init(void)
 				pg_atomic_init_u64(&writer->handoffs, 0);
 				pg_atomic_init_u64(&writer->sinks_held, 0);
 				pg_atomic_init_u64(&writer->heartbeat, 0);
+				writer->fences = 0;
+				writer->fenced_at = 0;
 				writer->slot_count = PaimonSinkQueuesPerWriter;
 				area = writer_offset + MAXALIGN(offsetof(WriterEntry, slots) +
 												sizeof(HandoffSlot) * PaimonSinkQueuesPerWriter);

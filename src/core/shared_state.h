@@ -157,6 +157,7 @@ typedef struct WriterEntry
 	pid_t fenced_pid;
 	TimestampTz fenced_at;
 	bool fenced_kill_sent; /* paimon_sink.fenced_writer_kill_delay passed: SIGKILL sent */
+	uint64 fences;		   /* processes of this slot fenced since the server started */
 
 	/* statistics, written by the writer only */
 	pg_atomic_uint64 rows_staged;

@@ -529,6 +529,7 @@ liveness_fence(int index, const char *what)
 	writer->fenced_pid = pid;
 	writer->fenced_at = GetCurrentTimestamp();
 	writer->fenced_kill_sent = false;
+	writer->fences++;
 	writer->ready = false;
 	for (int s = 0; s < writer->slot_count; s++)
 	{

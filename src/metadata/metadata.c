@@ -713,6 +713,9 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 SPI_OK_UPDATE},
 		{"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
 		 "last_snapshot_id = $2, last_committed_at = pg_catalog.now(), "
+		 "commits = u.commits OPERATOR(pg_catalog.+) 1, "
+		 "rows_committed = u.rows_committed OPERATOR(pg_catalog.+) $5, "
+		 "bytes_committed = u.bytes_committed OPERATOR(pg_catalog.+) $7, "
 		 "last_committed_properties = (SELECT l.properties FROM paimon_sink.snapshot_log l "
 		 "WHERE l.sink_id OPERATOR(pg_catalog.=) $1 AND l.snapshot_id OPERATOR(pg_catalog.=) $2) "
 		 "WHERE u.sink_id OPERATOR(pg_catalog.=) $1 AND u.commit_user OPERATOR(pg_catalog.=) $3",
@@ -737,10 +740,13 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 
 	if (!written)
 		args[1] = (Arg) ARG_INT8(next_snapshot_id(entry->sink_id));
-	/* the other steps take the first four arguments; written: only the committables' */
+	/*
+	 * the other steps take the first four arguments, the marks' the counts
+	 * too (sink_stats); written: only the committables'
+	 */
 	for (int i = 0; i < lengthof(steps); i++)
 		if (!written || i == 1)
-			(void) statement_execute(&steps[i], args, i == 0 ? lengthof(args) : 4, 0);
+			(void) statement_execute(&steps[i], args, i == 0 ? lengthof(args) : i == 2 ? 7 : 4, 0);
 	/* the end of the commit user's input: its sessions refuse to write from then on */
 	if (entry->checkpoint_id == PAIMON_SINK_END_INPUT_CHECKPOINT)
 		invalidate_commit_users();

@@ -233,6 +233,18 @@ extern void metadata_count_commits(int32 sink_id, const CommitTally *tally, int6
 extern void metadata_count_failure(int32 sink_id, int sqlerrcode, int64 failures,
 								   TimestampTz last_failed_at, const char *message);
 
+/* the counters of sink_stats that no commit writes (metadata_stats.c) */
+typedef enum CountOutcome
+{
+	COUNT_WRITTEN,
+	COUNT_LOCKED, /* the row is locked: nothing written, try again */
+	COUNT_NO_ROW  /* the commit user or its sink is gone */
+} CountOutcome;
+
+extern CountOutcome metadata_count_outcome(int32 sink_id, const char *commit_user, int64 failures,
+										   int64 skipped);
+extern int64 metadata_reset_sink_stats(int32 sink_id, bool all, Oid role);
+
 /* overwrite sinks (metadata_overwrite.c) */
 extern OverwriteState metadata_overwrite_state(int32 sink_id, const char *commit_user);
 extern void metadata_record_overwrite(int32 sink_id, const char *commit_user, int64 checkpoint_id,

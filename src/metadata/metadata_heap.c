@@ -290,15 +290,28 @@ update_commit_user(int32 sink_id, const char *commit_user,
 	target_close(&target);
 }
 
-/* The snapshot a commit user's marks move to. */
+/* The snapshot a commit user's marks move to, and what it counts in sink_stats. */
 typedef struct CommittedMark
 {
 	int64 checkpoint_id;
 	int64 snapshot_id;
+	int64 row_count;
+	int64 byte_count;
 } CommittedMark;
 
+/* add_to adds amount to a bigint counter of a row being changed (NULL counts as 0). */
+static void
+add_to(TupleTableSlot *row, Relation rel, const char *name, int64 amount)
+{
+	AttrNumber attnum = column_of(rel, name);
+	int64 value = row->tts_isnull[attnum - 1] ? 0 : DatumGetInt64(row->tts_values[attnum - 1]);
+
+	slot_set(row, rel, name, Int64GetDatum(value + amount), false);
+}
+
 /*
- * set_committed sets the marks of a committed snapshot: metadata.c's UPDATE
+ * set_committed sets the marks of a committed snapshot and counts it (one
+ * commit, its rows and bytes) in the same row version: metadata.c's UPDATE
  * of commit_user_state (the last committed properties are the snapshot's,
  * none).
  */
@@ -307,6 +320,9 @@ set_committed(TupleTableSlot *row, Relation rel, const void *arg)
 {
 	const CommittedMark *mark = arg;
 
+	add_to(row, rel, "commits", 1);
+	add_to(row, rel, "rows_committed", mark->row_count);
+	add_to(row, rel, "bytes_committed", mark->byte_count);
 	slot_set(row, rel, "last_committed_checkpoint", Int64GetDatum(mark->checkpoint_id), false);
 	slot_set(row, rel, "last_snapshot_id", Int64GetDatum(mark->snapshot_id), false);
 	slot_set(row, rel, "last_committed_at",
@@ -354,7 +370,8 @@ metadata_heap_record_snapshot(const SnapshotEntry *entry, int64 *snapshot_id)
 	insert_snapshot(entry, *snapshot_id);
 	CommandCounterIncrement();
 	{
-		CommittedMark mark = {entry->checkpoint_id, *snapshot_id};
+		CommittedMark mark = {entry->checkpoint_id, *snapshot_id, entry->row_count,
+							  entry->byte_count};
 
 		update_commit_user(entry->sink_id, entry->commit_user, set_committed, &mark);
 	}

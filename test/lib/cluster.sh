@@ -58,7 +58,8 @@ ps_pg_major() {
 ps_packages() {
 	local major=$1
 	printf '%s\n' "postgresql-$major" "postgresql-server-dev-$major" uuid-dev \
-		libipc-run-perl perl make gcc python3 python3-psycopg2 git pgbouncer
+		libipc-run-perl perl make gcc python3 python3-psycopg2 git pgbouncer \
+		prometheus-postgres-exporter
 	[[ ${2:-all} == core ]] && return 0
 	printf '%s\n' postgresql-contrib clang-format "postgresql-$major-wal2json" \
 		clang-14 libclang-rt-14-dev sqlsmith debootstrap
@@ -153,6 +154,12 @@ ps_ensure_packages() {
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
 		"${missing[@]}" >>"$log" 2>&1 || ps_apt_failed "$log" "apt-get install"
 	rm -f "$log"
+	# the exporter's package starts its service on a systemd machine; the
+	# tests start their own (TAP 071), so the one this install started goes
+	if [[ " ${missing[*]} " == *" prometheus-postgres-exporter "* && -d /run/systemd/system ]]; then
+		systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 &&
+			ps_log "stopped and disabled the prometheus-postgres-exporter service its package started"
+	fi
 	mapfile -t missing < <(ps_missing_packages)
 	((${#missing[@]} == 0)) || ps_die "packages still missing after apt-get install: ${missing[*]}"
 }

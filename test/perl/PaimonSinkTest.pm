@@ -733,7 +733,8 @@ sub sql_problems
 	{
 		push @problems, "cast to type $1 without its schema";
 	}
-	while ($plain =~ /\b(?:FROM|JOIN|INTO|UPDATE|USING|TABLE)\s+(?!\(|X\b|SET\b|pg_catalog\.|paimon_sink\.|LATERAL\b|ROWS\s+FROM\b)(\w+)/g)
+	# (FOR [NO KEY] UPDATE SKIP LOCKED, NOWAIT: a locking clause, not a relation)
+	while ($plain =~ /\b(?:FROM|JOIN|INTO|UPDATE|USING|TABLE)\s+(?!\(|X\b|SET\b|pg_catalog\.|paimon_sink\.|LATERAL\b|ROWS\s+FROM\b|SKIP\s+LOCKED\b|NOWAIT\b)(\w+)/g)
 	{
 		next if $local{ lc($1) };
 		push @problems, "relation $1 without its schema";

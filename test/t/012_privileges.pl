@@ -91,10 +91,11 @@ my %script = (
 		 SELECT paimon_sink.drop_sink_group('g_%T')" ],
 	'the table `rejected_row`' => ['SELECT count(*) FROM paimon_sink.rejected_row'],
 	'`restore_foreign_table`' => ["SELECT paimon_sink.restore_foreign_table('%S', 'postgres')"],
+	'`reset_sink_stats` (also a member of `pg_monitor`)' => ["SELECT paimon_sink.reset_sink_stats('%S')"],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
-	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`, `sink_groups`)'
+	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`, `sink_groups`, `sink_stats`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
-		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults rejects sink_groups) ],
+		  qw(sinks snapshots pending_checkpoints in_doubt writers commit_stats commit_progress checkpoint_schedule faults rejects sink_groups sink_stats) ],
 	'`start_workers`' => ['SELECT paimon_sink.start_workers()'],
 	'`inject_fault`, `release_fault`, `clear_faults`' => [
 		"SELECT paimon_sink.inject_fault('writer_after_ack', 'error', 1)",

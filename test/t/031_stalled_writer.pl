@@ -161,6 +161,9 @@ ok(defined $secs && time - $stopped_at < $timeout + 15, 'within a bound')
 is($checkpoint->{err}, '', 'the CHECKPOINT succeeds');
 ok(log_has(qr/released the checkpoint hold of fenced writer $index \(pid $pid\)/, 5),
 	'the committer released its hold on the checkpoint, and says so');
+is($node->safe_psql('postgres',
+		"SELECT concat_ws(' ', fenced, fences, last_fenced_at IS NOT NULL) FROM paimon_sink.writers WHERE writer = $index"),
+	't 1 t', 'the writers view shows the writer fenced, once, and when');
 
 ($ret, $err, $secs) = write_rows('b', 2001, 2100, 'dead: its writer is fenced');
 like($err, qr/ERROR:  57014: sink writer $index \(pid $pid\) did not answer/,
@@ -176,6 +179,9 @@ kill 'CONT', $pid;
 ok(log_has(qr/writer $index \(pid $pid\) of database "postgres" has left after its fence/, 20),
 	'once it goes on, the fenced process leaves and the committer says so');
 ok(writers_ready($node, 'postgres'), 'the committer restarts the writer');
+is($node->safe_psql('postgres',
+		"SELECT concat_ws(' ', fenced, fences, last_fenced_at IS NOT NULL) FROM paimon_sink.writers WHERE writer = $index"),
+	'f 1 t', 'its new process is not fenced; the count of fences and the last one stay');
 isnt($node->safe_psql('postgres', "SELECT pid FROM paimon_sink.writers WHERE writer = $index"),
 	$pid, 'with a new process');
 exact('u', 'after SIGCONT');
