@@ -18,6 +18,7 @@ OBJS = \
 	src/staging/staged_wal.o \
 	src/staging/value_encoding.o \
 	src/metadata/catalog.o \
+	src/metadata/column_follow.o \
 	src/metadata/version.o \
 	src/metadata/extension.o \
 	src/metadata/statement.o \
@@ -38,6 +39,7 @@ OBJS = \
 	src/ipc/stream_lock.o \
 	src/ipc/ahead_publish.o \
 	src/apply/load.o \
+	src/apply/load_layout.o \
 	src/apply/upsert.o \
 	src/apply/upsert_merge.o \
 	src/apply/overwrite.o \
@@ -71,6 +73,7 @@ OBJS = \
 	src/committer/load_ahead.o \
 	src/committer/barrier.o \
 	src/api/api.o \
+	src/api/schema_change.o \
 	src/api/restart.o \
 	src/api/status.o \
 	src/api/sink_ddl.o \

@@ -52,9 +52,39 @@
 	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
 	"f.relowner AS owner_role, d.mode, d.buckets, d.bucket_key, "                                  \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
-	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
+	"d.column_types::pg_catalog.oid[] AS column_types, d.target_attnums, d.row_kind_column, "      \
+	"d.partial_update, "                                                                           \
 	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
 	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
+
+/*
+ * read_target_attnums reads a sink's target_attnums (row of SINK_SELECT)
+ * into info->target_attnums (allocated, zeroed, column_count long).  A
+ * sink without them (its layout recorded before they were) takes the
+ * attribute numbers of its columns' names in the target as it is now.
+ */
+static void
+read_target_attnums(uint64 row, SinkInfo *info)
+{
+	bool isnull;
+	Datum attnums = row_datum(row, "target_attnums", &isnull);
+	Datum *values;
+	int count;
+
+	if (isnull)
+	{
+		for (int i = 0; i < info->column_count; i++)
+			info->target_attnums[i] = get_attnum(info->target, info->column_names[i]);
+		return;
+	}
+	deconstruct_array(DatumGetArrayTypeP(attnums), INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
+					  &values, NULL, &count);
+	if (count != info->column_count)
+		elog(ERROR, "sink %d has %d column names and %d target attribute numbers", info->sink_id,
+			 info->column_count, count);
+	for (int i = 0; i < count; i++)
+		info->target_attnums[i] = DatumGetInt16(values[i]);
+}
 
 /*
  * read_sink reads a SinkInfo from a row of SINK_SELECT.  The sink's owner
@@ -98,11 +128,13 @@ read_sink(uint64 row, const void *arg)
 				 info->column_count, type_count);
 		info->column_names = palloc(sizeof(char *) * Max(1, info->column_count));
 		info->column_types = palloc(sizeof(Oid) * Max(1, info->column_count));
+		info->target_attnums = palloc0(sizeof(AttrNumber) * Max(1, info->column_count));
 		for (int i = 0; i < info->column_count; i++)
 		{
 			info->column_names[i] = TextDatumGetCString(name_values[i]);
 			info->column_types[i] = DatumGetObjectId(type_values[i]);
 		}
+		read_target_attnums(row, info);
 	}
 	info->row_kind_column = row_text(row, "row_kind_column");
 	info->partial_update = row_bool(row, "partial_update");
@@ -151,6 +183,22 @@ metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 		return false;
 	metadata_sink_cache_store(info, &version);
 	return true;
+}
+
+/*
+ * metadata_sinks_of_target returns the sinks (SinkInfo *, in the caller's
+ * memory context) whose target is relid, in sink id order; NIL for none.
+ */
+List *
+metadata_sinks_of_target(Oid relid)
+{
+	static Statement statement = {SINK_SELECT
+								  "WHERE d.target_table::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+								  "ORDER BY d.sink_id",
+								  SPI_OK_SELECT};
+	Arg args[] = {ARG_OID(relid)};
+
+	return statement_collect(&statement, args, lengthof(args), RUN_READ_ONLY, read_sink, NULL);
 }
 
 /*
@@ -243,7 +291,8 @@ metadata_insert_sink(const SinkDefinition *definition)
 /*
  * metadata_set_sink_layout records a new sink's foreign table and the row
  * layout its staged files carry (the foreign table's column names and
- * types), as the extension's owner.
+ * types, and the target attribute number of each, unless recorded
+ * already: a restored foreign table keeps them), as the extension's owner.
  */
 void
 metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
@@ -256,7 +305,14 @@ metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
 		"a.attnum) "
 		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"target_attnums = coalesce(d.target_attnums, (SELECT "
+		"pg_catalog.array_agg(coalesce(t.attnum, 0::pg_catalog.int2) ORDER BY a.attnum) "
+		"  FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attribute t "
+		"  ON t.attrelid OPERATOR(pg_catalog.=) d.target_table "
+		"  AND t.attname OPERATOR(pg_catalog.=) a.attname AND t.attnum OPERATOR(pg_catalog.>) 0 "
+		"  AND NOT t.attisdropped WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)) "
 		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 		SPI_OK_UPDATE};
 	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};

@@ -185,6 +185,7 @@ typedef struct LastCommit
 /* sinks */
 extern bool metadata_sink_by_name(const char *name, SinkInfo *info);
 extern bool metadata_sink_by_id(int32 sink_id, SinkInfo *info);
+extern List *metadata_sinks_of_target(Oid relid);
 extern bool metadata_sink_exists(int32 sink_id);
 extern List *metadata_sink_ownership(Datum relids, Datum roles);
 extern int32 metadata_insert_sink(const SinkDefinition *definition);

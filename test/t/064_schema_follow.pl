@@ -1,0 +1,196 @@
+# The target changes while rows wait (issue "6 — The target changes while
+# rows wait", item 1): a sink follows its target's schema changes.  An
+# append sink, an upsert sink and a sink group's member each have a
+# checkpoint prepared and more rows staged when their target changes:
+# a column renamed (followed by its attribute number), three types
+# widened (int2 to int8, float4 to float8, varchar(5) to varchar(10)), a
+# column dropped (skipped, with a WARNING naming it and the rows) and one
+# added with a default (filled by it).  A crash (immediate stop and
+# restart) comes between the staging and the commit.  After the commits,
+# and after rows written through the unchanged foreign tables since, each
+# target equals a ledger of what was sent.
+# The changes a sink cannot follow are refused by ALTER TABLE with their
+# SQLSTATEs, leaving the table and the sink as they were: a narrowing type
+# (42804), a type without an implicit cast (42804), the drop of an upsert
+# sink's primary-key column (2BP01), a NOT NULL column without a default
+# (55000).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PaimonSinkTest qw(nothing_in_doubt start_node try_sql writers_ready);
+
+my $node = start_node('schema_follow', 'restart_after_crash = on');
+
+sub sql { return $node->safe_psql('postgres', shift); }
+
+# the three changed targets, their sinks, the commit user each is written and committed as,
+# and what prepare_commit() and commit() name (the group for its member)
+my @cases = (
+	{ target => 'ap', sink => 'ap_sink', job => 'ap-job', call => 'ap_sink', upsert => 0 },
+	{ target => 'up', sink => 'up_sink', job => 'up-job', call => 'up_sink', upsert => 1 },
+	{ target => 'g1', sink => 'g1_sink', job => 'g-job', call => 'grp', upsert => 0 });
+
+my $shape = 'id int PRIMARY KEY, n int2, f float4, s varchar(5), old text, gone text';
+sql(qq{
+	CREATE EXTENSION paimon_sink;
+	CREATE TABLE ap ($shape);
+	CREATE TABLE up ($shape);
+	CREATE TABLE g1 ($shape);
+	CREATE TABLE g2 (id int PRIMARY KEY, v int);
+	SELECT sink_name FROM paimon_sink.create_sink('ap_sink', 'ap');
+	SELECT sink_name FROM paimon_sink.create_sink('up_sink', 'up', mode => 'upsert', buckets => 2);
+	SELECT sink_name FROM paimon_sink.create_sink('g1_sink', 'g1');
+	SELECT sink_name FROM paimon_sink.create_sink('g2_sink', 'g2');
+	SELECT paimon_sink.create_sink_group('grp', ARRAY['g1_sink', 'g2_sink']);
+});
+for my $case (@cases)
+{
+	sql("CREATE TABLE ledger_$case->{target} (id int, n bigint, f float8, s text, renamed text)");
+}
+ok(writers_ready($node, 'postgres'), 'writers serve');
+
+# write(case, from, to, tag): rows from .. to through the case's sink as its commit user,
+# and the same into its ledger (an upsert sink's keys replaced); the group's other member
+# gets a row per id in the same transaction
+sub write_rows
+{
+	my ($case, $from, $to, $tag) = @_;
+	my $other = $case->{call} eq 'grp'
+	  ? "INSERT INTO g2_sink SELECT g, g FROM generate_series($from, $to) g;" : '';
+	my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = '$case->{job}';
+		BEGIN;
+		INSERT INTO $case->{sink} (id, n, f, s, old, gone)
+			SELECT g, g, g / 2.0, 's' || g, '$tag', 'gone-' || g FROM generate_series($from, $to) g;
+		$other
+		COMMIT;");
+	is($ret, 0, "$case->{sink}: rows $from..$to ($tag) written") or diag($err);
+	sql("DELETE FROM ledger_$case->{target} WHERE id BETWEEN $from AND $to") if $case->{upsert};
+	sql("INSERT INTO ledger_$case->{target}
+		SELECT g, g, g / 2.0, 's' || g, '$tag' FROM generate_series($from, $to) g");
+	return;
+}
+
+# prepare(case, n): checkpoint n of the case's commit user prepared
+sub prepare
+{
+	my ($case, $n) = @_;
+	my ($ret, $out, $err) = try_sql($node,
+		"SELECT count(*) FROM paimon_sink.prepare_commit('$case->{call}', '$case->{job}', $n)");
+	is($ret, 0, "$case->{call}: checkpoint $n prepared") or diag($err);
+	return;
+}
+
+# commit(case, n): checkpoints up to n of the case's commit user committed
+sub commit
+{
+	my ($case, $n) = @_;
+	my ($ret, $out, $err) = try_sql($node,
+		"SELECT count(*) FROM paimon_sink.commit('$case->{call}', '$case->{job}', $n)");
+	is($ret, 0, "$case->{call}: checkpoints up to $n commit") or diag($err);
+	return;
+}
+
+# differs(case): "missing M, extra E" between the target (as it is after the changes) and
+# its ledger
+sub differs
+{
+	my ($case) = @_;
+	my $t = $case->{target};
+	my $rows = "SELECT id, n, f, s::text, renamed FROM $t";
+	return sql("SELECT 'missing ' || (SELECT count(*) FROM (SELECT * FROM ledger_$t EXCEPT ALL $rows) m)
+		|| ', extra ' || (SELECT count(*) FROM ($rows EXCEPT ALL SELECT * FROM ledger_$t) e)");
+}
+
+# layout(table): its columns and types, and what the sinks record of it
+sub layout
+{
+	my ($table) = @_;
+	return sql("SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', '
+		ORDER BY attnum) FROM pg_attribute WHERE attrelid = '$table'::regclass AND attnum > 0
+		AND NOT attisdropped")
+	  . ' | '
+	  . sql("SELECT string_agg(d::text, ',' ORDER BY sink_id) FROM paimon_sink.sink_definition d
+		WHERE target_table = '$table'::regclass");
+}
+
+# refused(statement, sqlstate, what): ALTER TABLE refused with sqlstate, nothing changed
+sub refused
+{
+	my ($table, $statement, $sqlstate, $what) = @_;
+	my $before = layout($table);
+	my ($ret, $out, $err) = try_sql($node, $statement);
+	like($err, qr/ERROR:  $sqlstate: /, "$what is refused with $sqlstate");
+	like($err, qr/[Ss]ink "(ap|up|g1)_sink"/, "$what: the error names the sink");
+	is(layout($table), $before, "$what: the table and the sink are as they were");
+	return;
+}
+
+my $exact = 'missing 0, extra 0';
+
+# --- rows staged, a checkpoint prepared and more rows staged before the changes
+for my $case (@cases)
+{
+	write_rows($case, 1, 20, 'a');
+	prepare($case, 1);
+	write_rows($case, $case->{upsert} ? 15 : 21, 30, 'b');
+}
+
+# --- the changes that cannot be followed are refused, with everything as it was
+refused('ap', 'ALTER TABLE ap ALTER COLUMN s TYPE varchar(3)', '42804', 'a narrower varchar');
+refused('ap', 'ALTER TABLE ap ALTER COLUMN n TYPE numeric(3, 0)', '42804', 'a numeric with fewer digits');
+refused('ap', 'ALTER TABLE ap ALTER COLUMN id TYPE text', '42804', 'a type without an implicit cast');
+refused('up', 'ALTER TABLE up DROP COLUMN id', '2BP01', "the drop of an upsert sink's key column");
+refused('g1', 'ALTER TABLE g1 ADD COLUMN nn int NOT NULL', '55000',
+	'a NOT NULL column without a default');
+
+# --- the changes followed: rename, widen, drop, add
+for my $case (@cases)
+{
+	my $t = $case->{target};
+	my ($ret, $out, $err) = try_sql($node, "ALTER TABLE $t RENAME COLUMN old TO renamed;
+		ALTER TABLE $t ALTER COLUMN n TYPE bigint, ALTER COLUMN f TYPE float8,
+			ALTER COLUMN s TYPE varchar(10);
+		ALTER TABLE $t DROP COLUMN gone;
+		ALTER TABLE $t ADD COLUMN added text NOT NULL DEFAULT 'dflt';");
+	is($ret, 0, "$t: renamed, widened, dropped and added columns") or diag($err);
+}
+
+# --- a crash between the staging and the commit
+$node->stop('immediate');
+$node->start;
+ok(writers_ready($node, 'postgres'), 'the restarted server serves');
+my $log_offset = -s $node->logfile;
+
+for my $case (@cases)
+{
+	prepare($case, 2);
+	commit($case, 2);
+	is(differs($case), $exact, "$case->{target}: the target equals the ledger after the changes");
+	is(sql("SELECT count(*) FROM $case->{target} WHERE added <> 'dflt'"), '0',
+		"$case->{target}: the added column holds its default");
+}
+my $log = slurp_file($node->logfile, $log_offset);
+like($log, qr/WARNING:  column "gone" of sink "ap_sink" was dropped from its target: its values in \d+ staged rows were not loaded/,
+	'the append load warns of the dropped column, naming the rows')
+  or diag($log);
+like($log, qr/WARNING:  column "gone" of sink "up_sink" was dropped from its target/,
+	'the upsert apply warns of the dropped column');
+like($log, qr/WARNING:  column "gone" of sink "g1_sink" was dropped from its target/,
+	"the group member's load warns of the dropped column");
+is(sql('SELECT count(*) FROM g2'), '30', "the group's other member committed with it");
+
+# --- rows written since, through the foreign tables as they were
+for my $case (@cases)
+{
+	write_rows($case, $case->{upsert} ? 25 : 31, 40, 'c');
+	prepare($case, 3);
+	commit($case, 3);
+	is(differs($case), $exact, "$case->{target}: rows written after the changes load too");
+}
+# an upsert update of a key written before the rename: replaced, by its renamed key
+is(sql("SELECT n || ' ' || renamed FROM up WHERE id = 16"), '16 b', 'the upsert sink replaced key 16');
+ok(nothing_in_doubt($node), 'nothing in doubt');
+
+done_testing();
