@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "commands/extension.h"
 #include "parser/parse_type.h"
 #include "utils/builtins.h"
@@ -182,43 +183,16 @@ refuse_add_not_null(Oid relid, List *sinks, ColumnDef *def)
 }
 
 /*
- * schema_change_refuse refuses, before PostgreSQL runs it, an ALTER TABLE
- * of a sink's target that the sink could not follow: a column's type
- * changed to one its staged values may not fit (ERRCODE_DATATYPE_MISMATCH),
- * a primary-key column of an upsert sink dropped
- * (ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST), a NOT NULL column without a
- * default added (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE).  Each error
- * names the sink and the way forward.  Other statements, and those of an
- * extension's script, pass.
+ * refuse_on refuses the subcommands of alter that a sink of relid (the
+ * relation named, or a partition or child the statement recurses to)
+ * could not follow.
  */
-void
-schema_change_refuse(Node *statement)
+static void
+refuse_on(Oid relid, AlterTableStmt *alter)
 {
-	AlterTableStmt *alter;
-	Oid relid;
-	List *sinks;
+	List *sinks = metadata_sinks_of_target(relid);
 	ListCell *lc;
-	bool relevant = false;
 
-	if (!IsA(statement, AlterTableStmt))
-		return;
-	alter = (AlterTableStmt *) statement;
-	if (alter->relation == NULL || alter->objtype != OBJECT_TABLE)
-		return;
-	foreach (lc, alter->cmds)
-	{
-		AlterTableCmd *command = lfirst(lc);
-
-		relevant |= command->subtype == AT_AlterColumnType || command->subtype == AT_DropColumn ||
-					command->subtype == AT_AddColumn;
-	}
-	/* an extension's script (ours among them) alters its own tables: no sink's target */
-	if (!relevant || creating_extension || !OidIsValid(get_extension_oid("paimon_sink", true)))
-		return;
-	relid = RangeVarGetRelid(alter->relation, NoLock, true);
-	if (!OidIsValid(relid))
-		return;
-	sinks = metadata_sinks_of_target(relid);
 	if (sinks == NIL)
 		return;
 	foreach (lc, alter->cmds)
@@ -240,4 +214,50 @@ schema_change_refuse(Node *statement)
 				break;
 		}
 	}
+}
+
+/*
+ * schema_change_refuse refuses, before PostgreSQL runs it, an ALTER TABLE
+ * of a sink's target that the sink could not follow: a column's type
+ * changed to one its staged values may not fit (ERRCODE_DATATYPE_MISMATCH),
+ * a primary-key column of an upsert sink dropped
+ * (ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST), a NOT NULL column without a
+ * default added (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE).  Each error
+ * names the sink and the way forward; a sink of a partition or child the
+ * statement recurses to counts as one of the table named.  Other
+ * statements, and those of an extension's script, pass.
+ */
+void
+schema_change_refuse(Node *statement)
+{
+	AlterTableStmt *alter;
+	Oid relid;
+	List *relids;
+	ListCell *lc;
+	ListCell *lr;
+	bool relevant = false;
+
+	if (!IsA(statement, AlterTableStmt))
+		return;
+	alter = (AlterTableStmt *) statement;
+	if (alter->relation == NULL || alter->objtype != OBJECT_TABLE)
+		return;
+	foreach (lc, alter->cmds)
+	{
+		AlterTableCmd *command = lfirst(lc);
+
+		relevant |= command->subtype == AT_AlterColumnType || command->subtype == AT_DropColumn ||
+					command->subtype == AT_AddColumn;
+	}
+	/* an extension's script (ours among them) alters its own tables: no sink's target */
+	if (!relevant || creating_extension || !OidIsValid(get_extension_oid("paimon_sink", true)))
+		return;
+	relid = RangeVarGetRelid(alter->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return;
+	/* the statement recurses to partitions and children unless ONLY: so do the checks */
+	relids =
+		alter->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	foreach (lr, relids)
+		refuse_on(lfirst_oid(lr), alter);
 }

@@ -1,6 +1,6 @@
 # The target changes while rows wait (issue "6 — The target changes while
 # rows wait", item 1): a sink follows its target's schema changes.  An
-# append sink, an upsert sink and a sink group's member each have a
+# append sink, an upsert sink, a sink group's member and an overwrite sink each have a
 # checkpoint prepared and more rows staged when their target changes:
 # a column renamed (followed by its attribute number), three types
 # widened (int2 to int8, float4 to float8, varchar(5) to varchar(10)), a
@@ -13,7 +13,7 @@
 # SQLSTATEs, leaving the table and the sink as they were: a narrowing type
 # (42804), a type without an implicit cast (42804), the drop of an upsert
 # sink's primary-key column (2BP01), a NOT NULL column without a default
-# (55000).
+# (55000), and a narrowing type through a partitioned parent of the target.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -25,12 +25,14 @@ my $node = start_node('schema_follow', 'restart_after_crash = on');
 
 sub sql { return $node->safe_psql('postgres', shift); }
 
-# the three changed targets, their sinks, the commit user each is written and committed as,
+# the changed targets (an overwrite sink's job replaces its target's rows, those before it
+# not in the ledger, in its first commit, then appends), their sinks, the commit user each is written and committed as,
 # and what prepare_commit() and commit() name (the group for its member)
 my @cases = (
 	{ target => 'ap', sink => 'ap_sink', job => 'ap-job', call => 'ap_sink', upsert => 0 },
 	{ target => 'up', sink => 'up_sink', job => 'up-job', call => 'up_sink', upsert => 1 },
-	{ target => 'g1', sink => 'g1_sink', job => 'g-job', call => 'grp', upsert => 0 });
+	{ target => 'g1', sink => 'g1_sink', job => 'g-job', call => 'grp', upsert => 0 },
+	{ target => 'ow', sink => 'ow_sink', job => 'ow-job', call => 'ow_sink', upsert => 0 });
 
 my $shape = 'id int PRIMARY KEY, n int2, f float4, s varchar(5), old text, gone text';
 sql(qq{
@@ -39,11 +41,17 @@ sql(qq{
 	CREATE TABLE up ($shape);
 	CREATE TABLE g1 ($shape);
 	CREATE TABLE g2 (id int PRIMARY KEY, v int);
+	CREATE TABLE ow ($shape);
+	INSERT INTO ow SELECT g, g, g, 'old', 'old', 'old' FROM generate_series(100, 102) g;
+	CREATE TABLE parted (id int, s varchar(5)) PARTITION BY RANGE (id);
+	CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (1000);
 	SELECT sink_name FROM paimon_sink.create_sink('ap_sink', 'ap');
 	SELECT sink_name FROM paimon_sink.create_sink('up_sink', 'up', mode => 'upsert', buckets => 2);
 	SELECT sink_name FROM paimon_sink.create_sink('g1_sink', 'g1');
 	SELECT sink_name FROM paimon_sink.create_sink('g2_sink', 'g2');
 	SELECT paimon_sink.create_sink_group('grp', ARRAY['g1_sink', 'g2_sink']);
+	SELECT sink_name FROM paimon_sink.create_sink('ow_sink', 'ow', mode => 'overwrite');
+	SELECT sink_name FROM paimon_sink.create_sink('part_sink', 'part1');
 });
 for my $case (@cases)
 {
@@ -122,7 +130,7 @@ sub refused
 	my $before = layout($table);
 	my ($ret, $out, $err) = try_sql($node, $statement);
 	like($err, qr/ERROR:  $sqlstate: /, "$what is refused with $sqlstate");
-	like($err, qr/[Ss]ink "(ap|up|g1)_sink"/, "$what: the error names the sink");
+	like($err, qr/[Ss]ink "\w+_sink"/, "$what: the error names the sink");
 	is(layout($table), $before, "$what: the table and the sink are as they were");
 	return;
 }
@@ -144,6 +152,8 @@ refused('ap', 'ALTER TABLE ap ALTER COLUMN id TYPE text', '42804', 'a type witho
 refused('up', 'ALTER TABLE up DROP COLUMN id', '2BP01', "the drop of an upsert sink's key column");
 refused('g1', 'ALTER TABLE g1 ADD COLUMN nn int NOT NULL', '55000',
 	'a NOT NULL column without a default');
+refused('part1', 'ALTER TABLE parted ALTER COLUMN s TYPE varchar(2)', '42804',
+	"a narrower varchar through the target's partitioned parent");
 
 # --- the changes followed: rename, widen, drop, add
 for my $case (@cases)
