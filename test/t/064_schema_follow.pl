@@ -201,6 +201,30 @@ for my $case (@cases)
 }
 # an upsert update of a key written before the rename: replaced, by its renamed key
 is(sql("SELECT n || ' ' || renamed FROM up WHERE id = 16"), '16 b', 'the upsert sink replaced key 16');
+# --- an upsert sink's key column renamed and widened while its changes wait: the changes
+# are keyed by the column followed, compared in its new type
+sql(q{
+	CREATE TABLE uk (k int2 PRIMARY KEY, v text);
+	SELECT sink_name FROM paimon_sink.create_sink('uk_sink', 'uk', mode => 'upsert');
+});
+my $uk = { sink => 'uk_sink', job => 'uk-job', call => 'uk_sink' };
+my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'uk-job';
+	INSERT INTO uk_sink (k, v) SELECT g, 'v1' FROM generate_series(1, 10) g;");
+is($ret, 0, 'uk_sink: keys 1..10 written') or diag($err);
+prepare($uk, 1);
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'uk-job';
+	INSERT INTO uk_sink (k, v) SELECT g, 'v2' FROM generate_series(5, 15) g;
+	INSERT INTO uk_sink (k, _row_kind) VALUES (1, '-D');");
+is($ret, 0, 'uk_sink: keys 5..15 replaced or added, key 1 deleted') or diag($err);
+($ret, $out, $err) = try_sql($node, 'ALTER TABLE uk RENAME COLUMN k TO key;
+	ALTER TABLE uk ALTER COLUMN key TYPE bigint;');
+is($ret, 0, "uk: the upsert sink's key column renamed and widened") or diag($err);
+prepare($uk, 2);
+commit($uk, 2);
+is(sql("SELECT string_agg(key || ':' || v, ',' ORDER BY key) FROM uk"),
+	join(',', (map { "$_:v1" } 2 .. 4), (map { "$_:v2" } 5 .. 15)),
+	'each key once, its newest version, key 1 deleted');
+is(sql("SELECT pg_typeof(key) FROM uk LIMIT 1"), 'bigint', 'in the widened key column');
 ok(nothing_in_doubt($node), 'nothing in doubt');
 
 done_testing();
