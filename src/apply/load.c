@@ -501,7 +501,7 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 				source.key_count = 0;
 				break;
 			}
-			source.key_index[source.key_count++] = in_staged;
+			source.key_index[source.key_count++] = layout->columns[in_staged].staged_attnum - 1;
 		}
 		index_close(index, AccessShareLock);
 	}

@@ -249,43 +249,46 @@ load_layout_transcode(LoadLayout *layout, StringInfo batch)
 
 /*
  * load_layout_cast_values casts, in place, the widened columns of a
- * staged row decoded in the staged layout (values and nulls indexed by
- * staged column), allocating in the current memory context; dropped
- * columns are left as they are, for the caller to skip.  Raises what a
- * cast raises.
+ * staged row decoded in the foreign table's row type (values and nulls
+ * indexed by its attributes), allocating in the current memory context;
+ * dropped columns are left as they are, for the caller to skip.  Raises
+ * what a cast raises.
  */
 void
 load_layout_cast_values(LoadLayout *layout, Datum *values, bool *nulls)
 {
 	for (int i = 0; i < layout->count; i++)
-		if (layout->columns[i].how == FOLLOW_CAST && !nulls[i])
-			values[i] = cast_value(layout, i, values[i], &nulls[i]);
+	{
+		int at = layout->columns[i].staged_attnum - 1;
+
+		if (layout->columns[i].how == FOLLOW_CAST && !nulls[at])
+			values[at] = cast_value(layout, i, values[at], &nulls[at]);
+	}
 }
 
 /*
- * load_layout_desc returns a copy of staged (the foreign table's row type,
- * one attribute per staged column) in which each staged column that loads
- * has the name, type and collation of its target column now, and each one
- * dropped since is marked dropped: the row type of the rows
- * load_layout_cast_values gives.
+ * load_layout_desc returns a copy of staged (the foreign table's row type)
+ * in which each staged column that loads has the name, type and collation
+ * of its target column now, and each one dropped since is marked dropped:
+ * the row type of the rows load_layout_cast_values gives.
  */
 TupleDesc
 load_layout_desc(LoadLayout *layout, TupleDesc staged)
 {
 	TupleDesc desc = CreateTupleDescCopy(staged);
 
-	Assert(desc->natts == layout->count);
 	for (int i = 0; i < layout->count; i++)
 	{
 		FollowedColumn *followed = &layout->columns[i];
+		AttrNumber attnum = followed->staged_attnum;
 
 		if (followed->how == FOLLOW_DROPPED)
-			TupleDescAttr(desc, i)->attisdropped = true;
+			TupleDescAttr(desc, attnum - 1)->attisdropped = true;
 		if (followed->how != FOLLOW_SAME && followed->how != FOLLOW_CAST)
 			continue;
-		TupleDescInitEntry(desc, i + 1, followed->target_name, followed->target_type,
+		TupleDescInitEntry(desc, attnum, followed->target_name, followed->target_type,
 						   followed->target_typmod, 0);
-		TupleDescInitEntryCollation(desc, i + 1, followed->target_collation);
+		TupleDescInitEntryCollation(desc, attnum, followed->target_collation);
 	}
 	return desc;
 }

@@ -71,7 +71,7 @@ typedef struct Router
 	PartitionTupleRouting *proute;
 	TupleTableSlot *slot; /* a row in the target's row type */
 	LoadLayout *follow;	  /* the staged columns onto the target now */
-	int *source;		  /* per target attribute: its index in the staged row, or -1 */
+	int *source; /* per target attribute: its staged value's index (the foreign table's), or -1 */
 	ExprState **defaults; /* per target attribute not staged: its default, or NULL */
 	RoleSwitch saved;
 	ResultRelInfo *last; /* the leaf the row before went to */
@@ -121,7 +121,7 @@ route_begin(Router *router, SinkInfo *sink, Relation target)
 			continue;
 		for (int c = 0; c < router->follow->count; c++)
 			if (router->follow->columns[c].target_attnum == attr->attnum)
-				router->source[i] = c;
+				router->source[i] = router->follow->columns[c].staged_attnum - 1;
 		if (router->source[i] >= 0)
 			continue;
 		expression = build_column_default(target, i + 1);

@@ -146,13 +146,14 @@ derive_row_equality(ApplyLayout *layout)
 
 /*
  * derive_apply_layout derives the layout of an upsert apply from the sink:
- * the staged columns, the key, and the rows it sorts and merges.  desc is
- * the staged rows' row type as the load gives them (load_layout_desc: the
+ * the staged columns, the key, and the rows it sorts and merges, in the
+ * staged rows' row type as follow gives them (load_layout_desc: the
  * target's names and types now, the columns dropped since marked so).
  */
 static void
-derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, TupleDesc desc)
+derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follow)
 {
+	TupleDesc desc = load_layout_desc(follow, RelationGetDescr(layout->foreign));
 	Oid index = catalog_check_primary_key(sink, layout->target);
 	Relation index_rel;
 
@@ -189,8 +190,8 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, TupleDesc desc)
 
 		layout->key_names[k] = name;
 		/* by attribute number: followed across a rename */
-		layout->key_attnums[k] = staged >= 0 && !TupleDescAttr(desc, staged)->attisdropped
-									 ? staged + 1
+		layout->key_attnums[k] = staged >= 0 && follow->columns[staged].how != FOLLOW_DROPPED
+									 ? follow->columns[staged].staged_attnum
 									 : InvalidAttrNumber;
 		layout->key_collations[k] = index_rel->rd_indcollation[k];
 		if (layout->key_attnums[k] == InvalidAttrNumber || !OidIsValid(equal))
@@ -620,7 +621,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 			 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security", sink->name,
 					RelationGetRelationName(layout.target)),
 			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
-	derive_apply_layout(&layout, sink, load_layout_desc(follow, RelationGetDescr(layout.foreign)));
+	derive_apply_layout(&layout, sink, follow);
 
 	/* every version, decoded by COPY, into the sort */
 	sort = begin_sort(&layout);

@@ -124,6 +124,8 @@ column_follow(const SinkInfo *sink, Oid target, int column, FollowedColumn *foll
 
 	memset(followed, 0, sizeof(*followed));
 	followed->staged_name = name;
+	/* with its foreign table gone (restore_foreign_table), the layout's own order */
+	followed->staged_attnum = staged_attnum != InvalidAttrNumber ? staged_attnum : column + 1;
 	followed->staged_type = sink->column_types[column];
 	followed->staged_typmod = -1;
 	if (staged_attnum != InvalidAttrNumber)

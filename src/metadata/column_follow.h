@@ -24,7 +24,8 @@ typedef enum ColumnFollow
 typedef struct FollowedColumn
 {
 	ColumnFollow how;
-	const char *staged_name; /* the name it was staged under (the foreign table's) */
+	const char *staged_name;  /* the name it was staged under (the foreign table's) */
+	AttrNumber staged_attnum; /* its attribute in the foreign table (its place when none) */
 	Oid staged_type;
 	int32 staged_typmod;
 	AttrNumber target_attnum; /* InvalidAttrNumber unless SAME or CAST */
