@@ -14,6 +14,9 @@
 # (42804), a type without an implicit cast (42804), the drop of an upsert
 # sink's primary-key column (2BP01), a NOT NULL column without a default
 # (55000), and a narrowing type through a partitioned parent of the target.
+# Then, on the changed targets: a row the target refuses (the redo row by
+# row, reject_failing_rows()), a dynamic-partition overwrite routed by a
+# renamed partition key, an upsert sink's key column renamed and widened.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -201,6 +204,48 @@ for my $case (@cases)
 }
 # an upsert update of a key written before the rename: replaced, by its renamed key
 is(sql("SELECT n || ' ' || renamed FROM up WHERE id = 16"), '16 b', 'the upsert sink replaced key 16');
+# --- a row the changed target refuses: the load is redone row by row in the target's layout
+# now (renamed, widened, dropped), names the row's key, applies nothing; reject_failing_rows()
+# commits the rest
+my $ap = $cases[0];
+write_rows($ap, 41, 45, 'd');
+my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'ap-job';
+	INSERT INTO ap_sink (id, n, f, s, old, gone) VALUES (1, 1, 1, 'dup', 'dup', 'dup');");
+is($ret, 0, 'ap_sink: a row with a key the target holds written') or diag($err);
+prepare($ap, 4);
+($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.commit('ap_sink', 'ap-job', 4)");
+like($err, qr/23505: .*the row with key \(id\)=\(1\)/s, 'the commit fails naming the row');
+sql('DELETE FROM ledger_ap WHERE id BETWEEN 41 AND 45');
+is(differs($ap), $exact, 'nothing of it applied');
+is(sql("SELECT row_count FROM paimon_sink.reject_failing_rows('ap_sink', 4, 'ap-job')"), '5',
+	'reject_failing_rows() commits the other rows');
+sql("INSERT INTO ledger_ap SELECT g, g, g / 2.0, 's' || g, 'd' FROM generate_series(41, 45) g");
+is(differs($ap), $exact, 'the target equals the ledger');
+
+# --- a dynamic-partition overwrite routes the staged rows by a partition key column renamed
+# since, into partitions whose other columns were widened and dropped since
+sql(q{
+	CREATE TABLE dp (day int, id int, v varchar(5), gone text, PRIMARY KEY (day, id))
+		PARTITION BY LIST (day);
+	CREATE TABLE dp1 PARTITION OF dp FOR VALUES IN (1);
+	CREATE TABLE dp2 PARTITION OF dp FOR VALUES IN (2);
+	INSERT INTO dp SELECT d, g, 'old', 'x' FROM generate_series(1, 2) d, generate_series(1, 3) g;
+	SELECT sink_name FROM paimon_sink.create_sink('dp_sink', 'dp', mode => 'overwrite',
+		dynamic_partition_overwrite => true);
+});
+my $dp = { sink => 'dp_sink', job => 'dp-job', call => 'dp_sink' };
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'dp-job';
+	INSERT INTO dp_sink SELECT 1, g, 'new', 'gone' FROM generate_series(2, 5) g;");
+is($ret, 0, 'dp_sink: a rebuild of day 1 written') or diag($err);
+prepare($dp, 1);
+($ret, $out, $err) = try_sql($node, 'ALTER TABLE dp RENAME COLUMN day TO d;
+	ALTER TABLE dp ALTER COLUMN v TYPE varchar(20); ALTER TABLE dp DROP COLUMN gone;');
+is($ret, 0, 'dp: its partition key column renamed, a column widened, one dropped') or diag($err);
+commit($dp, 1);
+is(sql("SELECT string_agg(d || ':' || id || ':' || v, ',' ORDER BY d, id) FROM dp"),
+	'1:2:new,1:3:new,1:4:new,1:5:new,2:1:old,2:2:old,2:3:old',
+	'day 1 replaced by the rebuild, day 2 as it was');
+
 # --- an upsert sink's key column renamed and widened while its changes wait: the changes
 # are keyed by the column followed, compared in its new type
 sql(q{
@@ -208,7 +253,7 @@ sql(q{
 	SELECT sink_name FROM paimon_sink.create_sink('uk_sink', 'uk', mode => 'upsert');
 });
 my $uk = { sink => 'uk_sink', job => 'uk-job', call => 'uk_sink' };
-my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'uk-job';
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'uk-job';
 	INSERT INTO uk_sink (k, v) SELECT g, 'v1' FROM generate_series(1, 10) g;");
 is($ret, 0, 'uk_sink: keys 1..10 written') or diag($err);
 prepare($uk, 1);
