@@ -52,7 +52,8 @@
 	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
 	"f.relowner AS owner_role, d.mode, d.buckets, d.bucket_key, "                                  \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
-	"d.column_types::pg_catalog.oid[] AS column_types, d.target_attnums, d.row_kind_column, "      \
+	"d.column_types::pg_catalog.oid[] AS column_types, d.target_attnums, d.target_attnums_relid, " \
+	"d.row_kind_column, "                                                                          \
 	"d.partial_update, "                                                                           \
 	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
 	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
@@ -60,18 +61,23 @@
 /*
  * read_target_attnums reads a sink's target_attnums (row of SINK_SELECT)
  * into info->target_attnums (allocated, zeroed, column_count long).  A
- * sink without them (its layout recorded before they were) takes the
- * attribute numbers of its columns' names in the target as it is now.
+ * sink without them, or whose target is another relation than the one
+ * they were read from (a dump restored: its dropped columns are gone, the
+ * numbers moved), takes the attribute numbers of its columns' names in the
+ * target as it is now.
  */
 static void
 read_target_attnums(uint64 row, SinkInfo *info)
 {
 	bool isnull;
 	Datum attnums = row_datum(row, "target_attnums", &isnull);
+	bool no_relid;
+	Datum relid = row_datum(row, "target_attnums_relid", &no_relid);
 	Datum *values;
 	int count;
 
-	if (isnull)
+	/* numbers read from another relation (a dump restored) do not hold: by name */
+	if (isnull || no_relid || DatumGetObjectId(relid) != info->target)
 	{
 		for (int i = 0; i < info->column_count; i++)
 			info->target_attnums[i] = get_attnum(info->target, info->column_names[i]);
@@ -292,7 +298,8 @@ metadata_insert_sink(const SinkDefinition *definition)
  * metadata_set_sink_layout records a new sink's foreign table and the row
  * layout its staged files carry (the foreign table's column names and
  * types, and the target attribute number of each, unless recorded
- * already: a restored foreign table keeps them), as the extension's owner.
+ * already for this target: a restored foreign table keeps them), as the
+ * extension's owner.
  */
 void
 metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
@@ -306,13 +313,15 @@ metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 		"a.attnum) "
 		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
 		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"target_attnums = coalesce(d.target_attnums, (SELECT "
+		"target_attnums_relid = d.target_table::pg_catalog.oid, "
+		"target_attnums = CASE WHEN d.target_attnums_relid OPERATOR(pg_catalog.=) "
+		"d.target_table::pg_catalog.oid THEN d.target_attnums ELSE (SELECT "
 		"pg_catalog.array_agg(coalesce(t.attnum, 0::pg_catalog.int2) ORDER BY a.attnum) "
 		"  FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attribute t "
 		"  ON t.attrelid OPERATOR(pg_catalog.=) d.target_table "
 		"  AND t.attname OPERATOR(pg_catalog.=) a.attname AND t.attnum OPERATOR(pg_catalog.>) 0 "
 		"  AND NOT t.attisdropped WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)) "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) END "
 		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 		SPI_OK_UPDATE};
 	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
