@@ -314,14 +314,14 @@ metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
 		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
 		"target_attnums_relid = d.target_table::pg_catalog.oid, "
-		"target_attnums = CASE WHEN d.target_attnums_relid OPERATOR(pg_catalog.=) "
-		"d.target_table::pg_catalog.oid THEN d.target_attnums ELSE (SELECT "
+		"target_attnums = coalesce(CASE WHEN d.target_attnums_relid OPERATOR(pg_catalog.=) "
+		"d.target_table::pg_catalog.oid THEN d.target_attnums END, (SELECT "
 		"pg_catalog.array_agg(coalesce(t.attnum, 0::pg_catalog.int2) ORDER BY a.attnum) "
 		"  FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attribute t "
 		"  ON t.attrelid OPERATOR(pg_catalog.=) d.target_table "
 		"  AND t.attname OPERATOR(pg_catalog.=) a.attname AND t.attnum OPERATOR(pg_catalog.>) 0 "
 		"  AND NOT t.attisdropped WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) END "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)) "
 		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
 		SPI_OK_UPDATE};
 	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
