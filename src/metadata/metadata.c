@@ -194,6 +194,8 @@ metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 /*
  * metadata_sinks_of_target returns the sinks (SinkInfo *, in the caller's
  * memory context) whose target is relid, in sink id order; NIL for none.
+ * Read as the extension's owner (an ALTER TABLE by any role asks) under the
+ * latest snapshot, which also sees a sink this transaction created.
  */
 List *
 metadata_sinks_of_target(Oid relid)
@@ -204,7 +206,8 @@ metadata_sinks_of_target(Oid relid)
 								  SPI_OK_SELECT};
 	Arg args[] = {ARG_OID(relid)};
 
-	return statement_collect(&statement, args, lengthof(args), RUN_READ_ONLY, read_sink, NULL);
+	return statement_collect(&statement, args, lengthof(args), RUN_AS_OWNER | RUN_LATEST, read_sink,
+							 NULL);
 }
 
 /*
