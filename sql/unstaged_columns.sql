@@ -162,3 +162,15 @@ SELECT paimon_sink.drop_sink('grown_partial_sink');
 SELECT paimon_sink.drop_sink('grown_overwrite_sink');
 DROP TABLE grown_append, grown_upsert, grown_partial, grown_overwrite;
 RESET ROLE;
+-- what a sink could not follow is refused as it is made: an upsert sink's
+-- key column dropped (2BP01), a NOT NULL column without a default added
+-- (55000); with a default it is added
+CREATE TABLE keyed (id int PRIMARY KEY, v int);
+SELECT sink_name FROM paimon_sink.create_sink('keyed_sink', 'keyed', mode => 'upsert');
+ALTER TABLE keyed DROP COLUMN id;
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE keyed ADD COLUMN w int NOT NULL;
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE keyed ADD COLUMN w int NOT NULL DEFAULT 0;
+SELECT paimon_sink.drop_sink('keyed_sink');
+DROP TABLE keyed;
