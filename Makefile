@@ -23,6 +23,7 @@ OBJS = \
 	src/metadata/extension.o \
 	src/metadata/statement.o \
 	src/metadata/metadata.o \
+	src/metadata/metadata_layout.o \
 	src/metadata/metadata_group.o \
 	src/metadata/metadata_job.o \
 	src/metadata/metadata_maintenance.o \

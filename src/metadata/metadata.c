@@ -59,40 +59,6 @@
 	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
 
 /*
- * read_target_attnums reads a sink's target_attnums (row of SINK_SELECT)
- * into info->target_attnums (allocated, zeroed, column_count long).  A
- * sink without them, or whose target is another relation than the one
- * they were read from (a dump restored: its dropped columns are gone, the
- * numbers moved), takes the attribute numbers of its columns' names in the
- * target as it is now.
- */
-static void
-read_target_attnums(uint64 row, SinkInfo *info)
-{
-	bool isnull;
-	Datum attnums = row_datum(row, "target_attnums", &isnull);
-	bool no_relid;
-	Datum relid = row_datum(row, "target_attnums_relid", &no_relid);
-	Datum *values;
-	int count;
-
-	/* numbers read from another relation (a dump restored) do not hold: by name */
-	if (isnull || no_relid || DatumGetObjectId(relid) != info->target)
-	{
-		for (int i = 0; i < info->column_count; i++)
-			info->target_attnums[i] = get_attnum(info->target, info->column_names[i]);
-		return;
-	}
-	deconstruct_array(DatumGetArrayTypeP(attnums), INT2OID, sizeof(int16), true, TYPALIGN_SHORT,
-					  &values, NULL, &count);
-	if (count != info->column_count)
-		elog(ERROR, "sink %d has %d column names and %d target attribute numbers", info->sink_id,
-			 info->column_count, count);
-	for (int i = 0; i < count; i++)
-		info->target_attnums[i] = DatumGetInt16(values[i]);
-}
-
-/*
  * read_sink reads a SinkInfo from a row of SINK_SELECT.  The sink's owner
  * is its foreign table's (InvalidOid while it has none): the one record of
  * it, which PostgreSQL keeps for DROP ROLE and REASSIGN OWNED.
@@ -140,7 +106,7 @@ read_sink(uint64 row, const void *arg)
 			info->column_names[i] = TextDatumGetCString(name_values[i]);
 			info->column_types[i] = DatumGetObjectId(type_values[i]);
 		}
-		read_target_attnums(row, info);
+		metadata_read_target_attnums(row, info);
 	}
 	info->row_kind_column = row_text(row, "row_kind_column");
 	info->partial_update = row_bool(row, "partial_update");
@@ -295,41 +261,6 @@ metadata_insert_sink(const SinkDefinition *definition)
 		ARG_BOOL(definition->dynamic_partition_overwrite)};
 
 	return (int32) statement_int8(&statement, args, lengthof(args), RUN_AS_OWNER, "sink_id", 0);
-}
-
-/*
- * metadata_set_sink_layout records a new sink's foreign table and the row
- * layout its staged files carry (the foreign table's column names and
- * types, and the target attribute number of each, unless recorded
- * already for this target: a restored foreign table keeps them), as the
- * extension's owner.
- */
-void
-metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
-{
-	static Statement statement = {
-		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
-		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
-		"a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"target_attnums_relid = d.target_table::pg_catalog.oid, "
-		"target_attnums = coalesce(CASE WHEN d.target_attnums_relid OPERATOR(pg_catalog.=) "
-		"d.target_table::pg_catalog.oid THEN d.target_attnums END, (SELECT "
-		"pg_catalog.array_agg(coalesce(t.attnum, 0::pg_catalog.int2) ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attribute t "
-		"  ON t.attrelid OPERATOR(pg_catalog.=) d.target_table "
-		"  AND t.attname OPERATOR(pg_catalog.=) a.attname AND t.attnum OPERATOR(pg_catalog.>) 0 "
-		"  AND NOT t.attisdropped WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)) "
-		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_UPDATE};
-	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
-
-	(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
 }
 
 /*
