@@ -18,10 +18,12 @@ OBJS = \
 	src/staging/staged_wal.o \
 	src/staging/value_encoding.o \
 	src/metadata/catalog.o \
+	src/metadata/column_follow.o \
 	src/metadata/version.o \
 	src/metadata/extension.o \
 	src/metadata/statement.o \
 	src/metadata/metadata.o \
+	src/metadata/metadata_layout.o \
 	src/metadata/metadata_group.o \
 	src/metadata/metadata_job.o \
 	src/metadata/metadata_maintenance.o \
@@ -39,6 +41,7 @@ OBJS = \
 	src/ipc/stream_lock.o \
 	src/ipc/ahead_publish.o \
 	src/apply/load.o \
+	src/apply/load_layout.o \
 	src/apply/upsert.o \
 	src/apply/upsert_merge.o \
 	src/apply/overwrite.o \
@@ -73,6 +76,7 @@ OBJS = \
 	src/committer/load_ahead.o \
 	src/committer/barrier.o \
 	src/api/api.o \
+	src/api/schema_change.o \
 	src/api/restart.o \
 	src/api/status.o \
 	src/api/sink_ddl.o \

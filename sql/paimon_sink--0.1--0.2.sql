@@ -647,6 +647,32 @@ BEGIN
 END
 $$;
 
+-- Schema changes of the target (docs/schema-changes.md): each staged column
+-- records the attribute number of the target's column it loads into, so
+-- that a load follows a column renamed since the sink was created (and
+-- skips one dropped since).  Sinks made before take their columns' numbers
+-- from the names they have now; 0 for a staged column the target lacks
+-- (an upsert sink's row kind).  Attribute numbers hold for the relation
+-- they were read from (target_attnums_relid): pg_dump and pg_restore make
+-- the target anew, without its dropped columns, so a sink whose target has
+-- another oid than that matches its columns by name again.  Before the
+-- foreign tables restored below: restore_foreign_table() records them for
+-- sinks that have none.
+ALTER TABLE paimon_sink.sink_definition ADD COLUMN target_attnums smallint[],
+	ADD COLUMN target_attnums_relid oid;
+UPDATE paimon_sink.sink_definition d SET target_attnums_relid = d.target_table::pg_catalog.oid,
+	target_attnums = (
+	SELECT pg_catalog.array_agg(coalesce(a.attnum, 0::pg_catalog.int2) ORDER BY u.ord)
+	  FROM pg_catalog.unnest(d.column_names) WITH ORDINALITY AS u (name, ord)
+	  LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.target_table
+	   AND a.attname::pg_catalog.text OPERATOR(pg_catalog.=) u.name
+	   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)
+ WHERE d.column_names IS NOT NULL;
+COMMENT ON COLUMN paimon_sink.sink_definition.target_attnums IS
+	'For each staged column (column_names), the attribute number of the target''s column it loads into, 0 for none (the row kind): a load follows a column renamed since by this number and skips one dropped since.';
+COMMENT ON COLUMN paimon_sink.sink_definition.target_attnums_relid IS
+	'The oid of the relation target_attnums were read from: a target restored by pg_restore (another oid, its dropped columns gone) matches the staged columns by name.';
+
 -- A sink's owner is its foreign table's owner (issue 28).  0.1 recorded it
 -- apart, in sink_definition.owner_role, which PostgreSQL does not know of:
 -- REASSIGN OWNED moved the foreign table and left the sink with its old

@@ -37,6 +37,7 @@
 #include "utils/syscache.h"
 
 #include "api/foreign_table.h"
+#include "api/schema_change.h"
 #include "api/utility_hook.h"
 #include "committer/recovery.h"
 #include "core/constants.h"
@@ -284,6 +285,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		foreign_table_refuse_drop_role((DropRoleStmt *) statement);
 	if (IsA(statement, AlterTableStmt) || IsA(statement, RenameStmt))
 		foreign_table_refuse_alter(statement);
+	if (IsA(statement, AlterTableStmt))
+		schema_change_refuse(statement);
 	PG_TRY();
 	{
 		if (IsA(statement, CreateExtensionStmt) &&

@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "apply/load.h"
+#include "apply/load_layout.h"
 #include "apply/rejects.h"
 #include "core/pg_compat.h"
 #include "core/security.h"
@@ -64,6 +65,8 @@ static struct
 	/* the share loaded: batches whose position (LoadFile.position + offset) lies in it */
 	int64 share_begin;
 	int64 share_end;
+	/* COPY into a target changed since the rows were staged: each batch rewritten, or NULL */
+	LoadLayout *transcode;
 } load = {.file = -1};
 
 /*
@@ -309,6 +312,8 @@ load_read(void *outbuf, int minread, int maxread)
 			load.batch_first_sequence = header.first_sequence;
 			load.batch_rows = header.row_count;
 			load.batch_rows_read = 0;
+			if (load.transcode != NULL)
+				load_layout_transcode(load.transcode, &load.batch);
 		}
 		load.offset += sizeof(header) + header.payload_length;
 	}
@@ -331,12 +336,14 @@ start_load(List *files, bool numbered)
 	load.batch_position = 0;
 	load.batch_rows = 0;
 	load.batch_rows_read = 0;
+	load.transcode = NULL;
 }
 
 /* end_load closes the file the data source had open, if any. */
 static void
 end_load(void)
 {
+	load.transcode = NULL;
 	if (load.file >= 0)
 		FileClose(load.file);
 	load.file = -1;
@@ -453,22 +460,32 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 {
 	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
 	Oid key_index = RelationGetImmediatePrimaryKeyIndex(rel);
+	LoadLayout *layout = load_layout_build(sink, rel);
 	AppendRedo redo;
 	RedoSource source;
 	StringInfoData names;
+	StringInfoData staged;
 	uint64 rows;
 
 	memset(&source, 0, sizeof(source));
 	redo.desc = CreateTupleDescCopy(RelationGetDescr(foreign));
 	initStringInfo(&names);
-	for (int i = 0; i < sink->column_count; i++)
-		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
+	initStringInfo(&staged);
+	/* the staged columns by their names now (INSERT casts the widened ones), the dropped left out */
+	for (int i = 0; i < layout->count; i++)
+	{
+		if (layout->columns[i].how != FOLLOW_SAME && layout->columns[i].how != FOLLOW_CAST)
+			continue;
+		appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
+						 quote_identifier(layout->columns[i].target_name));
+		appendStringInfo(&staged, "%s%s", staged.len > 0 ? ", " : "",
 						 quote_identifier(sink->column_names[i]));
+	}
 	redo.insert =
 		psprintf("INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM " REDO_RELATION,
 				 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 											RelationGetRelationName(rel)),
-				 names.data, names.data);
+				 names.data, staged.data);
 	if (OidIsValid(key_index))
 	{
 		Relation index = index_open(key_index, AccessShareLock);
@@ -477,18 +494,14 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 		for (int k = 0; k < index->rd_index->indnkeyatts; k++)
 		{
 			AttrNumber attnum = index->rd_index->indkey.values[k];
-			AttrNumber in_foreign =
-				attnum > 0
-					? get_attnum(RelationGetRelid(foreign),
-								 NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname))
-					: InvalidAttrNumber;
+			int in_staged = attnum > 0 ? column_follow_staged_index(sink, attnum) : -1;
 
-			if (in_foreign == InvalidAttrNumber)
+			if (in_staged < 0 || layout->columns[in_staged].how == FOLLOW_DROPPED)
 			{
 				source.key_count = 0;
 				break;
 			}
-			source.key_index[source.key_count++] = in_foreign - 1;
+			source.key_index[source.key_count++] = layout->columns[in_staged].staged_attnum - 1;
 		}
 		index_close(index, AccessShareLock);
 	}
@@ -517,11 +530,13 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
  * of its own: one for the whole load, nothing per row.  When it fails on
  * what a row can cause (rejects_row_error), the subtransaction rolls back
  * and the load is redone to find the refused rows (redo_append); any other
- * error is raised as it is.  Returns the rows loaded.
+ * error is raised as it is.  transcode, when not NULL, rewrites each batch
+ * into the target's layout now (load_layout.c).  Returns the rows loaded.
  */
 static uint64
 copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *columns,
-					   List *options, List *files, int64 share_begin, int64 share_end)
+					   List *options, List *files, int64 share_begin, int64 share_end,
+					   LoadLayout *transcode)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -537,6 +552,7 @@ copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *c
 		start_load(files, false);
 		load.share_begin = share_begin;
 		load.share_end = share_end;
+		load.transcode = transcode;
 		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false,
 							   source_override ? source_override : load_read, columns, options);
 		rows = CopyFrom(cstate);
@@ -578,29 +594,35 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 	ParseState *pstate;
 	ParseNamespaceItem *nsitem;
 	RTEPermissionInfo *permissions;
-	List *columns = NIL;
+	List *columns;
 	List *options;
 	RoleSwitch saved;
+	LoadLayout *layout;
 	uint64 rows;
 
 	rel = catalog_open_target(sink, false, RowExclusiveLock);
 	/* as the sink's owner: its triggers, defaults and types' code run as for its own statement */
 	security_switch_role(catalog_commit_role(sink, RelationGetRelid(rel), ACL_INSERT), &saved);
 
-	/* binary COPY needs the staged types: the target must still have them */
-	catalog_check_layout(sink, RelationGetRelid(rel), false);
+	/* each staged column into the target's as it is now: renamed, widened, dropped since */
+	layout = load_layout_build(sink, rel);
+	if (!layout->same_bytes && source_override != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("paimon_sink loader stops loading ahead: the target of sink \"%s\" changed "
+						"since its rows were staged",
+						sink->name),
+				 errdetail("The checkpoint's commit loads them.")));
+	columns = load_layout_target_names(layout);
 	pstate = make_parsestate(NULL);
 	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL, false, false);
 	permissions = NamespaceItemPermissions(nsitem);
 	permissions->requiredPerms = ACL_INSERT;
-	for (int i = 0; i < sink->column_count; i++)
-	{
-		AttrNumber attnum = get_attnum(RelationGetRelid(rel), sink->column_names[i]);
-
-		columns = lappend(columns, makeString(sink->column_names[i]));
-		permissions->insertedCols =
-			bms_add_member(permissions->insertedCols, attnum - FirstLowInvalidHeapAttributeNumber);
-	}
+	for (int i = 0; i < layout->count; i++)
+		if (layout->columns[i].how == FOLLOW_SAME || layout->columns[i].how == FOLLOW_CAST)
+			permissions->insertedCols =
+				bms_add_member(permissions->insertedCols, layout->columns[i].target_attnum -
+															  FirstLowInvalidHeapAttributeNumber);
 	ExecCheckPermissions(pstate->p_rtable, list_make1(permissions), true);
 	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
 		ereport(
@@ -611,8 +633,9 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
-	rows =
-		copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin, share_end);
+	rows = copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin,
+								  share_end, layout->same_bytes ? NULL : layout);
+	load_layout_warn_dropped(layout, rows);
 
 	security_restore_role(&saved);
 	table_close(rel, NoLock);

@@ -53,6 +53,7 @@
 #include "utils/resowner.h"
 
 #include "apply/load.h"
+#include "apply/load_layout.h"
 #include "apply/overwrite_route.h"
 #include "apply/rejects.h"
 #include "core/security.h"
@@ -69,7 +70,8 @@ typedef struct Router
 	ResultRelInfo *root;
 	PartitionTupleRouting *proute;
 	TupleTableSlot *slot; /* a row in the target's row type */
-	int *source;		  /* per target attribute: its index in the staged row, or -1 */
+	LoadLayout *follow;	  /* the staged columns onto the target now */
+	int *source; /* per target attribute: its staged value's index (the foreign table's), or -1 */
 	ExprState **defaults; /* per target attribute not staged: its default, or NULL */
 	RoleSwitch saved;
 	ResultRelInfo *last; /* the leaf the row before went to */
@@ -92,8 +94,8 @@ route_begin(Router *router, SinkInfo *sink, Relation target)
 
 	security_switch_role(catalog_commit_role(sink, RelationGetRelid(target), ACL_INSERT),
 						 &router->saved);
-	/* the staged types must still be the target's, as the load checks */
-	catalog_check_layout(sink, RelationGetRelid(target), false);
+	/* each staged column into the target's as it is now, as the load maps it */
+	router->follow = load_layout_build(sink, target);
 	router->target = target;
 	router->estate = CreateExecutorState();
 	router->root = makeNode(ResultRelInfo);
@@ -117,9 +119,9 @@ route_begin(Router *router, SinkInfo *sink, Relation target)
 		router->source[i] = -1;
 		if (attr->attisdropped || attr->attgenerated)
 			continue;
-		for (int c = 0; c < sink->column_count; c++)
-			if (strcmp(NameStr(attr->attname), sink->column_names[c]) == 0)
-				router->source[i] = c;
+		for (int c = 0; c < router->follow->count; c++)
+			if (router->follow->columns[c].target_attnum == attr->attnum)
+				router->source[i] = router->follow->columns[c].staged_attnum - 1;
 		if (router->source[i] >= 0)
 			continue;
 		expression = build_column_default(target, i + 1);
@@ -169,6 +171,8 @@ route_row(void *arg, Datum *values, bool *nulls)
 	ResetPerTupleExprContext(router->estate);
 	econtext = GetPerTupleExprContext(router->estate);
 	ExecClearTuple(slot);
+	/* values is the reader's row, reset for the next: cast in its context */
+	load_layout_cast_values(router->follow, values, nulls);
 	for (int i = 0; i < natts; i++)
 	{
 		if (router->source[i] >= 0)

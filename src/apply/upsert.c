@@ -67,6 +67,7 @@
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
+#include "apply/load_layout.h"
 #include "apply/upsert.h"
 #include "apply/upsert_merge.h"
 #include "core/security.h"
@@ -145,12 +146,14 @@ derive_row_equality(ApplyLayout *layout)
 
 /*
  * derive_apply_layout derives the layout of an upsert apply from the sink:
- * the staged columns, the key, and the rows it sorts and merges.
+ * the staged columns, the key, and the rows it sorts and merges, in the
+ * staged rows' row type as follow gives them (load_layout_desc: the
+ * target's names and types now, the columns dropped since marked so).
  */
 static void
-derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
+derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follow)
 {
-	TupleDesc desc = RelationGetDescr(layout->foreign);
+	TupleDesc desc = load_layout_desc(follow, RelationGetDescr(layout->foreign));
 	Oid index = catalog_check_primary_key(sink, layout->target);
 	Relation index_rel;
 
@@ -183,8 +186,13 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink)
 		Oid equal = get_opfamily_member(index_rel->rd_opfamily[k], index_rel->rd_opcintype[k],
 										index_rel->rd_opcintype[k], BTEqualStrategyNumber);
 
+		int staged = column_follow_staged_index(sink, target_attnum);
+
 		layout->key_names[k] = name;
-		layout->key_attnums[k] = get_attnum(RelationGetRelid(layout->foreign), name);
+		/* by attribute number: followed across a rename */
+		layout->key_attnums[k] = staged >= 0 && follow->columns[staged].how != FOLLOW_DROPPED
+									 ? follow->columns[staged].staged_attnum
+									 : InvalidAttrNumber;
 		layout->key_collations[k] = index_rel->rd_indcollation[k];
 		if (layout->key_attnums[k] == InvalidAttrNumber || !OidIsValid(equal))
 			ereport(
@@ -591,6 +599,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	TupleTableSlot *sort_slot;
 	TupleTableSlot *read_slot;
 	KeyGroup group;
+	LoadLayout *follow;
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&layout, 0, sizeof(layout));
@@ -603,7 +612,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	/* a maintenance operation's memory, for the MERGE's join too */
 	(void) set_config_option("work_mem", GetConfigOption("maintenance_work_mem", false, false),
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	catalog_check_layout(sink, RelationGetRelid(layout.target), false);
+	/* each staged column into the target's as it is now: renamed, widened, dropped since */
+	follow = load_layout_build(sink, layout.target);
 	if (check_enable_rls(RelationGetRelid(layout.target), InvalidOid, false) == RLS_ENABLED)
 		ereport(
 			ERROR,
@@ -611,7 +621,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 			 errmsg("cannot load sink \"%s\" into table \"%s\" with row-level security", sink->name,
 					RelationGetRelationName(layout.target)),
 			 errhint("Disable row-level security on the target, or let its owner own the sink.")));
-	derive_apply_layout(&layout, sink);
+	derive_apply_layout(&layout, sink, follow);
 
 	/* every version, decoded by COPY, into the sort */
 	sort = begin_sort(&layout);
@@ -628,6 +638,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 		MemoryContextSwitchTo(row_context);
 		ExecClearTuple(sort_slot);
 		more = NextCopyFrom(cstate, NULL, sort_slot->tts_values, sort_slot->tts_isnull);
+		if (more)
+			load_layout_cast_values(follow, sort_slot->tts_values, sort_slot->tts_isnull);
 		MemoryContextSwitchTo(apply_context);
 		if (!more)
 			break;
@@ -690,6 +702,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	if (tuplestore_tuple_count(changes) > 0)
 		counts->changed = upsert_merge_run(&layout, changes, &counts->retries);
 	tuplestore_end(changes);
+	load_layout_warn_dropped(follow, counts->versions);
 
 	security_restore_role(&saved);
 	table_close(layout.foreign, NoLock);

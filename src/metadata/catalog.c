@@ -34,6 +34,7 @@
 #include "core/names.h"
 #include "core/pg_compat.h"
 #include "metadata/catalog.h"
+#include "metadata/column_follow.h"
 #include "metadata/metadata.h"
 
 /*
@@ -67,11 +68,13 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 		for (int k = 0; k < form->indnkeyatts; k++)
 		{
 			char *name = get_attname(RelationGetRelid(target), form->indkey.values[k], false);
+			int staged = column_follow_staged_index(sink, form->indkey.values[k]);
 
 			appendStringInfo(&now, "%s%s", k > 0 ? ", " : "", name);
+			/* by attribute number: a key column renamed since is the same key */
 			if (same)
 			{
-				same = strcmp(name, lfirst(lc)) == 0;
+				same = staged >= 0 && strcmp(sink->column_names[staged], lfirst(lc)) == 0;
 				lc = lnext(sink->key_columns, lc);
 			}
 			/*
@@ -81,7 +84,7 @@ catalog_check_primary_key(const SinkInfo *sink, Relation target)
 			 */
 			if (same && !isnull && OidIsValid(sink->foreign_table))
 			{
-				AttrNumber attnum = get_attnum(sink->foreign_table, name);
+				AttrNumber attnum = get_attnum(sink->foreign_table, sink->column_names[staged]);
 				Oid type;
 				int32 typmod;
 				Oid collation = InvalidOid;
@@ -158,12 +161,12 @@ catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
 
 /*
  * catalog_check_layout checks a relation against the layout the sink stages
- * rows in (binary COPY needs the very types).  exact: the relation is the
- * sink's foreign table, whose columns must be the layout, in order;
- * otherwise it is the target, which must have each column with its type,
- * and not generated (a load cannot write a generated column).  Raises
- * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE or ERRCODE_DATATYPE_MISMATCH /
- * ERRCODE_UNDEFINED_COLUMN / ERRCODE_INVALID_COLUMN_REFERENCE.
+ * rows in.  exact: the relation is the sink's foreign table, whose columns
+ * must be the layout, in order; otherwise it is the target, into which
+ * each staged column must load as column_follow follows it (renamed,
+ * widened, dropped since).  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+ * or what column_follow raises (ERRCODE_DATATYPE_MISMATCH /
+ * ERRCODE_UNDEFINED_COLUMN / ERRCODE_INVALID_COLUMN_REFERENCE).
  */
 void
 catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
@@ -213,43 +216,9 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 	}
 	for (column = 0; column < sink->column_count; column++)
 	{
-		AttrNumber attnum;
-		Oid type;
+		FollowedColumn followed;
 
-		/* an upsert sink's row kind is staged, never loaded */
-		if (sink->row_kind_column != NULL &&
-			strcmp(sink->column_names[column], sink->row_kind_column) == 0)
-			continue;
-		attnum = get_attnum(relid, sink->column_names[column]);
-
-		if (attnum == InvalidAttrNumber)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of sink \"%s\" is missing from target table \"%s\"",
-						sink->column_names[column], sink->name, get_rel_name(relid)),
-				 errhint("Restore the column, or commit what is staged and re-create the sink.")));
-		type = get_atttype(relid, attnum);
-		if (type != sink->column_types[column])
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg(
-					 "column \"%s\" of target table \"%s\" has type %s, but sink \"%s\" stages %s",
-					 sink->column_names[column], get_rel_name(relid), format_type_be(type),
-					 sink->name, format_type_be(sink->column_types[column])),
-				 errhint(
-					 "Change the column back, or commit what is staged and re-create the sink.")));
-		/* create_sink stages no generated column: this one was dropped and added again */
-		if (get_attgenerated(relid, attnum) != '\0')
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
-				 errmsg("column \"%s\" of target table \"%s\" is a generated column, but sink "
-						"\"%s\" stages it",
-						sink->column_names[column], get_rel_name(relid), sink->name),
-				 errdetail("A commit loads the staged value, and a generated column takes none."),
-				 errhint("Restore the column, or commit what is staged and re-create the sink.")));
+		column_follow(sink, relid, column, &followed);
 	}
 }
 

@@ -31,6 +31,8 @@ typedef struct SinkInfo
 	int column_count;	 /* the staged row layout */
 	char **column_names;
 	Oid *column_types;
+	/* each staged column's attribute number in the target (0: none), followed across renames */
+	AttrNumber *target_attnums;
 	char *row_kind_column; /* upsert: the foreign table's row kind column */
 	bool partial_update;   /* upsert: NULL columns keep the target's value */
 	List *key_columns;	   /* upsert: the target's primary key, char * */

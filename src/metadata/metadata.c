@@ -52,7 +52,9 @@
 	"d.foreign_table::pg_catalog.oid AS foreign_table, "                                           \
 	"f.relowner AS owner_role, d.mode, d.buckets, d.bucket_key, "                                  \
 	"d.default_commit_user, d.sink_uuid, d.column_names, "                                         \
-	"d.column_types::pg_catalog.oid[] AS column_types, d.row_kind_column, d.partial_update, "      \
+	"d.column_types::pg_catalog.oid[] AS column_types, d.target_attnums, d.target_attnums_relid, " \
+	"d.row_kind_column, "                                                                          \
+	"d.partial_update, "                                                                           \
 	"d.key_columns, d.on_error, d.ignore_update_before, d.ignore_delete, "                         \
 	"d.dynamic_partition_overwrite FROM paimon_sink.sink_definition d " SINK_OWN_FOREIGN_TABLE
 
@@ -98,11 +100,13 @@ read_sink(uint64 row, const void *arg)
 				 info->column_count, type_count);
 		info->column_names = palloc(sizeof(char *) * Max(1, info->column_count));
 		info->column_types = palloc(sizeof(Oid) * Max(1, info->column_count));
+		info->target_attnums = palloc0(sizeof(AttrNumber) * Max(1, info->column_count));
 		for (int i = 0; i < info->column_count; i++)
 		{
 			info->column_names[i] = TextDatumGetCString(name_values[i]);
 			info->column_types[i] = DatumGetObjectId(type_values[i]);
 		}
+		metadata_read_target_attnums(row, info);
 	}
 	info->row_kind_column = row_text(row, "row_kind_column");
 	info->partial_update = row_bool(row, "partial_update");
@@ -151,6 +155,25 @@ metadata_sink_by_id(int32 sink_id, SinkInfo *info)
 		return false;
 	metadata_sink_cache_store(info, &version);
 	return true;
+}
+
+/*
+ * metadata_sinks_of_target returns the sinks (SinkInfo *, in the caller's
+ * memory context) whose target is relid, in sink id order; NIL for none.
+ * Read as the extension's owner (an ALTER TABLE by any role asks) under the
+ * latest snapshot, which also sees a sink this transaction created.
+ */
+List *
+metadata_sinks_of_target(Oid relid)
+{
+	static Statement statement = {SINK_SELECT
+								  "WHERE d.target_table::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+								  "ORDER BY d.sink_id",
+								  SPI_OK_SELECT};
+	Arg args[] = {ARG_OID(relid)};
+
+	return statement_collect(&statement, args, lengthof(args), RUN_AS_OWNER | RUN_LATEST, read_sink,
+							 NULL);
 }
 
 /*
@@ -238,30 +261,6 @@ metadata_insert_sink(const SinkDefinition *definition)
 		ARG_BOOL(definition->dynamic_partition_overwrite)};
 
 	return (int32) statement_int8(&statement, args, lengthof(args), RUN_AS_OWNER, "sink_id", 0);
-}
-
-/*
- * metadata_set_sink_layout records a new sink's foreign table and the row
- * layout its staged files carry (the foreign table's column names and
- * types), as the extension's owner.
- */
-void
-metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
-{
-	static Statement statement = {
-		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
-		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
-		"a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) "
-		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1",
-		SPI_OK_UPDATE};
-	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table)};
-
-	(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
 }
 
 /*

@@ -185,10 +185,12 @@ typedef struct LastCommit
 /* sinks */
 extern bool metadata_sink_by_name(const char *name, SinkInfo *info);
 extern bool metadata_sink_by_id(int32 sink_id, SinkInfo *info);
+extern List *metadata_sinks_of_target(Oid relid);
 extern bool metadata_sink_exists(int32 sink_id);
 extern List *metadata_sink_ownership(Datum relids, Datum roles);
 extern int32 metadata_insert_sink(const SinkDefinition *definition);
 extern void metadata_set_sink_layout(int32 sink_id, Oid foreign_table);
+extern void metadata_read_target_attnums(uint64 row, SinkInfo *info);
 extern char *metadata_add_default_commit_user(int32 sink_id);
 extern void metadata_drop_sink(int32 sink_id);
 extern List *metadata_dropped_sinks(void); /* int64 * */

@@ -90,6 +90,10 @@ copy_sink(SinkInfo *copy, const SinkInfo *info)
 		for (int i = 0; i < info->column_count; i++)
 			copy->column_names[i] = pstrdup(info->column_names[i]);
 		memcpy(copy->column_types, info->column_types, sizeof(Oid) * info->column_count);
+		copy->target_attnums = palloc0(sizeof(AttrNumber) * Max(1, info->column_count));
+		if (info->target_attnums != NULL)
+			memcpy(copy->target_attnums, info->target_attnums,
+				   sizeof(AttrNumber) * info->column_count);
 	}
 }
 

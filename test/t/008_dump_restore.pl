@@ -2,7 +2,9 @@
 # snapshots: the restored sinks take writes and commit, and a new sink gets
 # an id of its own.  A sink's owner (its foreign table's) comes back with it,
 # and the restored foreign table still goes only with its sink.  The restore's CREATE EXTENSION starts the workers once
-# it commits, however long it takes.
+# it commits, however long it takes.  A target whose dropped column the
+# restore left out (its columns' numbers moved) loads each column into its
+# own.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -31,6 +33,9 @@ sql('source_db', q{
 	SELECT sink_name FROM paimon_sink.create_sink('events_sink', 'events', buckets => 2, bucket_key => '{id}');
 	SELECT sink_name FROM paimon_sink.create_sink('accounts_sink', 'accounts', mode => 'upsert',
 		checkpoint_interval => '1 hour');
+	CREATE TABLE shifted (id int, gone int, note text);
+	ALTER TABLE shifted DROP COLUMN gone;
+	SELECT sink_name FROM paimon_sink.create_sink('shifted_sink', 'shifted');
 	INSERT INTO events_sink VALUES (1, 'one');
 	INSERT INTO accounts_sink VALUES (1, 10), (1, 11);
 	SELECT paimon_sink.checkpoint('events_sink');
@@ -46,7 +51,7 @@ $node->command_ok([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-q', '-d', $node->co
 is(sql('restored_db', "SELECT string_agg(sink_name || ':' || mode || ':' || buckets || ':' ||
 		coalesce(checkpoint_interval::text, '-') || ':' || last_committed_checkpoint, ' ' ORDER BY sink_name)
 		FROM paimon_sink.sinks"),
-	'accounts_sink:upsert:1:01:00:00:1 events_sink:append:2:-:1 owned_sink:append:1:-:0',
+	'accounts_sink:upsert:1:01:00:00:1 events_sink:append:2:-:1 owned_sink:append:1:-:0 shifted_sink:append:1:-:0',
 	'the sinks and their marks are back');
 is(sql('restored_db', "SELECT owner_role || ' ' || foreign_table FROM paimon_sink.sinks
 		WHERE sink_name = 'owned_sink'"),
@@ -67,6 +72,14 @@ is(sql('restored_db', "SELECT string_agg(id || '=' || note, ',' ORDER BY id) FRO
 	'a restored append sink commits');
 is(sql('restored_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=12,2=20',
 	'a restored upsert sink commits, keyed as before');
+# the restored target lost its dropped column, and its columns' numbers moved: the sink
+# matches its staged columns by name again (the numbers were the old relation's)
+sql('restored_db', q{
+	INSERT INTO shifted_sink VALUES (3, 'three');
+	SELECT paimon_sink.checkpoint('shifted_sink');
+});
+is(sql('restored_db', "SELECT string_agg(id || '=' || note, ',' ORDER BY id) FROM shifted"), '3=three',
+	"a restored target whose columns' numbers moved loads each column into its own");
 sql('restored_db', "CREATE TABLE more (id int)");
 is(sql('restored_db', "SELECT sink_name FROM paimon_sink.create_sink('more_sink', 'more')"), 'more_sink',
 	'a new sink gets an id of its own');
