@@ -34,6 +34,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use IPC::Run;
 use PaimonSinkTest qw(start_node writers_ready try_sql stop_load same_staged_files);
 
@@ -96,6 +97,20 @@ sub background_script
 	return $run;
 }
 
+# wal_quiet(NODE): waits (at most 60 s) until NODE logged nothing for 1.5
+# s, longer than the committer's delay for its statistics; true when so.
+sub wal_quiet
+{
+	my ($node) = @_;
+	for (1 .. 40)
+	{
+		my $before = sql($node, 'SELECT pg_catalog.pg_current_wal_insert_lsn()');
+		usleep(1_500_000);
+		return 1 if sql($node, 'SELECT pg_catalog.pg_current_wal_insert_lsn()') eq $before;
+	}
+	return 0;
+}
+
 # One session (so one bucket, one writer, one open file): committed rows,
 # a CHECKPOINT, then a transaction whose batch its writer writes and, at
 # the fault point writer_before_wal (armed with action), does not log;
@@ -104,6 +119,11 @@ sub background_script
 sub crash_after_unlogged_batch
 {
 	my ($node, $label, $first, $last, $action, $crash) = @_;
+	# The committer writes the statistics of the commits before (a
+	# transaction of its own, with a commit record) up to a second after
+	# them (maintenance.c): logged after the CHECKPOINT, that record would
+	# make recovery replay.  On a busy machine it came after it.
+	ok(wal_quiet($node), "$label: nothing is being logged before the CHECKPOINT");
 	my $out = $crash->(
 		"INSERT INTO s SELECT g, '$label: before the crash' FROM generate_series($first - 100, $first - 1) g;\n"
 		  . "CHECKPOINT;\n"
