@@ -22,10 +22,12 @@ my $timeout = 2;    # paimon_sink.committer_timeout, seconds
 
 my $node = PostgreSQL::Test::Cluster->new('stalled_committer');
 $node->init;
-# the load of the large checkpoint is the committer's own (no loaders), so
-# that its beats come from the load itself
+# the load of the large checkpoint is the committer's own (no loaders, and
+# nothing loaded ahead while the rows are written, which would leave the
+# checkpoint little to load), so that its beats come from the load itself
 $node->append_conf('postgresql.conf',
-	"paimon_sink.committer_timeout = '${timeout}s'\npaimon_sink.parallel_load_rows = 0\n");
+	"paimon_sink.committer_timeout = '${timeout}s'\npaimon_sink.parallel_load_rows = 0\n"
+	  . "paimon_sink.load_ahead = off\n");
 $node->start;
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION paimon_sink;
