@@ -35,5 +35,6 @@ extern void commit_group_up_to(int32 group_id, const char *commit_user, int64 ch
 extern void commit_group_end_input(int32 group_id, const char *commit_user,
 								   CommitterRequest *request);
 extern bool commit_group_defers(const CommitterRequest *request);
+extern void commit_group_record_failure(const CommitterRequest *outcome);
 
 #endif /* PAIMON_SINK_COMMIT_H */

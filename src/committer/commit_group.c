@@ -50,6 +50,9 @@ typedef struct Member
 	List *identifiers; /* int64 *, ascending */
 } Member;
 
+/* The members commit_group_record_failure read (in CommitterContext). */
+static List *failed_members = NIL;
+
 /* One checkpoint of a member committed in the group's transaction. */
 typedef struct MemberCheckpoint
 {
@@ -323,6 +326,46 @@ commit_group_end_input(int32 group_id, const char *commit_user, CommitterRequest
 								   -1, NULL, 0, true, request);
 	}
 	commit_group_up_to(group_id, commit_user, PAIMON_SINK_END_INPUT_CHECKPOINT, request);
+}
+
+/* read_group_members is commit_group_record_failure's step: the group's members, or NIL. */
+static void
+read_group_members(void *arg)
+{
+	const CommitterRequest *outcome = arg;
+	List *members;
+	MemoryContext old;
+
+	work_begin();
+	old = MemoryContextSwitchTo(CommitterContext);
+	members = metadata_group_members(outcome->group_id);
+	MemoryContextSwitchTo(old);
+	work_end();
+	failed_members = members;
+}
+
+/*
+ * commit_group_record_failure counts a failed commit() or end_input() of a
+ * sink group as a failure of every member, not only of its first (the
+ * request's sink, which maintenance_record_statistics counts): the group
+ * commits its members as one, so each member's commit failed.  The members
+ * are read in a transaction of their own, as the group is now; a group
+ * dropped meanwhile (or a failed read, logged) leaves the failure with the
+ * first member alone.  Raises nothing but out of memory.
+ */
+void
+commit_group_record_failure(const CommitterRequest *outcome)
+{
+	ListCell *lc;
+
+	if (outcome->group_id == 0 || outcome->sqlerrcode == 0)
+		return;
+	failed_members = NIL;
+	if (!work_try(read_group_members, (void *) outcome, NULL))
+		return;
+	foreach (lc, failed_members)
+		maintenance_record_member_failure(lfirst_int(lc), outcome);
+	failed_members = NIL;
 }
 
 /*

@@ -351,9 +351,12 @@ pending_tally_of(int32 sink_id)
 	return pending;
 }
 
-/* count_failure keeps a request's failure of its sink, by SQLSTATE, with its message. */
+/*
+ * count_failure keeps a request's failure of a sink (its own, or a member
+ * of the group it served), by SQLSTATE, with its message.
+ */
 static void
-count_failure(const CommitterRequest *outcome)
+count_failure(int32 sink_id, const CommitterRequest *outcome)
 {
 	ListCell *lc;
 	PendingFailure *pending = NULL;
@@ -362,7 +365,7 @@ count_failure(const CommitterRequest *outcome)
 	{
 		PendingFailure *failure = lfirst(lc);
 
-		if (failure->sink_id == outcome->sink_id && failure->sqlerrcode == outcome->sqlerrcode)
+		if (failure->sink_id == sink_id && failure->sqlerrcode == outcome->sqlerrcode)
 			pending = failure;
 	}
 	if (pending == NULL)
@@ -371,7 +374,7 @@ count_failure(const CommitterRequest *outcome)
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 		pending = palloc0(sizeof(PendingFailure));
-		pending->sink_id = outcome->sink_id;
+		pending->sink_id = sink_id;
 		pending->sqlerrcode = outcome->sqlerrcode;
 		pending_failures = lappend(pending_failures, pending);
 		MemoryContextSwitchTo(old);
@@ -401,8 +404,25 @@ maintenance_record_statistics(const CommitterRequest *outcome)
 	if (outcome->sqlerrcode != 0)
 	{
 		pending_tally_of(outcome->sink_id)->failures++;
-		count_failure(outcome);
+		count_failure(outcome->sink_id, outcome);
 	}
+}
+
+/*
+ * maintenance_record_member_failure counts a failed request of a sink
+ * group as a failure of one more member, sink_id (the request's own sink,
+ * its first member, is maintenance_record_statistics'), wherever the
+ * request's sink counts it: commit_statistics, commit_failures (with its
+ * message) and sink_stats.  No SQL; raises nothing but out of memory.
+ */
+void
+maintenance_record_member_failure(int32 sink_id, const CommitterRequest *outcome)
+{
+	if (sink_id == 0 || sink_id == outcome->sink_id || outcome->sqlerrcode == 0)
+		return;
+	outcome_stats_count(sink_id, outcome->commit_user, 1, 0);
+	pending_tally_of(sink_id)->failures++;
+	count_failure(sink_id, outcome);
 }
 
 /*

@@ -22,6 +22,7 @@ extern bool maintenance_expire_due(void);
 extern void maintenance_report_failure(CommitterRequest *outcome);
 extern void maintenance_record_statistics(const CommitterRequest *outcome);
 extern void maintenance_record_tally(int32 sink_id, const CommitTally *tally);
+extern void maintenance_record_member_failure(int32 sink_id, const CommitterRequest *outcome);
 extern TimestampTz maintenance_statistics_schedule(void);
 extern bool maintenance_write_statistics(void);
 

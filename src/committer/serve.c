@@ -229,7 +229,11 @@ finish(CommitterRequest *request, bool periodic, int slot, uint64 riders)
 		maintenance_report_failure(request);
 	/* kept in memory: a duty writes them, at most a second later */
 	if (is_commit(request))
+	{
 		maintenance_record_statistics(request);
+		/* a sink group's failure is each member's (commit_group.c) */
+		commit_group_record_failure(request);
+	}
 	/* sink_stats' failures and skips: written before the answer, to survive a crash */
 	outcome_stats_write();
 	if (!periodic)
