@@ -11,6 +11,7 @@ OBJS = \
 	src/core/fault.o \
 	src/core/security.o \
 	src/core/shared_state.o \
+	src/core/open_staged.o \
 	src/core/budget.o \
 	src/core/worker_start.o \
 	src/core/wait_events.o \
@@ -52,6 +53,7 @@ OBJS = \
 	src/writer/writer_seal.o \
 	src/writer/writer_window.o \
 	src/writer/writer_barrier.o \
+	src/writer/writer_open_stats.o \
 	src/session/fdw.o \
 	src/session/fdw_session.o \
 	src/session/handoff.o \

@@ -962,6 +962,17 @@ ALTER TABLE paimon_sink.commit_user_state
 COMMENT ON COLUMN paimon_sink.commit_user_state.commits IS
 	'Snapshots the commit user made since stats_reset, counted in the commit''s own transaction (see the view sink_stats).';
 
+-- The rows in writers' open files: written, not yet in any checkpoint.
+-- Each writer publishes its own in a shared table (open_staged.c), so
+-- they are lost with the server like a writer's memory, and counted again
+-- from the files each writer adopts as it starts.
+CREATE FUNCTION paimon_sink.open_staged(sink_id integer, commit_user text,
+	OUT open_files bigint, OUT open_rows bigint, OUT open_bytes bigint,
+	OUT oldest_open_at timestamptz)
+	AS 'MODULE_PATHNAME', 'paimon_sink_open_staged' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION paimon_sink.open_staged(integer, text) IS
+$$What this database's writers hold for a sink (by sink_id) and commit user in their open staged files, written and not yet sealed into a checkpoint: one row of open_files, open_rows, open_bytes (bigint: files, rows, and bytes of batch records, headers and payloads) and oldest_open_at (timestamptz: when the oldest of them was staged; NULL when none is). Every column is NULL while the counts are not known whole: a writer not serving (starting, or adopting its files after a restart), or counts that did not fit paimon_sink.max_open_stats. Counts only, no row data. Errors: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+
 CREATE VIEW paimon_sink.sink_stats AS
 	SELECT s.sink_id, s.sink_name, u.commit_user,
 		u.commits, u.rows_committed, u.bytes_committed, u.failures, u.skipped_as_committed,
@@ -974,6 +985,9 @@ CREATE VIEW paimon_sink.sink_stats AS
 		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) p.oldest_pending_prepared_at)
 			AS oldest_pending_seconds,
 		p.staged_files, p.staged_rows, p.staged_bytes,
+		o.open_files, o.open_rows, o.open_bytes, o.oldest_open_at,
+		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_open_at)
+			AS oldest_open_seconds,
 		l.load_ms_p50, l.load_ms_p99, l.load_ms_max, l.load_samples,
 		u.stats_reset
 	FROM paimon_sink.commit_user_state u
@@ -997,9 +1011,10 @@ CREATE VIEW paimon_sink.sink_stats AS
 		FROM paimon_sink.snapshot_log g
 		WHERE g.sink_id OPERATOR(pg_catalog.=) u.sink_id
 			AND g.commit_user OPERATOR(pg_catalog.=) u.commit_user
-			AND g.committed_at OPERATOR(pg_catalog.>=) u.stats_reset) l;
+			AND g.committed_at OPERATOR(pg_catalog.>=) u.stats_reset) l
+	CROSS JOIN LATERAL paimon_sink.open_staged(u.sink_id, u.commit_user) o;
 COMMENT ON VIEW paimon_sink.sink_stats IS
-$$One row per sink and commit user, in the style of PostgreSQL's pg_stat_* views; the counters are kept in the catalog (commit_user_state), so they survive a clean restart and a crash, and start again at reset_sink_stats() (stats_reset). Columns: sink_id, sink_name, commit_user; commits (bigint: snapshots made, counted in the commit's own transaction: a commit rolled back counts nothing), rows_committed (bigint: rows applied), bytes_committed (bigint: staged bytes committed); failures (bigint: commit(), checkpoint(), end_input() and periodic checkpoints of the commit user that failed; a sink group's under its first member); skipped_as_committed (bigint: commit() calls that found their checkpoint already committed, answered newly_committed = false); last_commit_time (timestamptz: the last snapshot's commit, kept across resets) and seconds_since_last_commit (double precision, NULL before the first); last_committed_checkpoint (bigint); pending_checkpoints (bigint: checkpoints prepared and not yet committed), oldest_pending_checkpoint (bigint), oldest_pending_prepared_at (timestamptz) and oldest_pending_seconds (double precision: its age; NULL when none is pending); staged_files, staged_rows, staged_bytes (bigint: the staged files recorded for those pending checkpoints, their rows and bytes; rows written since the last checkpoint are still in the writers' open files, counted per writer in the writers view); load_ms_p50, load_ms_p99, load_ms_max (double precision, milliseconds from a commit's start to its snapshot: the median, 99th percentile and maximum over the snapshots retained in snapshot_log since stats_reset; NULL without one) and load_samples (bigint: how many); stats_reset (timestamptz: when the counters last started from zero: the commit user's first prepare, the update to 0.2, or reset_sink_stats()). The counters go with pg_dump and pg_upgrade, as the rest of commit_user_state does. Readable by PUBLIC and pg_monitor: it shows no row data and no error text.$$;
+$$One row per sink and commit user, in the style of PostgreSQL's pg_stat_* views; the counters are kept in the catalog (commit_user_state), so they survive a clean restart and a crash, and start again at reset_sink_stats() (stats_reset). Columns: sink_id, sink_name, commit_user; commits (bigint: snapshots made, counted in the commit's own transaction: a commit rolled back counts nothing), rows_committed (bigint: rows applied), bytes_committed (bigint: staged bytes committed); failures (bigint: commit(), checkpoint(), end_input() and periodic checkpoints of the commit user that failed; a sink group's under each of its members, since the group commits them as one); skipped_as_committed (bigint: commit() calls that found their checkpoint already committed, answered newly_committed = false); last_commit_time (timestamptz: the last snapshot's commit, kept across resets) and seconds_since_last_commit (double precision, NULL before the first); last_committed_checkpoint (bigint); pending_checkpoints (bigint: checkpoints prepared and not yet committed), oldest_pending_checkpoint (bigint), oldest_pending_prepared_at (timestamptz) and oldest_pending_seconds (double precision: its age; NULL when none is pending); staged_files, staged_rows, staged_bytes (bigint: the staged files recorded for those pending checkpoints, their rows and bytes); open_files, open_rows, open_bytes (bigint: what the writers hold in open staged files, written and not yet sealed into a checkpoint: batches of transactions that committed since the last checkpoint barrier, of those still running, and of those rolled back until the next barrier leaves them out; bytes of batch records, headers and payloads), oldest_open_at (timestamptz: when the oldest of them was staged, or, for files a writer adopted after a restart, when it adopted them; NULL when none is open) and oldest_open_seconds (double precision: its age); these four are counted in shared memory, not kept, and are NULL while not known whole (a writer starting or adopting its files after a restart, or counts that did not fit paimon_sink.max_open_stats, which a writer logs once); load_ms_p50, load_ms_p99, load_ms_max (double precision, milliseconds from a commit's start to its snapshot: the median, 99th percentile and maximum over the snapshots retained in snapshot_log since stats_reset; NULL without one) and load_samples (bigint: how many); stats_reset (timestamptz: when the counters last started from zero: the commit user's first prepare, the update to 0.2, or reset_sink_stats()). The counters go with pg_dump and pg_upgrade, as the rest of commit_user_state does. Readable by PUBLIC and pg_monitor: it shows no row data and no error text.$$;
 GRANT SELECT ON paimon_sink.sink_stats TO PUBLIC;
 
 CREATE FUNCTION paimon_sink.reset_sink_stats(sink_name text DEFAULT NULL) RETURNS bigint

@@ -39,10 +39,15 @@ SELECT commits, rows_committed, bytes_committed, failures, skipped_as_committed,
        staged_files, staged_rows, staged_bytes > 0 AS staged_bytes, load_samples,
        stats_reset <= now() AS stats_reset
   FROM paimon_sink.sink_stats WHERE sink_name = 'stats_sink' AND commit_user = :'job_user';
--- a second checkpoint prepared: two pending, the oldest is 1
+-- a row written and in no checkpoint yet: open in a writer's file (counted before the
+-- INSERT's hand-off is acknowledged), then the checkpoint's
 INSERT INTO stats_sink VALUES (4, 'd');
+SELECT open_files, open_rows, open_bytes > 0 AS open_bytes, oldest_open_seconds >= 0 AS open_age
+  FROM paimon_sink.sink_stats WHERE sink_name = 'stats_sink' AND commit_user = :'job_user';
+-- a second checkpoint prepared: two pending, the oldest is 1; nothing open
 SELECT checkpoint_id, row_count FROM paimon_sink.prepare_commit('stats_sink', :'job_user', 2);
-SELECT pending_checkpoints, oldest_pending_checkpoint, staged_rows
+SELECT pending_checkpoints, oldest_pending_checkpoint, staged_rows,
+       open_files, open_rows, open_bytes, oldest_open_at, oldest_open_seconds
   FROM paimon_sink.sink_stats WHERE sink_name = 'stats_sink' AND commit_user = :'job_user';
 SELECT sum(byte_count) AS staged_bytes FROM paimon_sink.pending_checkpoints
  WHERE sink_name = 'stats_sink' AND commit_user = :'job_user' \gset
@@ -135,6 +140,28 @@ SELECT paimon_sink.reset_sink_stats() >= 3 AS reset_all;
 SELECT count(*) AS counting FROM paimon_sink.sink_stats WHERE commits > 0;
 RESET ROLE;
 SET ROLE regress_sink_owner;
+-- a sink group's commit that fails is a failure of each member: the group commits its
+-- members as one, so none of their checkpoints committed (here the second member's target
+-- refuses a row)
+CREATE TABLE stats_ga (id int, v text);
+CREATE TABLE stats_gb (id int, v text);
+CREATE TRIGGER refuse BEFORE INSERT ON stats_gb FOR EACH ROW EXECUTE FUNCTION stats_refuse();
+SELECT sink_name FROM paimon_sink.create_sink('stats_ga_sink', 'stats_ga');
+SELECT sink_name FROM paimon_sink.create_sink('stats_gb_sink', 'stats_gb');
+SELECT paimon_sink.create_sink_group('stats_grp', ARRAY['stats_ga_sink', 'stats_gb_sink']);
+SET paimon_sink.commit_user = 'stats-grp-job';
+INSERT INTO stats_ga_sink VALUES (1, 'a');
+INSERT INTO stats_gb_sink VALUES (1, 'refused');
+SELECT count(*) FROM paimon_sink.prepare_commit('stats_grp', 'stats-grp-job', 1);
+SELECT newly_committed FROM paimon_sink.commit('stats_grp', 'stats-grp-job', 1);
+\echo :LAST_ERROR_SQLSTATE
+RESET paimon_sink.commit_user;
+SELECT sink_name, commits, failures, pending_checkpoints, staged_rows
+  FROM paimon_sink.sink_stats WHERE commit_user = 'stats-grp-job' ORDER BY sink_name;
+SELECT paimon_sink.drop_sink_group('stats_grp');
+SELECT paimon_sink.drop_sink('stats_ga_sink', force => true);
+SELECT paimon_sink.drop_sink('stats_gb_sink', force => true);
+DROP TABLE stats_ga, stats_gb;
 SELECT paimon_sink.drop_sink('stats_sink');
 SELECT paimon_sink.drop_sink('stats_other');
 DROP TABLE stats_target;

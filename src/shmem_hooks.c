@@ -4,7 +4,8 @@
  *	  The server hooks through which paimon_sink asks for its shared memory
  *	  and sets it up, chained after those of libraries loaded before it.
  *
- * The layout itself is shared_state.c's; these two hooks only call it at
+ * The layout itself is shared_state.c's (and the table of open staged rows
+ * open_staged.c's); these two hooks only call them at
  * the moments the postmaster allows.  The startup hook is also the one
  * moment before every start of the startup process (a crash restart
  * included) when the postmaster runs alone: it reads the control file's
@@ -16,7 +17,9 @@
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 
+#include "core/open_staged.h"
 #include "core/shared_state.h"
 #include "shmem_hooks.h"
 #include "staging/staged_wal.h"
@@ -31,6 +34,7 @@ paimon_sink_shmem_request(void)
 	if (previous_shmem_request_hook)
 		previous_shmem_request_hook();
 	shared_state_request();
+	open_staged_shmem_request();
 }
 
 /*
@@ -47,6 +51,9 @@ paimon_sink_shmem_startup(void)
 	if (previous_shmem_startup_hook)
 		previous_shmem_startup_hook();
 	shared_state_init();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	open_staged_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
 	if (!IsUnderPostmaster)
 		staged_wal_note_checkpoint();
 }

@@ -5,8 +5,9 @@
  *	  last_committed_checkpoint, writer_status (the writers view),
  *	  commit_progress (what the committer is committing now),
  *	  checkpoint_schedule_status (its periodic checkpoints' schedule) and
- *	  load_ahead_status (what loaders loaded before their checkpoints);
- *	  and reset_sink_stats, which starts the counters of sink_stats again.
+ *	  load_ahead_status (what loaders loaded before their checkpoints),
+ *	  open_staged (sink_stats' rows in writers' open files); and
+ *	  reset_sink_stats, which starts the counters of sink_stats again.
  *
  * They read the catalog under the latest snapshot, or the shared state of
  * this database's workers under its locks; library_version is in
@@ -29,6 +30,7 @@
 #include "api/status.h"
 #include "core/constants.h"
 #include "core/guc.h"
+#include "core/open_staged.h"
 #include "core/shared_state.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
@@ -40,6 +42,7 @@ PG_FUNCTION_INFO_V1(paimon_sink_commit_progress);
 PG_FUNCTION_INFO_V1(paimon_sink_checkpoint_schedule_status);
 PG_FUNCTION_INFO_V1(paimon_sink_load_ahead_status);
 PG_FUNCTION_INFO_V1(paimon_sink_reset_sink_stats);
+PG_FUNCTION_INFO_V1(paimon_sink_open_staged);
 
 /*
  * last_committed_checkpoint(sink_name text, commit_user text) returns the
@@ -307,6 +310,47 @@ paimon_sink_load_ahead_status(PG_FUNCTION_ARGS)
 	values[3] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->rows) : 0);
 	values[4] = Int64GetDatum(stats ? (int64) pg_atomic_read_u64(&stats->bytes) : 0);
 	values[5] = Float8GetDatum(stats ? (double) pg_atomic_read_u64(&stats->us) / 1e6 : 0.0);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * open_staged(sink_id integer, commit_user text) returns one row:
+ * (open_files bigint, open_rows bigint, open_bytes bigint, oldest_open_at
+ * timestamptz), what this database's writers hold for the sink and commit
+ * user in open staged files: files, rows and bytes (batch headers and
+ * payloads) written and not yet sealed into a checkpoint, and when the
+ * oldest of them was staged (NULL when none is).  Every column is NULL
+ * when the counts are not known whole (open_staged_totals says when).
+ * Shows counts only, no row data.  Raises what paimon_sink_require_ready
+ * raises.
+ */
+Datum
+paimon_sink_open_staged(PG_FUNCTION_ARGS)
+{
+	TupleDesc desc;
+	Datum values[4];
+	bool nulls[4] = {0};
+	OpenStagedTotals totals;
+
+	paimon_sink_require_ready();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		memset(&totals, 0, sizeof(totals));
+	else
+		open_staged_totals(MyDatabaseId, PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						   &totals);
+	if (!totals.complete)
+	{
+		for (int i = 0; i < 4; i++)
+			nulls[i] = true;
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	}
+	values[0] = Int64GetDatum(totals.files);
+	values[1] = Int64GetDatum(totals.rows);
+	values[2] = Int64GetDatum(totals.bytes);
+	values[3] = TimestampTzGetDatum(totals.oldest_at);
+	nulls[3] = totals.oldest_at == 0;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 

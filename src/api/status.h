@@ -15,5 +15,7 @@ extern Datum paimon_sink_writer_status(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_commit_progress(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_checkpoint_schedule_status(PG_FUNCTION_ARGS);
 extern Datum paimon_sink_load_ahead_status(PG_FUNCTION_ARGS);
+extern Datum paimon_sink_reset_sink_stats(PG_FUNCTION_ARGS);
+extern Datum paimon_sink_open_staged(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_STATUS_H */

@@ -24,6 +24,7 @@
 
 int PaimonSinkWritersPerDatabase = 2;
 int PaimonSinkMaxDatabases = 4;
+int PaimonSinkMaxOpenStats = 4096;
 int PaimonSinkQueueSizeKB = 256;
 int PaimonSinkQueuesPerWriter = 16;
 int PaimonSinkGroupFsyncDelayMs = 100;
@@ -165,6 +166,14 @@ guc_define_settings(void)
 	DefineCustomIntVariable(
 		"paimon_sink.max_databases", "Number of databases that can use sinks at once.", NULL,
 		&PaimonSinkMaxDatabases, 4, 1, 1024, PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable(
+		"paimon_sink.max_open_stats",
+		"Number of (writer, sink, commit user) whose rows in open staged files sink_stats counts.",
+		"Each writer counts the rows and bytes it staged and no checkpoint took yet per sink and "
+		"commit user in a shared table of this many entries (about 150 bytes each). When it is "
+		"full, a writer logs a warning and sink_stats shows its database's open_* columns as "
+		"NULL until the counts fit again.",
+		&PaimonSinkMaxOpenStats, 4096, 1, 1024 * 1024, PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("paimon_sink.queue_size",
 							"Size of each hand-off queue from a backend to a writer.", NULL,
 							&PaimonSinkQueueSizeKB, 256, 16, 1024 * 1024, PGC_POSTMASTER,

@@ -14,6 +14,7 @@
 /* Sizes, fixed at server start (PGC_POSTMASTER). */
 extern int PaimonSinkWritersPerDatabase;
 extern int PaimonSinkMaxDatabases;
+extern int PaimonSinkMaxOpenStats;
 extern int PaimonSinkQueueSizeKB;
 extern int PaimonSinkQueuesPerWriter;
 extern int PaimonSinkLoadersPerDatabase;

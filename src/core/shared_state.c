@@ -193,6 +193,7 @@ shared_state_init(void)
 				pg_atomic_init_u32(&writer->streams, 0);
 				pg_atomic_init_u64(&writer->fsyncs, 0);
 				pg_atomic_init_u64(&writer->handoffs, 0);
+				pg_atomic_init_u32(&writer->open_staged_omitted, 0);
 				pg_atomic_init_u64(&writer->sinks_held, 0);
 				pg_atomic_init_u64(&writer->heartbeat, 0);
 				writer->fences = 0;

@@ -167,6 +167,8 @@ typedef struct WriterEntry
 	pg_atomic_uint32 streams;  /* (sink, commit user, writer id, bucket) held */
 	pg_atomic_uint64 fsyncs;   /* of staged files and their folders */
 	pg_atomic_uint64 handoffs; /* transactions whose rows it acknowledged */
+	/* (sink, commit user) whose open rows did not fit the table of open_staged.c */
+	pg_atomic_uint32 open_staged_omitted;
 
 	/*
 	 * The sinks whose files (open, or sealed and not yet forgotten) the

@@ -76,6 +76,7 @@
 #include "writer/writer_adopt.h"
 #include "writer/writer_barrier.h"
 #include "writer/writer_internal.h"
+#include "writer/writer_open_stats.h"
 
 /*
  * The next sequence number of each (sink, bucket) this writer stages.
@@ -268,9 +269,11 @@ writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last)
  * write fails, nothing of the batch counts: it was not logged, its
  * sequence numbers are not taken, and staged_file_append cut the file back
  * to where the batch began; a file it could not cut takes no more batches,
- * and the barrier that seals it cuts it (writer_seal_stream).
+ * and the barrier that seals it cuts it (writer_seal_stream).  Returns the
+ * file the batch went into; the batch counts among the writer's open rows
+ * (writer_open_stats.c) from then on.
  */
-void
+OpenFile *
 writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
 					const char *payload, uint32 length, const char *origin_name,
 					off_t origin_offset, bool streamed, uint64 first_sequence)
@@ -279,6 +282,7 @@ writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 
 	StagedBatchHeader header;
 	off_t offset = file->size;
 	BucketSequence *sequence = NULL;
+	bool first_batch = file->batch_count == 0;
 
 	if (first_sequence == 0)
 	{
@@ -322,6 +326,10 @@ writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 
 		ahead_published(&file->ahead, (uint64) file->size);
 	pg_atomic_fetch_add_u64(&MyWriter->rows_staged, rows);
 	pg_atomic_fetch_add_u64(&MyWriter->bytes_staged, length);
+	if (file->staged_at == 0)
+		file->staged_at = GetCurrentTimestamp();
+	writer_open_stats_added(stream, file, first_batch, rows, (uint64) (file->size - offset));
+	return file;
 }
 
 /* writer_sync fsyncs a staged file (failures at elevel, see staged_file_sync), counted. */
@@ -441,9 +449,9 @@ stage_chunk(int index, const HandoffMessage *message, const char *rows, Size len
 
 	PG_TRY();
 	{
-		writer_append_batch(writer_get_stream(&message->stream), message->full_xid,
-							message->fence_epoch, message->row_count, rows, length, NULL, 0,
-							message->streamed, 0);
+		(void) writer_append_batch(writer_get_stream(&message->stream), message->full_xid,
+								   message->fence_epoch, message->row_count, rows, length, NULL, 0,
+								   message->streamed, 0);
 	}
 	PG_CATCH();
 	{
@@ -606,6 +614,7 @@ forget_dropped_sinks(void)
 {
 	HASH_SEQ_STATUS status;
 	Stream *stream;
+	bool forgot = false;
 
 	hash_seq_init(&status, WriterStreams);
 	while ((stream = hash_seq_search(&status)) != NULL)
@@ -631,7 +640,10 @@ forget_dropped_sinks(void)
 		list_free_deep(stream->sealed);
 		hash_search(WriterStreams, &stream->id, HASH_REMOVE, NULL);
 		pg_atomic_write_u32(&MyWriter->streams, (uint32) hash_get_num_entries(WriterStreams));
+		forgot = true;
 	}
+	if (forgot)
+		writer_open_stats_publish();
 }
 
 /*
@@ -658,6 +670,8 @@ writer_exit(int code, Datum arg)
 	MyWriter->proc = NULL;
 	MyWriter->ready = false;
 	SpinLockRelease(&MyWriter->mutex);
+	/* its open files are counted again by the next process, as it adopts them */
+	writer_open_stats_exit();
 
 	for (int s = 0; s < MyWriter->slot_count; s++)
 	{
@@ -751,10 +765,13 @@ paimon_sink_writer_main(Datum main_arg)
 	pg_atomic_write_u64(&MyWriter->sinks_held, 0); /* adoption sets the bits of what it adopts */
 	pg_atomic_write_u32(&MyWriter->queues_in_use, 0);
 	pg_atomic_write_u32(&MyWriter->streams, 0);
+	writer_open_stats_start();
 	before_shmem_exit(writer_exit, 0);
 
 	pgstat_report_activity(STATE_RUNNING, "adopting staged files");
 	writer_adopt_files();
+	/* counted before the writer serves: until then sink_stats reports its counts unknown */
+	writer_open_stats_publish();
 
 	arm_free_slots();
 	liveness_beat(MyWriter);

@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "core/constants.h"
 #include "ipc/handoff_queue.h"
@@ -181,6 +182,8 @@ adopt_file(const char *path, const char *name)
 	}
 	file->size = offset;
 	file->appendable = false;
+	/* its first staging's time is not recorded: its age counts from here */
+	file->staged_at = GetCurrentTimestamp();
 	stream = writer_get_stream(&id);
 	pg_atomic_fetch_or_u64(&MyWriter->sinks_held, SINK_HELD_BIT(id.sink_id));
 	old = MemoryContextSwitchTo(WriterContext);

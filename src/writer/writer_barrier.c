@@ -30,6 +30,7 @@
 #include "staging/staged_file.h"
 #include "writer/writer_barrier.h"
 #include "writer/writer_internal.h"
+#include "writer/writer_open_stats.h"
 
 static shm_mq_handle *barrier_queue; /* while answering a barrier */
 
@@ -347,6 +348,13 @@ writer_barrier_answer(void)
 			stream->sealed = NIL;
 		}
 	}
+	/*
+	 * What it sealed, dropped or discarded leaves the open rows of
+	 * sink_stats before the committer, which records the checkpoint after
+	 * the end record, can answer: a reader never sees them open and pending
+	 * at once.
+	 */
+	writer_open_stats_publish();
 	memset(&end, 0, sizeof(end));
 	end.kind = BARRIER_RECORD_END;
 	end_iov.data = (const char *) &end;

@@ -19,6 +19,7 @@
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 #include "utils/snapshot.h"
+#include "utils/timestamp.h"
 
 #include "core/shared_state.h"
 #include "ipc/ahead_publish.h"
@@ -55,8 +56,9 @@ typedef struct OpenFile
 	AheadSlot ahead;  /* own file: where its logged end is published (ahead_publish.c) */
 	int batch_count;
 	int batch_capacity;
-	uint32 record_count; /* batch records in the file */
-	uint64 max_sequence; /* the highest sequence number in the file */
+	uint32 record_count;   /* batch records in the file */
+	uint64 max_sequence;   /* the highest sequence number in the file */
+	TimestampTz staged_at; /* its oldest batch's first staging (adopted: the adoption); 0: none */
 	BatchInfo *batches;
 } OpenFile;
 
@@ -83,9 +85,10 @@ extern HTAB *WriterStreams; /* Stream, by StreamIdentity */
 extern MemoryContext WriterContext;
 
 extern Stream *writer_get_stream(const StreamIdentity *id);
-extern void writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch, uint32 rows,
-								const char *payload, uint32 length, const char *origin_name,
-								off_t origin_offset, bool streamed, uint64 first_sequence);
+extern OpenFile *writer_append_batch(Stream *stream, uint64 full_xid, uint64 fence_epoch,
+									 uint32 rows, const char *payload, uint32 length,
+									 const char *origin_name, off_t origin_offset, bool streamed,
+									 uint64 first_sequence);
 extern void writer_add_batch(OpenFile *file, off_t offset, uint32 length, uint32 rows,
 							 uint64 full_xid, uint64 fence_epoch, bool dead);
 extern void writer_raise_sequence(int32 sink_id, int32 bucket, uint64 last);

@@ -172,9 +172,13 @@ writer_seal_stream(Stream *stream, Snapshot snapshot, uint64 barrier_seq, uint64
 									file->path, (long long) offset)));
 				if (class == BATCH_CARRY)
 				{
-					writer_append_batch(stream, batch->full_xid, batch->fence_epoch,
-										header.row_count, payload.data, payload.len, file->name,
-										offset, false, header.first_sequence);
+					OpenFile *into = writer_append_batch(
+						stream, batch->full_xid, batch->fence_epoch, header.row_count, payload.data,
+						payload.len, file->name, offset, false, header.first_sequence);
+
+					/* a carried batch keeps its first staging's time (writer_open_stats.c) */
+					if (file->staged_at != 0 && file->staged_at < into->staged_at)
+						into->staged_at = file->staged_at;
 					carried = true;
 				}
 				sealed->excluded[excluded++] = offset;

@@ -61,6 +61,7 @@ my %from_views = (
 			s.last_committed_checkpoint, s.pending_checkpoints,
 			extract(epoch FROM now() - s.oldest_pending_prepared_at),
 			s.staged_files, s.staged_rows, s.staged_bytes,
+			s.open_files, s.open_rows, s.open_bytes, extract(epoch FROM now() - s.oldest_open_at),
 			s.load_ms_p50 / 1000, s.load_ms_p99 / 1000, s.load_ms_max / 1000, s.load_samples,
 			(SELECT c.interval_ms / 1000.0 FROM paimon_sink.checkpoint_schedule c
 			  JOIN paimon_sink.sinks d USING (sink_name)
