@@ -6,7 +6,9 @@
 # (payloads, batch headers and file headers).  A checkpoint barrier moves
 # one commit user's rows out of "open" into its pending checkpoint's
 # staged_rows and leaves the other's; a transaction that streamed its rows
-# and rolled back is counted until the next barrier leaves it out; a crash
+# and rolled back is counted until the next barrier leaves it out; one
+# still running at a barrier stays open, with its first staging's time,
+# until a barrier after its commit takes it; a crash
 # restart (an immediate-mode stop) counts the open rows again from the
 # files the writers adopt, aged from the adoption.  Last, a table too
 # small for both commit users (paimon_sink.max_open_stats = 1): a warning
@@ -106,6 +108,33 @@ is(sql("SELECT sum(row_count) FROM paimon_sink.prepare_commit('s', 'a', 2)"), '1
 is(open_of('a'), '0 0 0 10', 'a: nothing open; its 10 rows are the pending checkpoint\'s');
 is(open_of('b'), "$files_b 25 $bytes_b 0", 'b: untouched by a\'s barrier');
 
+# a transaction still running at a barrier: its streamed rows stay open (the
+# barrier keeps its own file), with their first staging's time; committed,
+# the next barrier takes them
+my $running = $node->background_psql('postgres');
+$running->query_safe(
+	q{SET paimon_sink.commit_user = 'a'; SET paimon_sink.handoff_buffer_size = '64kB'; BEGIN});
+$running->query_safe(
+	q{INSERT INTO s SELECT g, repeat('z', 100) FROM generate_series(100001, 103000) g});
+ok($node->poll_query_until('postgres',
+		"SELECT open_rows > 0 FROM paimon_sink.sink_stats WHERE sink_name = 's' AND commit_user = 'a'"),
+	'the running transaction\'s streamed rows are open');
+my ($rows_running) = (split / /, open_of('a'))[1];
+my $since = sql("SELECT oldest_open_at FROM paimon_sink.sink_stats WHERE sink_name = 's' AND commit_user = 'a'");
+is(sql("SELECT count(*) FROM paimon_sink.prepare_commit('s', 'a', 3) WHERE row_count > 0"), '0',
+	'checkpoint 3 of a takes none of the running transaction\'s rows');
+my ($files_kept, $rows_kept, undef, $staged_kept) = split / /, open_of('a');
+cmp_ok($rows_kept, '>=', $rows_running, 'they are still open after the barrier');
+is("$files_kept $staged_kept", '1 10', 'in the file the barrier kept; nothing more pending');
+is(sql("SELECT oldest_open_at FROM paimon_sink.sink_stats WHERE sink_name = 's' AND commit_user = 'a'"),
+	$since, 'with their first staging\'s time');
+$running->query_safe('COMMIT');
+$running->quit;
+like(open_of('a'), qr/^[12] 3000 \d+ 10$/, 'committed: all 3000 rows open (its own file, and the shared one for the rest handed off at commit)');
+is(sql("SELECT sum(row_count) FROM paimon_sink.prepare_commit('s', 'a', 4)"), '3000',
+	'checkpoint 4 of a takes them');
+is(open_of('a'), '0 0 0 3010', 'a: nothing open, 3010 pending');
+
 # a crash restart: the writers adopt b's open files and count them again
 stage('b', 3001, 7);
 my $before_crash = open_of('b');
@@ -115,7 +144,7 @@ $node->stop('immediate');
 $node->start;
 ok(writers_ready($node, 'postgres'), 'writers serve after the crash');
 is(open_of('b'), $before_crash, 'b: the same files, rows and bytes open after the crash');
-is(open_of('a'), '0 0 0 10', 'a: still nothing open, its checkpoint pending');
+is(open_of('a'), '0 0 0 3010', 'a: still nothing open, its checkpoints pending');
 is(sql("SELECT oldest_open_at > '$t1'::timestamptz "
 	  . "FROM paimon_sink.sink_stats WHERE sink_name = 's' AND commit_user = 'b'"),
 	't', 'b\'s adopted rows are aged from their adoption');
@@ -133,15 +162,15 @@ $node->restart;
 ok(writers_ready($node, 'postgres'), 'writers serve with max_open_stats = 1');
 my $offset = -s $node->logfile;
 stage('a', 5001, 3);
-is(open_of('a'), '1 3 ' . (split / /, open_of('a'))[2] . ' 10', 'one commit user fits');
+is(open_of('a'), '1 3 ' . (split / /, open_of('a'))[2] . ' 3010', 'one commit user fits');
 stage('b', 6001, 4);
 ok($node->wait_for_log(qr/WARNING:.*cannot count the rows of commit user "b" of sink \d+ in its open staged files/, $offset),
 	'the writer warns that b does not fit');
-is(open_of('a') . ' / ' . open_of('b'), 'NULL NULL NULL 10 / NULL NULL NULL 32',
+is(open_of('a') . ' / ' . open_of('b'), 'NULL NULL NULL 3010 / NULL NULL NULL 32',
 	'every count of the database unknown (NULL), not short');
-sql("SELECT count(*) FROM paimon_sink.prepare_commit('s', 'a', 3)");
+sql("SELECT count(*) FROM paimon_sink.prepare_commit('s', 'a', 5)");
 sql("SELECT count(*) FROM paimon_sink.prepare_commit('s', 'b', 3)");
-is(open_of('a') . ' / ' . open_of('b'), '0 0 0 13 / 0 0 0 36',
+is(open_of('a') . ' / ' . open_of('b'), '0 0 0 3013 / 0 0 0 36',
 	'known again once both are sealed');
 
 $node->stop;
