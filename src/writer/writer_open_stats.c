@@ -44,7 +44,8 @@ typedef struct OpenStatsKey
 typedef struct OpenStats
 {
 	OpenStatsKey key;		/* hash key */
-	OpenStagedEntry *entry; /* NULL: it did not fit the table */
+	OpenStagedEntry *entry; /* NULL: it did not fit the table (or not entered yet) */
+	bool refused;			/* the table was full: tried again only by the next summing */
 	int64 files;
 	int64 rows;
 	int64 bytes;
@@ -98,11 +99,13 @@ stats_of(const Stream *stream, bool enter)
 		stats->files = stats->rows = stats->bytes = 0;
 		stats->oldest_at = 0;
 		stats->seen = false;
+		stats->refused = false;
 	}
-	if (enter && stats->entry == NULL)
+	if (enter && stats->entry == NULL && !stats->refused)
 	{
 		stats->entry = open_staged_enter(MyWriterIndex, key.sink_id, key.commit_user);
-		if (stats->entry == NULL)
+		stats->refused = stats->entry == NULL;
+		if (stats->refused)
 			warn_omitted(&key);
 	}
 	return stats;
@@ -231,7 +234,8 @@ writer_open_stats_publish(void)
 		{
 			stats->entry =
 				open_staged_enter(MyWriterIndex, stats->key.sink_id, stats->key.commit_user);
-			if (stats->entry == NULL)
+			stats->refused = stats->entry == NULL;
+			if (stats->refused)
 				warn_omitted(&stats->key);
 		}
 		if (stats->entry != NULL)
