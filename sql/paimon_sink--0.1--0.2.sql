@@ -973,9 +973,34 @@ CREATE FUNCTION paimon_sink.open_staged(sink_id integer, commit_user text,
 COMMENT ON FUNCTION paimon_sink.open_staged(integer, text) IS
 $$What this database's writers hold for a sink (by sink_id) and commit user in their open staged files, written and not yet sealed into a checkpoint: one row of open_files, open_rows, open_bytes (bigint: files, rows, and bytes of batch records, headers and payloads) and oldest_open_at (timestamptz: when the oldest of them was staged; NULL when none is). Every column is NULL while the counts are not known whole: a writer not serving (starting, or adopting its files after a restart), or counts that did not fit paimon_sink.max_open_stats. Counts only, no row data. Errors: 55000 library not preloaded. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 
+-- reset_sink_stats() writes here, never into commit_user_state: the
+-- counters there only grow, and a reset records what they were, which
+-- sink_stats subtracts.  A reset in a transaction left open so holds no
+-- lock that a commit of the commit user needs (it would stall the
+-- database's committer, which serves every sink in turn).
+CREATE TABLE paimon_sink.sink_stats_reset (
+	sink_id integer NOT NULL,
+	commit_user text NOT NULL,
+	commits bigint NOT NULL,
+	rows_committed bigint NOT NULL,
+	bytes_committed bigint NOT NULL,
+	failures bigint NOT NULL,
+	skipped_as_committed bigint NOT NULL,
+	stats_reset timestamptz NOT NULL,
+	PRIMARY KEY (sink_id, commit_user)
+);
+COMMENT ON TABLE paimon_sink.sink_stats_reset IS
+	'The counters of commit_user_state as they were at the last reset_sink_stats() of each (sink, commit user), and when; sink_stats shows the counters since. Removed with the sink by drop_sink.';
+SELECT pg_catalog.pg_extension_config_dump('paimon_sink.sink_stats_reset', '');
+
 CREATE VIEW paimon_sink.sink_stats AS
 	SELECT s.sink_id, s.sink_name, u.commit_user,
-		u.commits, u.rows_committed, u.bytes_committed, u.failures, u.skipped_as_committed,
+		u.commits OPERATOR(pg_catalog.-) coalesce(r.commits, 0) AS commits,
+		u.rows_committed OPERATOR(pg_catalog.-) coalesce(r.rows_committed, 0) AS rows_committed,
+		u.bytes_committed OPERATOR(pg_catalog.-) coalesce(r.bytes_committed, 0) AS bytes_committed,
+		u.failures OPERATOR(pg_catalog.-) coalesce(r.failures, 0) AS failures,
+		u.skipped_as_committed OPERATOR(pg_catalog.-) coalesce(r.skipped_as_committed, 0)
+			AS skipped_as_committed,
 		u.last_committed_at AS last_commit_time,
 		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) u.last_committed_at)
 			AS seconds_since_last_commit,
@@ -989,9 +1014,11 @@ CREATE VIEW paimon_sink.sink_stats AS
 		pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_open_at)
 			AS oldest_open_seconds,
 		l.load_ms_p50, l.load_ms_p99, l.load_ms_max, l.load_samples,
-		u.stats_reset
+		coalesce(r.stats_reset, u.stats_reset) AS stats_reset
 	FROM paimon_sink.commit_user_state u
 	JOIN paimon_sink.sink_definition s ON s.sink_id OPERATOR(pg_catalog.=) u.sink_id
+	LEFT JOIN paimon_sink.sink_stats_reset r ON r.sink_id OPERATOR(pg_catalog.=) u.sink_id
+		AND r.commit_user OPERATOR(pg_catalog.=) u.commit_user
 	CROSS JOIN LATERAL (
 		SELECT pg_catalog.count(DISTINCT c.checkpoint_id) AS pending_checkpoints,
 			pg_catalog.min(c.checkpoint_id) AS oldest_pending_checkpoint,
@@ -1011,16 +1038,16 @@ CREATE VIEW paimon_sink.sink_stats AS
 		FROM paimon_sink.snapshot_log g
 		WHERE g.sink_id OPERATOR(pg_catalog.=) u.sink_id
 			AND g.commit_user OPERATOR(pg_catalog.=) u.commit_user
-			AND g.committed_at OPERATOR(pg_catalog.>=) u.stats_reset) l
+			AND g.committed_at OPERATOR(pg_catalog.>=) coalesce(r.stats_reset, u.stats_reset)) l
 	CROSS JOIN LATERAL paimon_sink.open_staged(u.sink_id, u.commit_user) o;
 COMMENT ON VIEW paimon_sink.sink_stats IS
-$$One row per sink and commit user, in the style of PostgreSQL's pg_stat_* views; the counters are kept in the catalog (commit_user_state), so they survive a clean restart and a crash, and start again at reset_sink_stats() (stats_reset). Columns: sink_id, sink_name, commit_user; commits (bigint: snapshots made, counted in the commit's own transaction: a commit rolled back counts nothing), rows_committed (bigint: rows applied), bytes_committed (bigint: staged bytes committed); failures (bigint: commit(), checkpoint(), end_input() and periodic checkpoints of the commit user that failed; a sink group's under each of its members, since the group commits them as one); skipped_as_committed (bigint: commit() calls that found their checkpoint already committed, answered newly_committed = false); last_commit_time (timestamptz: the last snapshot's commit, kept across resets) and seconds_since_last_commit (double precision, NULL before the first); last_committed_checkpoint (bigint); pending_checkpoints (bigint: checkpoints prepared and not yet committed), oldest_pending_checkpoint (bigint), oldest_pending_prepared_at (timestamptz) and oldest_pending_seconds (double precision: its age; NULL when none is pending); staged_files, staged_rows, staged_bytes (bigint: the staged files recorded for those pending checkpoints, their rows and bytes); open_files, open_rows, open_bytes (bigint: what the writers hold in open staged files, written and not yet sealed into a checkpoint: batches of transactions that committed since the last checkpoint barrier, of those still running, and of those rolled back until the next barrier leaves them out; bytes of batch records, headers and payloads), oldest_open_at (timestamptz: when the oldest of them was staged, or, for files a writer adopted after a restart, when it adopted them; NULL when none is open) and oldest_open_seconds (double precision: its age); these four are counted in shared memory, not kept, and are NULL while not known whole (a writer starting or adopting its files after a restart, or counts that did not fit paimon_sink.max_open_stats, which a writer logs once); load_ms_p50, load_ms_p99, load_ms_max (double precision, milliseconds from a commit's start to its snapshot: the median, 99th percentile and maximum over the snapshots retained in snapshot_log since stats_reset; NULL without one) and load_samples (bigint: how many); stats_reset (timestamptz: when the counters last started from zero: the commit user's first prepare, the update to 0.2, or reset_sink_stats()). The counters go with pg_dump and pg_upgrade, as the rest of commit_user_state does. Readable by PUBLIC and pg_monitor: it shows no row data and no error text.$$;
+$$One row per sink and commit user, in the style of PostgreSQL's pg_stat_* views; the counters are kept in the catalog (commit_user_state), so they survive a clean restart and a crash; reset_sink_stats() records them as they were (sink_stats_reset), and the view shows them since (stats_reset). Columns: sink_id, sink_name, commit_user; commits (bigint: snapshots made, counted in the commit's own transaction: a commit rolled back counts nothing), rows_committed (bigint: rows applied), bytes_committed (bigint: staged bytes committed); failures (bigint: commit(), checkpoint(), end_input() and periodic checkpoints of the commit user that failed; a sink group's under each of its members, since the group commits them as one); skipped_as_committed (bigint: commit() calls that found their checkpoint already committed, answered newly_committed = false); last_commit_time (timestamptz: when the last commit recorded its snapshot, just before COMMIT PREPARED made it visible; kept across resets) and seconds_since_last_commit (double precision, NULL before the first); last_committed_checkpoint (bigint); pending_checkpoints (bigint: checkpoints prepared and not yet committed), oldest_pending_checkpoint (bigint), oldest_pending_prepared_at (timestamptz) and oldest_pending_seconds (double precision: its age; NULL when none is pending); staged_files, staged_rows, staged_bytes (bigint: the staged files recorded for those pending checkpoints, their rows and bytes); open_files, open_rows, open_bytes (bigint: what the writers hold in open staged files, written and not yet sealed into a checkpoint: batches of transactions that committed since the last checkpoint barrier, of those still running, and of those rolled back until the next barrier leaves them out; bytes of batch records, headers and payloads), oldest_open_at (timestamptz: when the oldest of them was staged, or, for files a writer adopted after a restart, when it adopted them; NULL when none is open) and oldest_open_seconds (double precision: its age); these four are counted in shared memory, not kept, and are NULL while not known whole (a writer starting or adopting its files after a restart, or counts that did not fit paimon_sink.max_open_stats, which a writer logs once); load_ms_p50, load_ms_p99, load_ms_max (double precision, milliseconds from a commit's start to its snapshot: the median, 99th percentile and maximum over the snapshots retained in snapshot_log since stats_reset; NULL without one) and load_samples (bigint: how many); stats_reset (timestamptz: when the counters last started from zero: the commit user's first prepare, the update to 0.2, or the last reset_sink_stats()). The counters go with pg_dump and pg_upgrade, as the rest of commit_user_state does. Readable by PUBLIC and pg_monitor: it shows no row data and no error text.$$;
 GRANT SELECT ON paimon_sink.sink_stats TO PUBLIC;
 
 CREATE FUNCTION paimon_sink.reset_sink_stats(sink_name text DEFAULT NULL) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'paimon_sink_reset_sink_stats' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION paimon_sink.reset_sink_stats(text) IS
-$$Sets the counters of the view sink_stats (commits, rows_committed, bytes_committed, failures, skipped_as_committed) to zero and stats_reset to now() for every commit user of the sink named, or, with NULL (the default), of every sink the caller may reset; the load time percentiles then count only later snapshots. Transactional: a rollback keeps the counters. Returns the number of (sink, commit user) rows reset (bigint). Privileges: the sink's owner (or a member of it) and members of pg_monitor may reset a sink (PostgreSQL's own pg_stat_reset_* are superuser-only until granted; a monitoring role here may reset the counters it reads, as citus_stat_counters_reset allows); EXECUTE is granted to PUBLIC and the function checks the caller (a site that wants PostgreSQL's rule revokes it from PUBLIC and grants it to the roles it chooses). Waits for a commit of the commit user in progress, and for one in doubt, to end. Errors: 42704 unknown sink; 42501 neither a member of the sink's owner nor of pg_monitor. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+$$Sets the counters of the view sink_stats (commits, rows_committed, bytes_committed, failures, skipped_as_committed) to zero and stats_reset to now() for every commit user of the sink named (or of each member of the sink group named), or, with NULL (the default), of every sink the caller may reset; the load time percentiles then count only later snapshots. Transactional: a rollback keeps the counters. Returns the number of (sink, commit user) rows reset (bigint). Privileges: the sink's owner (or a member of it) and members of pg_monitor may reset a sink (PostgreSQL's own pg_stat_reset_* are superuser-only until granted; a monitoring role here may reset the counters it reads, as citus_stat_counters_reset allows); EXECUTE is granted to PUBLIC and the function checks the caller (a site that wants PostgreSQL's rule revokes it from PUBLIC and grants it to the roles it chooses). It records the counters as the caller's snapshot sees them (in sink_stats_reset) and locks nothing a commit needs: a commit in progress counts after the reset, and a reset in a transaction left open holds up no commit. Errors: 42704 neither a sink nor a sink group of that name; 42501 neither a member of the sink's (each member's) owner nor of pg_monitor. Also 55000 while the extension's version is not the library's (see library_version()).$$;
 REVOKE ALL ON FUNCTION paimon_sink.reset_sink_stats(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION paimon_sink.reset_sink_stats(text) TO PUBLIC;
 

@@ -125,6 +125,15 @@ SELECT sink_name, commit_user = :'job_user' AS job, commits, rows_committed,
        load_samples, load_ms_p99 >= 0 AS load_ms_p99
   FROM paimon_sink.sink_stats WHERE sink_name IN ('stats_sink', 'stats_other')
  ORDER BY sink_name, job;
+-- the reset records the counters as they were; the commit user's own row keeps counting
+-- (a reset takes no lock a commit needs)
+RESET ROLE;
+SELECT u.commits > 0 AS row_kept, r.commits = u.commits AS recorded
+  FROM paimon_sink.commit_user_state u
+  JOIN paimon_sink.sink_stats_reset r USING (sink_id, commit_user)
+  JOIN paimon_sink.sink_definition d USING (sink_id)
+ WHERE d.sink_name = 'stats_sink' AND u.commit_user <> :'job_user';
+SET ROLE regress_sink_owner;
 -- counted again from zero after the reset
 INSERT INTO stats_sink VALUES (8, 'g');
 SELECT row_count FROM paimon_sink.checkpoint('stats_sink');
@@ -158,6 +167,10 @@ SELECT newly_committed FROM paimon_sink.commit('stats_grp', 'stats-grp-job', 1);
 RESET paimon_sink.commit_user;
 SELECT sink_name, commits, failures, pending_checkpoints, staged_rows
   FROM paimon_sink.sink_stats WHERE commit_user = 'stats-grp-job' ORDER BY sink_name;
+-- a group's name resets each member's counters
+SELECT paimon_sink.reset_sink_stats('stats_grp');
+SELECT sink_name, failures FROM paimon_sink.sink_stats
+ WHERE commit_user = 'stats-grp-job' ORDER BY sink_name;
 SELECT paimon_sink.drop_sink_group('stats_grp');
 SELECT paimon_sink.drop_sink('stats_ga_sink', force => true);
 SELECT paimon_sink.drop_sink('stats_gb_sink', force => true);
@@ -167,4 +180,7 @@ SELECT paimon_sink.drop_sink('stats_other');
 DROP TABLE stats_target;
 DROP FUNCTION stats_refuse();
 RESET ROLE;
+-- drop_sink removes the recorded counters with the sink
+SELECT count(*) AS recorded_left FROM paimon_sink.sink_stats_reset r
+ WHERE NOT EXISTS (SELECT FROM paimon_sink.sink_definition d WHERE d.sink_id = r.sink_id);
 DROP ROLE regress_stats_monitor;

@@ -355,37 +355,73 @@ paimon_sink_open_staged(PG_FUNCTION_ARGS)
 }
 
 /*
- * reset_sink_stats(sink_name text DEFAULT NULL) sets the counters of
- * sink_stats to zero and stats_reset to now() for every commit user of the
- * sink, or (NULL) of every sink the caller may reset, in the caller's
- * transaction; returns the number of (sink, commit user) rows reset
- * (bigint).  A member of the sink's owner or of pg_monitor may reset it.
- * Raises ERRCODE_UNDEFINED_OBJECT for an unknown sink,
- * ERRCODE_INSUFFICIENT_PRIVILEGE for a caller that may not, and what
- * paimon_sink_require_ready raises.
+ * require_reset_right raises ERRCODE_INSUFFICIENT_PRIVILEGE unless role,
+ * or pg_monitor membership (monitor), may reset the sink's statistics.
+ */
+static void
+require_reset_right(const SinkInfo *sink, Oid role, bool monitor)
+{
+	char *owner;
+
+	if (monitor || has_privs_of_role(role, sink->owner))
+		return;
+	owner = OidIsValid(sink->owner) ? GetUserNameFromId(sink->owner, false) : "(none)";
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to reset the statistics of sink \"%s\"", sink->name),
+			 errdetail("Only a member of the sink's owner, role \"%s\", or of pg_monitor may "
+					   "reset its statistics.",
+					   owner),
+			 errhint("Run it as a member of role \"%s\" or of pg_monitor.", owner)));
+}
+
+/*
+ * reset_sink_stats(sink_name text DEFAULT NULL) starts the counters of
+ * sink_stats again from zero, with stats_reset now(), for every commit
+ * user of the sink named, of each member of the sink group named, or
+ * (NULL) of every sink the caller may reset, in the caller's transaction;
+ * returns the number of (sink, commit user) rows reset (bigint).  A member
+ * of the sink's owner (of each member's) or of pg_monitor may reset it.
+ * Raises ERRCODE_UNDEFINED_OBJECT for a name that is neither a sink nor a
+ * group, ERRCODE_INSUFFICIENT_PRIVILEGE for a caller that may not, and
+ * what paimon_sink_require_ready raises.
  */
 Datum
 paimon_sink_reset_sink_stats(PG_FUNCTION_ARGS)
 {
 	Oid role = GetUserId();
 	bool monitor = has_privs_of_role(role, ROLE_PG_MONITOR);
+	char *name;
 	SinkInfo *sink;
+	SinkGroup *group;
+	ListCell *lc;
+	List *members = NIL;
+	int64 reset = 0;
 
 	paimon_sink_require_ready();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_INT64(metadata_reset_sink_stats(0, monitor, role));
-	sink = catalog_require_sink(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	if (!monitor && !has_privs_of_role(role, sink->owner))
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	sink = palloc0(sizeof(SinkInfo));
+	if (metadata_sink_by_name(name, sink))
 	{
-		char *owner = OidIsValid(sink->owner) ? GetUserNameFromId(sink->owner, false) : "(none)";
-
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to reset the statistics of sink \"%s\"", sink->name),
-				 errdetail("Only a member of the sink's owner, role \"%s\", or of pg_monitor may "
-						   "reset its statistics.",
-						   owner),
-				 errhint("Run it as a member of role \"%s\" or of pg_monitor.", owner)));
+		require_reset_right(sink, role, monitor);
+		PG_RETURN_INT64(metadata_reset_sink_stats(sink->sink_id, true, role));
 	}
-	PG_RETURN_INT64(metadata_reset_sink_stats(sink->sink_id, true, role));
+	group = metadata_group_by_name(name);
+	if (group == NULL)
+		catalog_require_sink(name); /* raises its error */
+	/* a group: every member's right first, so that a refusal resets none */
+	foreach (lc, group->members)
+	{
+		SinkInfo *member = palloc0(sizeof(SinkInfo));
+
+		if (!metadata_sink_by_id(lfirst_int(lc), member))
+			continue;
+		require_reset_right(member, role, monitor);
+		members = lappend_int(members, member->sink_id);
+	}
+	foreach (lc, members)
+		reset += metadata_reset_sink_stats(lfirst_int(lc), true, role);
+	PG_RETURN_INT64(reset);
 }

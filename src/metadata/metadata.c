@@ -300,6 +300,8 @@ metadata_drop_sink(int32 sink_id)
 		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.commit_user_state x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
 		 SPI_OK_DELETE},
+		{"DELETE FROM paimon_sink.sink_stats_reset x WHERE x.sink_id OPERATOR(pg_catalog.=) $1",
+		 SPI_OK_DELETE},
 		{"DELETE FROM paimon_sink.checkpoint_properties x WHERE x.sink_id OPERATOR(pg_catalog.=) "
 		 "$1",
 		 SPI_OK_DELETE},

@@ -3,7 +3,7 @@
  * metadata_stats.c
  *	  The SQL of the counters of sink_stats that no commit writes: failed
  *	  requests and commit() calls that found their checkpoint committed,
- *	  and reset_sink_stats().
+ *	  and reset_sink_stats() (which records the counters in sink_stats_reset).
  *
  * The counters are columns of commit_user_state (sql/paimon_sink--0.1--0.2.sql).
  * A commit counts itself in its own write of the commit user's marks
@@ -53,20 +53,25 @@ metadata_count_outcome(int32 sink_id, const char *commit_user, int64 failures, i
 }
 
 /*
- * metadata_reset_sink_stats sets the counters of sink_stats to zero and
- * stats_reset to now() for the commit users of sink_id (0: of every sink
- * whose owner role has the privileges of, unless all is true: of every
- * sink), in the caller's transaction, as the extension's owner (the caller
- * checked the rights); waits for a commit of those commit users in
- * progress.  Returns the number of rows reset.
+ * metadata_reset_sink_stats records the counters of sink_stats as the
+ * caller's snapshot sees them, and now() as their stats_reset, for the
+ * commit users of sink_id (0: of every sink whose owner role has the
+ * privileges of, unless all is true: of every sink), in the caller's
+ * transaction, as the extension's owner (the caller checked the rights).
+ * It writes sink_stats_reset only: commit_user_state's row is not locked,
+ * so a commit in progress is not waited for (its counts show after the
+ * reset), and a reset in a transaction left open holds up no commit.
+ * Returns the number of (sink, commit user) rows reset.
  */
 int64
 metadata_reset_sink_stats(int32 sink_id, bool all, Oid role)
 {
 	static Statement statement = {
-		"UPDATE paimon_sink.commit_user_state u SET commits = 0, rows_committed = 0, "
-		"bytes_committed = 0, failures = 0, skipped_as_committed = 0, "
-		"stats_reset = pg_catalog.now() "
+		"INSERT INTO paimon_sink.sink_stats_reset AS r (sink_id, commit_user, commits, "
+		"rows_committed, bytes_committed, failures, skipped_as_committed, stats_reset) "
+		"SELECT u.sink_id, u.commit_user, u.commits, u.rows_committed, u.bytes_committed, "
+		"u.failures, u.skipped_as_committed, pg_catalog.now() "
+		"FROM paimon_sink.commit_user_state u "
 		"WHERE ($1 OPERATOR(pg_catalog.=) 0 OR u.sink_id OPERATOR(pg_catalog.=) $1) "
 		"AND ($2 OR EXISTS ("
 		"  SELECT FROM paimon_sink.sink_definition s "
@@ -76,8 +81,12 @@ metadata_reset_sink_stats(int32 sink_id, bool all, Oid role)
 		"      ANY (fd.ftoptions) "
 		"  JOIN pg_catalog.pg_class ft ON ft.oid OPERATOR(pg_catalog.=) fd.ftrelid "
 		"  WHERE s.sink_id OPERATOR(pg_catalog.=) u.sink_id "
-		"    AND pg_catalog.pg_has_role($3, ft.relowner, 'USAGE')))",
-		SPI_OK_UPDATE};
+		"    AND pg_catalog.pg_has_role($3, ft.relowner, 'USAGE'))) "
+		"ON CONFLICT (sink_id, commit_user) DO UPDATE SET commits = excluded.commits, "
+		"rows_committed = excluded.rows_committed, bytes_committed = excluded.bytes_committed, "
+		"failures = excluded.failures, skipped_as_committed = excluded.skipped_as_committed, "
+		"stats_reset = excluded.stats_reset",
+		SPI_OK_INSERT};
 	Arg args[] = {ARG_INT4(sink_id), ARG_BOOL(all), ARG_OID(role)};
 
 	return (int64) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
