@@ -713,7 +713,7 @@ metadata_record_snapshot(const SnapshotEntry *entry)
 		 "AND c.checkpoint_id OPERATOR(pg_catalog.=) $4 AND c.snapshot_id IS NULL",
 		 SPI_OK_UPDATE},
 		{"UPDATE paimon_sink.commit_user_state u SET last_committed_checkpoint = $4, "
-		 "last_snapshot_id = $2, last_committed_at = pg_catalog.now(), "
+		 "last_snapshot_id = $2, last_committed_at = pg_catalog.clock_timestamp(), "
 		 "commits = u.commits OPERATOR(pg_catalog.+) 1, "
 		 "rows_committed = u.rows_committed OPERATOR(pg_catalog.+) $5, "
 		 "bytes_committed = u.bytes_committed OPERATOR(pg_catalog.+) $7, "

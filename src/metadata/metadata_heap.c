@@ -45,6 +45,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "core/pg_compat.h"
 #include "metadata/metadata_heap.h"
@@ -325,8 +326,8 @@ set_committed(TupleTableSlot *row, Relation rel, const void *arg)
 	add_to(row, rel, "bytes_committed", mark->byte_count);
 	slot_set(row, rel, "last_committed_checkpoint", Int64GetDatum(mark->checkpoint_id), false);
 	slot_set(row, rel, "last_snapshot_id", Int64GetDatum(mark->snapshot_id), false);
-	slot_set(row, rel, "last_committed_at",
-			 TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
+	/* the clock, not the transaction's start: a commit may wait on locks first */
+	slot_set(row, rel, "last_committed_at", TimestampTzGetDatum(GetCurrentTimestamp()), false);
 	slot_set(row, rel, "last_committed_properties", (Datum) 0, true);
 }
 
