@@ -12,7 +12,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(sink_setup back_after_crash writers_ready nothing_in_doubt);
+use PaimonSinkTest
+  qw(sink_setup back_after_crash writers_ready nothing_in_doubt background_sql finish_background);
 
 my $node = PostgreSQL::Test::Cluster->new('sink_stats');
 $node->init;
@@ -122,6 +123,23 @@ $node->stop('immediate');
 $node->start;
 ok(writers_ready($node, 'postgres'), 'writers serve after the second crash');
 is(stats(), $reset, 'the reset and the counts after it survive a crash');
+
+# last_commit_time is when the commit recorded its snapshot, not when it
+# began: a commit that waited 4 s for the target's lock is fresh at its end
+prepare(7, 3, 'seven');
+my $locker = background_sql($node, 'BEGIN; LOCK TABLE target IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_locks WHERE relation = 'target'::regclass AND mode = 'ExclusiveLock' AND granted"),
+	'the target is locked');
+sql("SELECT count(*) FROM paimon_sink.commit('s', 'job', 7)");
+finish_background($locker);
+my $since = sql("SELECT round(seconds_since_last_commit::numeric, 1) FROM paimon_sink.sink_stats "
+	  . "WHERE sink_name = 's' AND commit_user = 'job'");
+my $waited = sql("SELECT round(load_ms::numeric / 1000, 1) FROM paimon_sink.snapshot_log "
+	  . "WHERE commit_user = 'job' AND commit_identifier = 7");
+cmp_ok($waited, '>=', 2, "the commit waited for the lock (${waited} s)");
+cmp_ok($since, '<', $waited - 1,
+	"seconds_since_last_commit right after it (${since}) does not count the wait (${waited} s)");
 
 $node->stop;
 done_testing();
