@@ -580,7 +580,7 @@ sub lose_page_cache
 	return $cut;
 }
 
-# The schema-change scenario (064_schema_follow.pl, 073_schema_failover.pl):
+# The schema-change scenario (064_schema_follow.pl, 074_schema_failover.pl):
 # four targets of one shape, each with the sink that writes it and a ledger
 # of what was sent.  Each case names its target, its sink, the commit user
 # its rows are written and committed as, what prepare_commit() and commit()
