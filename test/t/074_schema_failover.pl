@@ -81,7 +81,6 @@ for my $case (@cases)
 same_staged_files($primary, $standby, 'before the failover');
 
 # --- the group's commit of checkpoint 2 paused between PREPARE and COMMIT PREPARED
-my ($group) = grep { $_->{call} eq 'grp' } @cases;
 $primary->safe_psql('postgres', "SELECT paimon_sink.inject_fault('committer_after_prepare', 'pause')");
 my $in_flight = background_sql($primary, "SELECT count(*) FROM paimon_sink.commit('grp', 'g-job', 2)");
 ok(fault_paused($primary, 'committer_after_prepare'),
