@@ -24,7 +24,8 @@ our @EXPORT_OK = qw(nothing_in_doubt source_dir doc_table sql_statements sql_pro
   start_load stop_load run_load start_checkpoints background_sql checkpoint_ok same_staged_files
   background_verbose finish_within holds_ledger_exactly exactly_once lose_page_cache sink_setup
   book_insert fault_paused staged_files_left windows_closed released_versions query_or_error
-  scenario_sql stage_scenario scenario_rows finish_background load_ahead_counts waiting_loaders);
+  scenario_sql stage_scenario scenario_rows finish_background load_ahead_counts waiting_loaders
+  schema_setup schema_write schema_prepare schema_commit schema_follow schema_diff schema_layout schema_refused);
 
 # writers_ready(NODE, DATABASE): waits (poll_query_until's bound) until
 # the database's two writers serve; true when they do.  Schema-qualified,
@@ -577,6 +578,160 @@ sub lose_page_cache
 		}
 	}
 	return $cut;
+}
+
+# The schema-change scenario (064_schema_follow.pl, 074_schema_failover.pl):
+# four targets of one shape, each with the sink that writes it and a ledger
+# of what was sent.  Each case names its target, its sink, the commit user
+# its rows are written and committed as, what prepare_commit() and commit()
+# name (the group grp for its member g1_sink, whose other member g2_sink
+# writes g2) and whether the sink upserts.  The overwrite sink's target
+# holds three rows before it (ids 100..102, not in the ledger) that its
+# job's first commit replaces.
+my @schema_cases = (
+	{ target => 'ap', sink => 'ap_sink', job => 'ap-job', call => 'ap_sink', upsert => 0 },
+	{ target => 'up', sink => 'up_sink', job => 'up-job', call => 'up_sink', upsert => 1 },
+	{ target => 'g1', sink => 'g1_sink', job => 'g-job', call => 'grp', upsert => 0 },
+	{ target => 'ow', sink => 'ow_sink', job => 'ow-job', call => 'ow_sink', upsert => 0 });
+
+# schema_setup(NODE): on NODE (postgres database) the extension, the four
+# targets (id int PRIMARY KEY, n int2, f float4, s varchar(5), old text,
+# gone text), g2, their sinks (ap_sink append, up_sink upsert with two
+# buckets, g1_sink and g2_sink in the group grp, ow_sink overwrite) and a
+# ledger per target (ledger_<target>: id, n bigint, f float8, s text,
+# renamed text, the layout after schema_follow's changes); returns the
+# cases (a list of hashes, see above).
+sub schema_setup
+{
+	my ($node) = @_;
+	my $shape = 'id int PRIMARY KEY, n int2, f float4, s varchar(5), old text, gone text';
+	$node->safe_psql('postgres', qq{
+		CREATE EXTENSION paimon_sink;
+		CREATE TABLE ap ($shape);
+		CREATE TABLE up ($shape);
+		CREATE TABLE g1 ($shape);
+		CREATE TABLE g2 (id int PRIMARY KEY, v int);
+		CREATE TABLE ow ($shape);
+		INSERT INTO ow SELECT g, g, g, 'old', 'old', 'old' FROM generate_series(100, 102) g;
+		SELECT sink_name FROM paimon_sink.create_sink('ap_sink', 'ap');
+		SELECT sink_name FROM paimon_sink.create_sink('up_sink', 'up', mode => 'upsert', buckets => 2);
+		SELECT sink_name FROM paimon_sink.create_sink('g1_sink', 'g1');
+		SELECT sink_name FROM paimon_sink.create_sink('g2_sink', 'g2');
+		SELECT paimon_sink.create_sink_group('grp', ARRAY['g1_sink', 'g2_sink']);
+		SELECT sink_name FROM paimon_sink.create_sink('ow_sink', 'ow', mode => 'overwrite');
+	});
+	$node->safe_psql('postgres',
+		"CREATE TABLE ledger_$_->{target} (id int, n bigint, f float8, s text, renamed text)")
+	  for @schema_cases;
+	return @schema_cases;
+}
+
+# schema_write(NODE, CASE, FROM, TO, TAG): the rows FROM..TO through the
+# case's sink on NODE as its commit user (old holding TAG, gone a value of
+# its own), and the same into its ledger (an upsert sink's keys replaced);
+# the group's other member gets a row per id in the same transaction.  A
+# test that the write works.
+sub schema_write
+{
+	my ($node, $case, $from, $to, $tag) = @_;
+	my $other = $case->{call} eq 'grp'
+	  ? "INSERT INTO g2_sink SELECT g, g FROM generate_series($from, $to) g;" : '';
+	my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = '$case->{job}';
+		BEGIN;
+		INSERT INTO $case->{sink} (id, n, f, s, old, gone)
+			SELECT g, g, g / 2.0, 's' || g, '$tag', 'gone-' || g FROM generate_series($from, $to) g;
+		$other
+		COMMIT;");
+	is($ret, 0, "$case->{sink}: rows $from..$to ($tag) written") or diag($err);
+	$node->safe_psql('postgres', "DELETE FROM ledger_$case->{target} WHERE id BETWEEN $from AND $to")
+	  if $case->{upsert};
+	$node->safe_psql('postgres', "INSERT INTO ledger_$case->{target}
+		SELECT g, g, g / 2.0, 's' || g, '$tag' FROM generate_series($from, $to) g");
+	return;
+}
+
+# schema_prepare(NODE, CASE, N): a test that checkpoint N of the case's
+# commit user is prepared on NODE.
+sub schema_prepare
+{
+	my ($node, $case, $n) = @_;
+	my ($ret, $out, $err) = try_sql($node,
+		"SELECT count(*) FROM paimon_sink.prepare_commit('$case->{call}', '$case->{job}', $n)");
+	is($ret, 0, "$case->{call}: checkpoint $n prepared") or diag($err);
+	return;
+}
+
+# schema_commit(NODE, CASE, N): a test that commit() of the checkpoints up
+# to N of the case's commit user works on NODE; returns its rows as
+# "checkpoint:newly_committed" in snapshot order, comma-separated (a
+# group's members each give one).
+sub schema_commit
+{
+	my ($node, $case, $n) = @_;
+	my ($ret, $out, $err) = try_sql($node,
+		"SELECT string_agg(checkpoint_id || ':' || newly_committed, ',' ORDER BY snapshot_id)
+			FROM paimon_sink.commit('$case->{call}', '$case->{job}', $n)");
+	is($ret, 0, "$case->{call}: checkpoints up to $n commit") or diag($err);
+	$out =~ s/\n\z//;
+	return $out;
+}
+
+# schema_follow(NODE, CASE): a test that on NODE the case's target has its
+# column old renamed to renamed, n, f and s widened (bigint, float8,
+# varchar(10)), gone dropped and added (text NOT NULL DEFAULT 'dflt') added.
+sub schema_follow
+{
+	my ($node, $case) = @_;
+	my $t = $case->{target};
+	my ($ret, $out, $err) = try_sql($node, "ALTER TABLE $t RENAME COLUMN old TO renamed;
+		ALTER TABLE $t ALTER COLUMN n TYPE bigint, ALTER COLUMN f TYPE float8,
+			ALTER COLUMN s TYPE varchar(10);
+		ALTER TABLE $t DROP COLUMN gone;
+		ALTER TABLE $t ADD COLUMN added text NOT NULL DEFAULT 'dflt';");
+	is($ret, 0, "$t: renamed, widened, dropped and added columns") or diag($err);
+	return;
+}
+
+# schema_diff(NODE, CASE): "missing M, extra E" between the case's target
+# on NODE (after schema_follow's changes) and its ledger, rows compared
+# whole (EXCEPT ALL: a duplicated row is extra).
+sub schema_diff
+{
+	my ($node, $case) = @_;
+	my $t = $case->{target};
+	my $rows = "SELECT id, n, f, s::text, renamed FROM $t";
+	return query_or_error($node,
+		"SELECT 'missing ' || (SELECT count(*) FROM (SELECT * FROM ledger_$t EXCEPT ALL $rows) m)
+		|| ', extra ' || (SELECT count(*) FROM ($rows EXCEPT ALL SELECT * FROM ledger_$t) e)");
+}
+
+# schema_layout(NODE, TABLE): TABLE's columns and types on NODE, and the
+# definitions of the sinks into it, as one string.
+sub schema_layout
+{
+	my ($node, $table) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', '
+		ORDER BY attnum) FROM pg_attribute WHERE attrelid = '$table'::regclass AND attnum > 0
+		AND NOT attisdropped")
+	  . ' | '
+	  . $node->safe_psql('postgres', "SELECT string_agg(d::text, ',' ORDER BY sink_id)
+		FROM paimon_sink.sink_definition d WHERE target_table = '$table'::regclass");
+}
+
+# schema_refused(NODE, TABLE, STATEMENT, SQLSTATE, WHAT): three tests that
+# STATEMENT (an ALTER TABLE reaching TABLE) is refused on NODE with
+# SQLSTATE, that the error names a sink, and that TABLE and its sinks are
+# as they were.
+sub schema_refused
+{
+	my ($node, $table, $statement, $sqlstate, $what) = @_;
+	my $before = schema_layout($node, $table);
+	my ($ret, $out, $err) = try_sql($node, $statement);
+	like($err, qr/ERROR:  $sqlstate: /, "$what is refused with $sqlstate");
+	like($err, qr/[Ss]ink "\w+_sink"/, "$what: the error names the sink");
+	is(schema_layout($node, $table), $before, "$what: the table and the sink are as they were");
+	return;
 }
 
 # The repository's src/ folder, found from this file's place (test/perl).

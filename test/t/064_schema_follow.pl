@@ -22,121 +22,30 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PaimonSinkTest qw(nothing_in_doubt start_node try_sql writers_ready);
+use PaimonSinkTest qw(nothing_in_doubt schema_commit schema_diff schema_follow schema_prepare
+  schema_refused schema_setup schema_write start_node try_sql writers_ready);
 
 my $node = start_node('schema_follow', 'restart_after_crash = on');
 
 sub sql { return $node->safe_psql('postgres', shift); }
 
-# the changed targets (an overwrite sink's job replaces its target's rows, those before it
-# not in the ledger, in its first commit, then appends), their sinks, the commit user each is written and committed as,
-# and what prepare_commit() and commit() name (the group for its member)
-my @cases = (
-	{ target => 'ap', sink => 'ap_sink', job => 'ap-job', call => 'ap_sink', upsert => 0 },
-	{ target => 'up', sink => 'up_sink', job => 'up-job', call => 'up_sink', upsert => 1 },
-	{ target => 'g1', sink => 'g1_sink', job => 'g-job', call => 'grp', upsert => 0 },
-	{ target => 'ow', sink => 'ow_sink', job => 'ow-job', call => 'ow_sink', upsert => 0 });
-
-my $shape = 'id int PRIMARY KEY, n int2, f float4, s varchar(5), old text, gone text';
-sql(qq{
-	CREATE EXTENSION paimon_sink;
-	CREATE TABLE ap ($shape);
-	CREATE TABLE up ($shape);
-	CREATE TABLE g1 ($shape);
-	CREATE TABLE g2 (id int PRIMARY KEY, v int);
-	CREATE TABLE ow ($shape);
-	INSERT INTO ow SELECT g, g, g, 'old', 'old', 'old' FROM generate_series(100, 102) g;
+# the changed targets (PaimonSinkTest's schema_setup: an append sink, an upsert sink, the
+# group grp's member and an overwrite sink, whose job replaces its target's rows, those
+# before it not in the ledger, in its first commit, then appends), and a partitioned
+# table with a sink into its partition
+my @cases = schema_setup($node);
+sql(q{
 	CREATE TABLE parted (id int, s varchar(5)) PARTITION BY RANGE (id);
 	CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (1000);
-	SELECT sink_name FROM paimon_sink.create_sink('ap_sink', 'ap');
-	SELECT sink_name FROM paimon_sink.create_sink('up_sink', 'up', mode => 'upsert', buckets => 2);
-	SELECT sink_name FROM paimon_sink.create_sink('g1_sink', 'g1');
-	SELECT sink_name FROM paimon_sink.create_sink('g2_sink', 'g2');
-	SELECT paimon_sink.create_sink_group('grp', ARRAY['g1_sink', 'g2_sink']);
-	SELECT sink_name FROM paimon_sink.create_sink('ow_sink', 'ow', mode => 'overwrite');
 	SELECT sink_name FROM paimon_sink.create_sink('part_sink', 'part1');
 });
-for my $case (@cases)
-{
-	sql("CREATE TABLE ledger_$case->{target} (id int, n bigint, f float8, s text, renamed text)");
-}
 ok(writers_ready($node, 'postgres'), 'writers serve');
 
-# write(case, from, to, tag): rows from .. to through the case's sink as its commit user,
-# and the same into its ledger (an upsert sink's keys replaced); the group's other member
-# gets a row per id in the same transaction
-sub write_rows
-{
-	my ($case, $from, $to, $tag) = @_;
-	my $other = $case->{call} eq 'grp'
-	  ? "INSERT INTO g2_sink SELECT g, g FROM generate_series($from, $to) g;" : '';
-	my ($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = '$case->{job}';
-		BEGIN;
-		INSERT INTO $case->{sink} (id, n, f, s, old, gone)
-			SELECT g, g, g / 2.0, 's' || g, '$tag', 'gone-' || g FROM generate_series($from, $to) g;
-		$other
-		COMMIT;");
-	is($ret, 0, "$case->{sink}: rows $from..$to ($tag) written") or diag($err);
-	sql("DELETE FROM ledger_$case->{target} WHERE id BETWEEN $from AND $to") if $case->{upsert};
-	sql("INSERT INTO ledger_$case->{target}
-		SELECT g, g, g / 2.0, 's' || g, '$tag' FROM generate_series($from, $to) g");
-	return;
-}
-
-# prepare(case, n): checkpoint n of the case's commit user prepared
-sub prepare
-{
-	my ($case, $n) = @_;
-	my ($ret, $out, $err) = try_sql($node,
-		"SELECT count(*) FROM paimon_sink.prepare_commit('$case->{call}', '$case->{job}', $n)");
-	is($ret, 0, "$case->{call}: checkpoint $n prepared") or diag($err);
-	return;
-}
-
-# commit(case, n): checkpoints up to n of the case's commit user committed
-sub commit
-{
-	my ($case, $n) = @_;
-	my ($ret, $out, $err) = try_sql($node,
-		"SELECT count(*) FROM paimon_sink.commit('$case->{call}', '$case->{job}', $n)");
-	is($ret, 0, "$case->{call}: checkpoints up to $n commit") or diag($err);
-	return;
-}
-
-# differs(case): "missing M, extra E" between the target (as it is after the changes) and
-# its ledger
-sub differs
-{
-	my ($case) = @_;
-	my $t = $case->{target};
-	my $rows = "SELECT id, n, f, s::text, renamed FROM $t";
-	return sql("SELECT 'missing ' || (SELECT count(*) FROM (SELECT * FROM ledger_$t EXCEPT ALL $rows) m)
-		|| ', extra ' || (SELECT count(*) FROM ($rows EXCEPT ALL SELECT * FROM ledger_$t) e)");
-}
-
-# layout(table): its columns and types, and what the sinks record of it
-sub layout
-{
-	my ($table) = @_;
-	return sql("SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', '
-		ORDER BY attnum) FROM pg_attribute WHERE attrelid = '$table'::regclass AND attnum > 0
-		AND NOT attisdropped")
-	  . ' | '
-	  . sql("SELECT string_agg(d::text, ',' ORDER BY sink_id) FROM paimon_sink.sink_definition d
-		WHERE target_table = '$table'::regclass");
-}
-
-# refused(statement, sqlstate, what): ALTER TABLE refused with sqlstate, nothing changed
-sub refused
-{
-	my ($table, $statement, $sqlstate, $what) = @_;
-	my $before = layout($table);
-	my ($ret, $out, $err) = try_sql($node, $statement);
-	like($err, qr/ERROR:  $sqlstate: /, "$what is refused with $sqlstate");
-	like($err, qr/[Ss]ink "\w+_sink"/, "$what: the error names the sink");
-	is(layout($table), $before, "$what: the table and the sink are as they were");
-	return;
-}
+sub write_rows { return schema_write($node, @_); }
+sub prepare { return schema_prepare($node, @_); }
+sub commit { return schema_commit($node, @_); }
+sub differs { return schema_diff($node, @_); }
+sub refused { return schema_refused($node, @_); }
 
 my $exact = 'missing 0, extra 0';
 
@@ -159,16 +68,7 @@ refused('part1', 'ALTER TABLE parted ALTER COLUMN s TYPE varchar(2)', '42804',
 	"a narrower varchar through the target's partitioned parent");
 
 # --- the changes followed: rename, widen, drop, add
-for my $case (@cases)
-{
-	my $t = $case->{target};
-	my ($ret, $out, $err) = try_sql($node, "ALTER TABLE $t RENAME COLUMN old TO renamed;
-		ALTER TABLE $t ALTER COLUMN n TYPE bigint, ALTER COLUMN f TYPE float8,
-			ALTER COLUMN s TYPE varchar(10);
-		ALTER TABLE $t DROP COLUMN gone;
-		ALTER TABLE $t ADD COLUMN added text NOT NULL DEFAULT 'dflt';");
-	is($ret, 0, "$t: renamed, widened, dropped and added columns") or diag($err);
-}
+schema_follow($node, $_) for @cases;
 
 # --- a crash between the staging and the commit
 $node->stop('immediate');
