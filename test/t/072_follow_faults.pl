@@ -16,6 +16,9 @@
 #   goes through;
 # - every staged column dropped and one added with a default: the rows load
 #   with the default;
+# - in a database whose extension is still at 0.1 (the library updated, ALTER
+#   EXTENSION ... UPDATE not run yet), ALTER TABLE ... ADD COLUMN, DROP
+#   COLUMN and ALTER COLUMN TYPE of any table still work;
 # - an open transaction that called reset_sink_stats() does not stall the
 #   commits of the database's other sinks (the committer, one per database,
 #   waits for its row lock in a commit of the reset sink).
@@ -198,6 +201,16 @@ cmp_ok($took, '<', 10, "another sink's commit is not held up by the open reset (
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'watcher'");
 $hold->finish;
 $a_commit->finish;
+
+# --- a database whose extension was not updated yet: DDL on an unrelated table
+sql('CREATE DATABASE old01');
+$node->safe_psql('old01', "CREATE EXTENSION paimon_sink VERSION '0.1'; CREATE TABLE plain (id int)");
+for my $statement ('ALTER TABLE plain ADD COLUMN x int',
+	'ALTER TABLE plain ALTER COLUMN id TYPE bigint', 'ALTER TABLE plain DROP COLUMN id')
+{
+	($ret, $out, $err) = try_sql($node, $statement, undef, 'old01');
+	is($ret, 0, "extension at 0.1: \"$statement\" on a table no sink writes works") or diag($err);
+}
 
 $node->stop;
 done_testing();
