@@ -16,6 +16,9 @@
 #   goes through;
 # - every staged column dropped and one added with a default: the rows load
 #   with the default;
+# - ALTER TYPE ... ADD ATTRIBUTE of a composite type a staged column has,
+#   with rows written before and after it in one checkpoint: refused, or
+#   the checkpoint commits (it could commit in neither layout);
 # - in a database whose extension is still at 0.1 (the library updated, ALTER
 #   EXTENSION ... UPDATE not run yet), ALTER TABLE ... ADD COLUMN, DROP
 #   COLUMN and ALTER COLUMN TYPE of any table still work;
@@ -201,6 +204,29 @@ cmp_ok($took, '<', 10, "another sink's commit is not held up by the open reset (
 sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'watcher'");
 $hold->finish;
 $a_commit->finish;
+
+# --- a composite column's type changed between two rows of one checkpoint
+sql(q{CREATE TYPE pair AS (x int, y int);
+	CREATE TABLE t_pair (id int PRIMARY KEY, p pair);
+	SELECT count(*) FROM paimon_sink.create_sink('pair_sink', 't_pair');});
+ok(writers_ready($node, 'postgres'), 'writers serve pair_sink');
+($ret, $out, $err) = try_sql($node, q{SET paimon_sink.commit_user = 'j';
+	INSERT INTO pair_sink VALUES (1, '(1,2)');});
+is($ret, 0, 'pair: a row staged') or diag($err);
+($ret, $out, $err) = try_sql($node, 'ALTER TYPE pair ADD ATTRIBUTE z int');
+if ($ret == 0)
+{
+	($ret, $out, $err) = try_sql($node, q{SET paimon_sink.commit_user = 'j';
+		INSERT INTO pair_sink VALUES (2, '(3,4,5)');
+		SELECT count(*) FROM paimon_sink.prepare_commit('pair_sink', 'j', 1);});
+	is($ret, 0, 'pair: a row staged after the change and the checkpoint prepared') or diag($err);
+	($ret, $err) = commit('pair_sink', 1);
+	is($ret, 0, 'pair: the checkpoint holding both layouts commits') or diag($err);
+}
+else
+{
+	like($err, qr/ERROR:  \w{5}: .*pair_sink/s, 'pair: ALTER TYPE is refused, naming the sink');
+}
 
 # --- a database whose extension was not updated yet: DDL on an unrelated table
 sql('CREATE DATABASE old01');
