@@ -484,6 +484,23 @@ refuse_type_change(Oid relid, List *sinks, const char *name, ColumnDef *def)
 	}
 }
 
+/* column_exists tells whether relid has a column attnum, not dropped. */
+static bool
+column_exists(Oid relid, AttrNumber attnum)
+{
+	HeapTuple tuple;
+	bool exists;
+
+	if (attnum == InvalidAttrNumber)
+		return false;
+	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	exists = !((Form_pg_attribute) GETSTRUCT(tuple))->attisdropped;
+	ReleaseSysCache(tuple);
+	return exists;
+}
+
 /* is_key tells whether name is one of an upsert sink's primary-key columns. */
 static bool
 is_key(const SinkInfo *sink, const char *name)
@@ -521,7 +538,7 @@ refuse_drops(Oid relid, List *sinks, List *fates)
 
 			if ((sink->row_kind_column != NULL &&
 				 strcmp(sink->column_names[i], sink->row_kind_column) == 0) ||
-				attnum == InvalidAttrNumber || get_attname(relid, attnum, true) == NULL)
+				!column_exists(relid, attnum))
 				continue;
 			loaded++;
 			foreach (lf, fates)
