@@ -77,6 +77,7 @@ OBJS = \
 	src/committer/barrier.o \
 	src/api/api.o \
 	src/api/schema_change.o \
+	src/api/staged_types.o \
 	src/api/restart.o \
 	src/api/status.o \
 	src/api/sink_ddl.o \

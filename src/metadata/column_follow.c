@@ -20,16 +20,19 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_attribute.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
-#include "utils/typcache.h"
 
 #include "metadata/column_follow.h"
 
@@ -175,6 +178,42 @@ exact_cast_keeps(Oid from_type, int32 from_typmod, Oid to_type, int32 to_typmod)
 }
 
 /*
+ * domain_constrained tells whether the domain type, or a domain it is
+ * over, has a constraint: NOT NULL or a CHECK (the catalog read directly,
+ * the same on every major).
+ */
+static bool
+domain_constrained(Oid type)
+{
+	while (get_typtype(type) == TYPTYPE_DOMAIN)
+	{
+		HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+		Relation constraints;
+		ScanKeyData key;
+		SysScanDesc scan;
+		bool found;
+		Oid base;
+
+		if (!HeapTupleIsValid(tuple))
+			return true;
+		found = ((Form_pg_type) GETSTRUCT(tuple))->typnotnull;
+		base = ((Form_pg_type) GETSTRUCT(tuple))->typbasetype;
+		ReleaseSysCache(tuple);
+		constraints = table_open(ConstraintRelationId, AccessShareLock);
+		ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(type));
+		scan = systable_beginscan(constraints, ConstraintTypidIndexId, true, NULL, 1, &key);
+		found |= HeapTupleIsValid(systable_getnext(scan));
+		systable_endscan(scan);
+		table_close(constraints, AccessShareLock);
+		if (found)
+			return true;
+		type = base;
+	}
+	return false;
+}
+
+/*
  * column_follow_keeps_values tells whether every value of type from_type
  * (type modifier from_typmod, -1 for none) keeps its value when cast to
  * to_type (to_typmod), by a cast that cannot fail and whose result reads no
@@ -202,7 +241,7 @@ column_follow_keeps_values(Oid from_type, int32 from_typmod, Oid to_type, int32 
 		return true;
 	if (get_typtype(to_type) == TYPTYPE_DOMAIN)
 	{
-		if (DomainHasConstraints(to_type))
+		if (domain_constrained(to_type))
 			return false;
 		to_type = getBaseTypeAndTypmod(to_type, &to_typmod);
 	}
