@@ -13,10 +13,12 @@ CREATE DOMAIN short_text AS varchar(5);
 CREATE DOMAIN long_text AS varchar(20);
 CREATE TABLE point_row (x int, y int);
 CREATE TABLE shaped (id int PRIMARY KEY, n int4, big int8, c char(5), ts timestamp(0),
-  f float4, v short_text, nums int4[], m mood, p pair_domain, ps pair[], r point_row);
+  f float4, v short_text, nums int4[], m mood, p pair_domain, ps pair[], r point_row,
+  tags varchar(3)[]);
 SELECT sink_name FROM paimon_sink.create_sink('shaped_sink', 'shaped');
 INSERT INTO shaped_sink VALUES (1, 2147483647, 9007199254740993, 'ab', '2026-01-01 10:00:00',
-  0.1, 'abcde', '{1,2}', 'calm', '(1,2)', '{"(3,4)"}', '(5,6)');
+  0.1, 'abcde', '{1,2}', 'calm', '(1,2)', '{"(3,4)"}', '(5,6)',
+  '{abc,de}');
 
 -- a cast that may not keep a staged value, or whose result reads a setting
 -- (TimeZone), or a domain with a constraint: refused (42804)
@@ -37,6 +39,8 @@ ALTER TABLE shaped ALTER COLUMN n TYPE required;
 ALTER TABLE shaped ALTER COLUMN v TYPE varchar(3);
 \echo :LAST_ERROR_SQLSTATE
 ALTER TABLE shaped ALTER COLUMN c TYPE text[] USING ARRAY[c];
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE shaped ALTER COLUMN tags TYPE varchar(2)[];
 \echo :LAST_ERROR_SQLSTATE
 -- USING converts the table's rows otherwise than a load the staged ones (0A000)
 ALTER TABLE shaped ALTER COLUMN n TYPE int8 USING n * 1000;
@@ -104,11 +108,12 @@ ALTER TABLE shaped ALTER COLUMN ts TYPE timestamp(3);
 ALTER TABLE shaped ALTER COLUMN n TYPE numeric(12, 0);
 ALTER TABLE shaped ALTER COLUMN v TYPE long_text;
 ALTER TABLE shaped ALTER COLUMN nums TYPE int8[];
+ALTER TABLE shaped ALTER COLUMN tags TYPE varchar(10)[];
 ALTER TABLE shaped ALTER COLUMN f TYPE float8;
 ALTER TABLE shaped ALTER COLUMN big TYPE numeric(25, 0) USING big::numeric(25, 0);
 SELECT row_count FROM paimon_sink.checkpoint('shaped_sink');
 SELECT id, n, big, octet_length(c) AS c_length, ts, f = 0.1::float4 AS f_kept, v, nums, m, p, ps,
-       r, extra, filled, s
+       r, tags, extra, filled, s
   FROM shaped;
 SELECT paimon_sink.drop_sink('shaped_sink');
 DROP TABLE shaped, point_row;

@@ -247,12 +247,13 @@ column_follow_keeps_values(Oid from_type, int32 from_typmod, Oid to_type, int32 
 	}
 	if (get_typtype(from_type) == TYPTYPE_DOMAIN)
 		from_type = getBaseTypeAndTypmod(from_type, &from_typmod);
-	if (from_type == to_type)
-		return typmod_widens(from_type, from_typmod, to_typmod);
+	/* an array's modifier is its elements' */
 	from_element = get_element_type(from_type);
 	to_element = get_element_type(to_type);
 	if (OidIsValid(from_element) && OidIsValid(to_element))
 		return column_follow_keeps_values(from_element, from_typmod, to_element, to_typmod);
+	if (from_type == to_type)
+		return typmod_widens(from_type, from_typmod, to_typmod);
 	return exact_cast_keeps(from_type, from_typmod, to_type, to_typmod);
 }
 
