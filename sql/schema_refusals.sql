@@ -144,6 +144,23 @@ ALTER TABLE parted ADD COLUMN w int, ALTER COLUMN w SET NOT NULL;
 \echo :LAST_ERROR_SQLSTATE
 ALTER TABLE parted ALTER COLUMN v TYPE bigint;
 SELECT paimon_sink.drop_sink('parted_low_sink');
+-- ... and a sink of the parent what a statement on a partition does: a
+-- column made NOT NULL in one partition, a partition attached with one, while
+-- the parent has no default for it (55000)
+SELECT sink_name FROM paimon_sink.create_sink('parted_sink', 'parted');
+ALTER TABLE parted ADD COLUMN extra int;
+ALTER TABLE parted_low ALTER COLUMN extra SET NOT NULL;
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE parted_high (id int, v bigint, extra int NOT NULL);
+ALTER TABLE parted ATTACH PARTITION parted_high FOR VALUES FROM (100) TO (200);
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE parted ALTER COLUMN extra SET DEFAULT 0;
+ALTER TABLE parted ATTACH PARTITION parted_high FOR VALUES FROM (100) TO (200);
+ALTER TABLE parted_low ALTER COLUMN extra SET NOT NULL;
+INSERT INTO parted_sink VALUES (1, 1), (101, 2);
+SELECT row_count FROM paimon_sink.checkpoint('parted_sink');
+SELECT id, v, extra FROM parted ORDER BY id;
+SELECT paimon_sink.drop_sink('parted_sink');
 DROP TABLE parted;
 DROP TYPE mood;
 DROP DOMAIN positive, required, short_text, long_text;

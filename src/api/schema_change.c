@@ -16,7 +16,9 @@
  * default that a sink does not write, however it got so (added, SET NOT
  * NULL, its default or identity dropped, a primary key), which neither the
  * staged rows nor the sink's writers can fill
- * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE); and a change of the layout
+ * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), in the target or in a
+ * partition of it (made NOT NULL alone, or attached so) where the target
+ * has no default; and a change of the layout
  * of a composite type, or of the labels of an enum, whose values a sink
  * stages (ERRCODE_FEATURE_NOT_SUPPORTED), which staged values could not
  * be read back in (staged_types.c).
@@ -34,6 +36,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -564,12 +569,14 @@ refuse_drops(Oid relid, List *sinks, List *fates)
 }
 
 /*
- * refuse_not_null refuses a column left NOT NULL without a default (added
- * so, or made so by the statement) that a sink of relid does not stage:
- * neither its staged rows nor its writes could fill it.
+ * refuse_not_null refuses a column of relid left NOT NULL without a value
+ * for the rows of a sink of target (relid itself, or a partitioned table
+ * relid is a partition of: the load inserts into target, whose default
+ * the partition's column takes) that the sink does not stage: neither its
+ * staged rows nor its writes could fill it.  fates are relid's.
  */
 static void
-refuse_not_null(Oid relid, List *sinks, List *fates)
+refuse_not_null(Oid relid, Oid target, List *sinks, List *fates)
 {
 	ListCell *lf;
 	ListCell *lc;
@@ -577,15 +584,18 @@ refuse_not_null(Oid relid, List *sinks, List *fates)
 	foreach (lf, fates)
 	{
 		ColumnFate *fate = lfirst(lf);
+		List *scratch = NIL;
+		ColumnFate *loaded = target == relid ? fate : fate_of(&scratch, target, fate->name);
 
-		if (!fate->touched || fate->dropped || !fate->not_null || fate->has_default)
+		if (!fate->touched || fate->dropped || !fate->not_null || loaded == NULL ||
+			loaded->has_default)
 			continue;
 		foreach (lc, sinks)
 		{
 			SinkInfo *sink = lfirst(lc);
 
-			if (fate->attnum != InvalidAttrNumber &&
-				column_follow_staged_index(sink, fate->attnum) >= 0)
+			if (loaded->attnum != InvalidAttrNumber &&
+				column_follow_staged_index(sink, loaded->attnum) >= 0)
 				continue;
 			if (fate->attnum == InvalidAttrNumber)
 				ereport(ERROR,
@@ -607,6 +617,88 @@ refuse_not_null(Oid relid, List *sinks, List *fates)
 							   sink->name),
 					 errhint("Give the column a DEFAULT first, or leave it nullable.")));
 		}
+	}
+}
+
+/*
+ * attached_fates returns the NOT NULL columns of the table an ATTACH
+ * PARTITION attaches (ColumnFate *, as made NOT NULL by the statement), and
+ * says the table in *attached; NIL when it does not exist.
+ */
+static List *
+attached_fates(AlterTableCmd *command, Oid *attached)
+{
+	List *fates = NIL;
+	HeapTuple class;
+	AttrNumber count;
+
+	/* no lock: ATTACH takes its own on the table, and a weaker one first would be upgraded */
+	*attached = RangeVarGetRelid(((PartitionCmd *) command->def)->name, NoLock, true);
+	if (!OidIsValid(*attached))
+		return NIL; /* PostgreSQL's own error follows */
+	class = SearchSysCache1(RELOID, ObjectIdGetDatum(*attached));
+	if (!HeapTupleIsValid(class))
+		return NIL;
+	count = ((Form_pg_class) GETSTRUCT(class))->relnatts;
+	ReleaseSysCache(class);
+	for (AttrNumber attnum = 1; attnum <= count; attnum++)
+	{
+		HeapTuple tuple =
+			SearchSysCache2(ATTNUM, ObjectIdGetDatum(*attached), Int16GetDatum(attnum));
+		Form_pg_attribute attr;
+		ColumnFate *fate;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		attr = (Form_pg_attribute) GETSTRUCT(tuple);
+		if (!attr->attisdropped && attr->attnotnull)
+		{
+			fate = palloc0(sizeof(ColumnFate));
+			fate->name = pstrdup(NameStr(attr->attname));
+			fate->attnum = attr->attnum;
+			fate->type = attr->atttypid;
+			fate->not_null = true;
+			fate->touched = true;
+			fates = lappend(fates, fate);
+		}
+		ReleaseSysCache(tuple);
+	}
+	return fates;
+}
+
+/*
+ * refuse_for_targets refuses what the statement on relid (the relation it
+ * names) leaves NOT NULL without a value for the rows of a sink of a
+ * partitioned table above relid, or, for a partition it attaches, of relid
+ * or a table above it.
+ */
+static void
+refuse_for_targets(Oid relid, AlterTableStmt *alter)
+{
+	List *targets = list_make1_oid(relid);
+	List *fates = NIL;
+	ListCell *lc;
+	ListCell *lt;
+
+	if (get_rel_relispartition(relid))
+	{
+		targets = list_concat(targets, get_partition_ancestors(relid));
+		fates = column_fates(relid, alter);
+		for_each_from(lt, targets, 1)
+			refuse_not_null(relid, lfirst_oid(lt), metadata_sinks_of_target(lfirst_oid(lt)), fates);
+	}
+	foreach (lc, alter->cmds)
+	{
+		AlterTableCmd *command = lfirst(lc);
+		Oid attached;
+
+		if (command->subtype != AT_AttachPartition || command->def == NULL ||
+			!IsA(command->def, PartitionCmd))
+			continue;
+		fates = attached_fates(command, &attached);
+		foreach (lt, targets)
+			refuse_not_null(attached, lfirst_oid(lt), metadata_sinks_of_target(lfirst_oid(lt)),
+							fates);
 	}
 }
 
@@ -635,7 +727,7 @@ refuse_on(Oid relid, AlterTableStmt *alter)
 	}
 	fates = column_fates(relid, alter);
 	refuse_drops(relid, sinks, fates);
-	refuse_not_null(relid, sinks, fates);
+	refuse_not_null(relid, relid, sinks, fates);
 }
 
 /* relevant tells whether a subcommand is one a sink may not follow. */
@@ -653,6 +745,7 @@ relevant(AlterTableType subtype)
 		case AT_DropExpression:
 		case AT_AddIdentity:
 		case AT_AddConstraint:
+		case AT_AttachPartition:
 			return true;
 		default:
 			return false;
@@ -666,8 +759,8 @@ relevant(AlterTableType subtype)
  * (ERRCODE_DATATYPE_MISMATCH) or by USING (ERRCODE_FEATURE_NOT_SUPPORTED),
  * a primary-key column of an upsert sink or the last column a sink loads
  * dropped (ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST), a column a sink does not
- * write left NOT NULL without a default
- * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE); and an ALTER TYPE (or ALTER
+ * write left NOT NULL without a default, in its target or in a partition
+ * of it (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE); and an ALTER TYPE (or ALTER
  * TABLE) changing the attributes of a composite type, or ALTER TYPE
  * renaming an enum's value, whose values a sink stages
  * (ERRCODE_FEATURE_NOT_SUPPORTED).  The relation is locked, and its
@@ -711,4 +804,5 @@ schema_change_refuse(Node *statement)
 		alter->relation->inh ? find_all_inheritors(relid, lockmode, NULL) : list_make1_oid(relid);
 	foreach (lc, relids)
 		refuse_on(lfirst_oid(lc), alter);
+	refuse_for_targets(relid, alter);
 }
