@@ -113,7 +113,7 @@ REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
 ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence \
-	recover_commit restart_writer checkpoint_twice drop_checkpoint
+	recover_commit restart_writer checkpoint_twice drop_checkpoint schema_change_lock
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 
