@@ -38,6 +38,7 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
