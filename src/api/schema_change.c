@@ -18,10 +18,10 @@
  * staged rows nor the sink's writers can fill
  * (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), in the target or in a
  * partition of it (made NOT NULL alone, or attached so) where the target
- * has no default; and a change of the layout
- * of a composite type, or of the labels of an enum, whose values a sink
- * stages (ERRCODE_FEATURE_NOT_SUPPORTED), which staged values could not
- * be read back in (staged_types.c).
+ * has no default; and a change of the layout of a composite type, or of
+ * the labels of an enum, whose values a sink stages
+ * (ERRCODE_FEATURE_NOT_SUPPORTED), which staged values could not be read
+ * back in (staged_types.c).
  *
  * The relation is looked up and locked as ALTER TABLE itself does it
  * (AlterTableLookupRelation, with the statement's lock level), which also
@@ -761,8 +761,8 @@ relevant(AlterTableType subtype)
  * a primary-key column of an upsert sink or the last column a sink loads
  * dropped (ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST), a column a sink does not
  * write left NOT NULL without a default, in its target or in a partition
- * of it (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE); and an ALTER TYPE (or ALTER
- * TABLE) changing the attributes of a composite type, or ALTER TYPE
+ * of it (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE); and an ALTER TYPE (or
+ * ALTER TABLE) changing the attributes of a composite type, or ALTER TYPE
  * renaming an enum's value, whose values a sink stages
  * (ERRCODE_FEATURE_NOT_SUPPORTED).  The relation is locked, and its
  * owner checked, as ALTER TABLE does it (a role that may not alter it gets
