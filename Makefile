@@ -79,6 +79,7 @@ OBJS = \
 	src/committer/barrier.o \
 	src/api/api.o \
 	src/api/schema_change.o \
+	src/api/staged_types.o \
 	src/api/restart.o \
 	src/api/status.o \
 	src/api/sink_ddl.o \
@@ -108,13 +109,13 @@ SHLIB_LINK = -luuid
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity \
-	failure_counts skipped_commits monitor_role sink_stats
+	failure_counts skipped_commits monitor_role sink_stats schema_refusals
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8
 
 ISOLATION = concurrent_checkpoint drop_sink foreign_table_drop end_input_race zombie_fence \
-	recover_commit restart_writer checkpoint_twice drop_checkpoint
+	recover_commit restart_writer checkpoint_twice drop_checkpoint schema_change_lock
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation \
 	--temp-config=$(srcdir)/test/paimon_sink.conf
 

@@ -285,7 +285,7 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		foreign_table_refuse_drop_role((DropRoleStmt *) statement);
 	if (IsA(statement, AlterTableStmt) || IsA(statement, RenameStmt))
 		foreign_table_refuse_alter(statement);
-	if (IsA(statement, AlterTableStmt))
+	if (IsA(statement, AlterTableStmt) || IsA(statement, AlterEnumStmt))
 		schema_change_refuse(statement);
 	PG_TRY();
 	{

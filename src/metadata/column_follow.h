@@ -18,7 +18,7 @@ typedef enum ColumnFollow
 	FOLLOW_NOT_LOADED, /* an upsert sink's row kind: staged, never loaded */
 	FOLLOW_DROPPED,	   /* dropped from the target since: skipped */
 	FOLLOW_SAME,	   /* the same type and type modifier: loaded as staged */
-	FOLLOW_CAST		   /* widened since: cast to the target's type */
+	FOLLOW_CAST		   /* changed since, keeping every value: cast to the target's type */
 } ColumnFollow;
 
 typedef struct FollowedColumn
@@ -35,7 +35,8 @@ typedef struct FollowedColumn
 	Oid target_collation;
 } FollowedColumn;
 
-extern bool column_follow_widens(Oid from_type, int32 from_typmod, Oid to_type, int32 to_typmod);
+extern bool column_follow_keeps_values(Oid from_type, int32 from_typmod, Oid to_type,
+									   int32 to_typmod);
 extern void column_follow(const SinkInfo *sink, Oid target, int column, FollowedColumn *followed);
 extern int column_follow_staged_index(const SinkInfo *sink, AttrNumber target_attnum);
 
