@@ -75,6 +75,7 @@ OBJS = \
 	src/committer/loader_ahead.o \
 	src/committer/load_ahead.o \
 	src/committer/barrier.o \
+	src/api/alter_sink.o \
 	src/api/api.o \
 	src/api/schema_change.o \
 	src/api/restart.o \
@@ -106,7 +107,7 @@ SHLIB_LINK = -luuid
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity \
-	failure_counts skipped_commits monitor_role sink_stats
+	failure_counts skipped_commits monitor_role sink_stats alter_sink
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

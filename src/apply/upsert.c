@@ -88,6 +88,7 @@ typedef struct KeyGroup
 	Datum *values; /* by change_desc column */
 	bool *nulls;
 	int missing; /* partial_update: NULL columns not yet filled */
+	int fields;	 /* the staged fields of the outcome's row: its version's layout */
 	MemoryContext context;
 } KeyGroup;
 
@@ -209,20 +210,28 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follo
 								index_rel->rd_opcintype[k], BTLessStrategyNumber);
 	}
 
-	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 1);
+	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 2);
 	for (int a = 1; a <= desc->natts; a++)
 		TupleDescCopyEntry(layout->sort_desc, a, desc, a);
 	TupleDescInitEntry(layout->sort_desc, desc->natts + 1, "sequence", INT8OID, -1, 0);
+	TupleDescInitEntry(layout->sort_desc, desc->natts + 2, "fields", INT4OID, -1, 0);
+	layout->staged_count = sink->column_count;
+	layout->layouts_read = palloc0(sizeof(bool) * (sink->column_count + 1));
 
 	layout->change_attnums = palloc(sizeof(AttrNumber) * desc->natts);
 	layout->change_key_index = palloc(sizeof(int) * desc->natts);
 	for (int a = 1; a <= desc->natts; a++)
 		if (a != layout->row_kind_attnum && !TupleDescAttr(desc, a - 1)->attisdropped)
 			layout->change_attnums[layout->columns++] = a;
-	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 3);
+	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 4);
+	layout->change_staged_index = palloc(sizeof(int) * Max(1, layout->columns));
 	for (int c = 0; c < layout->columns; c++)
 	{
 		TupleDescCopyEntry(layout->change_desc, c + 1, desc, layout->change_attnums[c]);
+		layout->change_staged_index[c] = -1;
+		for (int i = 0; i < follow->count; i++)
+			if (follow->columns[i].staged_attnum == layout->change_attnums[c])
+				layout->change_staged_index[c] = i;
 		layout->change_key_index[c] = -1;
 		for (int k = 0; k < layout->key_count; k++)
 			if (layout->key_attnums[k] == layout->change_attnums[c])
@@ -231,6 +240,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follo
 	TupleDescInitEntry(layout->change_desc, layout->columns + 1, "delete", BOOLOID, -1, 0);
 	TupleDescInitEntry(layout->change_desc, layout->columns + 2, "replace", BOOLOID, -1, 0);
 	TupleDescInitEntry(layout->change_desc, layout->columns + 3, "retract", BOOLOID, -1, 0);
+	TupleDescInitEntry(layout->change_desc, layout->columns + 4, "fields", INT4OID, -1, 0);
 	derive_row_equality(layout);
 	index_close(index_rel, AccessShareLock);
 }
@@ -400,9 +410,18 @@ emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete
 	group->values[columns] = BoolGetDatum(delete);
 	group->values[columns + 1] = BoolGetDatum(replace);
 	group->values[columns + 2] = BoolGetDatum(retract);
+	group->values[columns + 3] = Int32GetDatum(group->fields);
 	group->nulls[columns] = group->nulls[columns + 1] = group->nulls[columns + 2] = false;
+	group->nulls[columns + 3] = false;
 	tuplestore_putvalues(changes, layout->change_desc, group->values, group->nulls);
 	group->emitted = true;
+}
+
+/* slot_fields returns the staged fields of a sorted version: the layout it was written in. */
+static int
+slot_fields(ApplyLayout *layout, TupleTableSlot *slot)
+{
+	return DatumGetInt32(slot->tts_values[layout->natts + 1]);
 }
 
 /*
@@ -426,6 +445,7 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 	group->waiting_nulls = NULL;
 	group->upsert = !is_delete(layout, slot);
 	group->decided = !group->upsert || !layout->partial_update;
+	group->fields = slot_fields(layout, slot);
 	for (int k = 0; k < layout->key_count; k++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(layout->sort_desc, layout->key_attnums[k] - 1);
@@ -492,6 +512,7 @@ retract_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuples
 			group->nulls[c] = slot->tts_isnull[attnum - 1];
 			group->values[c] = slot->tts_values[attnum - 1];
 		}
+		group->fields = slot_fields(layout, slot);
 		group->decided = true;
 		group->upsert = true;
 		emit(layout, group, changes, false, false, false);
@@ -539,6 +560,8 @@ merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	}
 	else
 	{
+		/* a column that some merged version had counts as written (NULL or not) */
+		group->fields = Max(group->fields, slot_fields(layout, slot));
 		for (int c = 0; c < layout->columns; c++)
 		{
 			AttrNumber attnum = layout->change_attnums[c];
@@ -633,6 +656,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	for (;;)
 	{
 		bool more;
+		int fields;
 
 		MemoryContextReset(row_context);
 		MemoryContextSwitchTo(row_context);
@@ -643,8 +667,14 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 		MemoryContextSwitchTo(apply_context);
 		if (!more)
 			break;
-		sort_slot->tts_values[layout.natts] = Int64GetDatum((int64) row_sequence());
+		sort_slot->tts_values[layout.natts] = Int64GetDatum((int64) row_sequence(&fields));
 		sort_slot->tts_isnull[layout.natts] = false;
+		/* the layout it was staged in: a row of an older one lacks the columns added since */
+		if (fields < 0 || fields > layout.staged_count)
+			fields = layout.staged_count;
+		layout.layouts_read[fields] = true;
+		sort_slot->tts_values[layout.natts + 1] = Int32GetDatum(fields);
+		sort_slot->tts_isnull[layout.natts + 1] = false;
 		for (int k = 0; k < layout.key_count; k++)
 			if (sort_slot->tts_isnull[layout.key_attnums[k] - 1])
 				ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
@@ -674,8 +704,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	group.context =
 		AllocSetContextCreate(apply_context, "paimon_sink upsert key", ALLOCSET_SMALL_SIZES);
 	group.key = palloc(sizeof(Datum) * layout.key_count);
-	group.values = palloc(sizeof(Datum) * (layout.columns + 3));
-	group.nulls = palloc(sizeof(bool) * (layout.columns + 3));
+	group.values = palloc(sizeof(Datum) * (layout.columns + 4));
+	group.nulls = palloc(sizeof(bool) * (layout.columns + 4));
 	while (tuplesort_gettupleslot(sort, true, false, read_slot, NULL))
 	{
 		slot_getallattrs(read_slot);
