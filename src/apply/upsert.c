@@ -84,6 +84,7 @@ typedef struct KeyGroup
 	int waiting_size;
 	Datum **waiting_values; /* each by change_desc column, in context */
 	bool **waiting_nulls;
+	int *waiting_fields; /* each one's staged fields (its layout) */
 	Datum *key;
 	Datum *values; /* by change_desc column */
 	bool *nulls;
@@ -268,6 +269,13 @@ begin_sort(ApplyLayout *layout)
 								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
+/* slot_fields returns the staged fields of a sorted version: the layout it was written in. */
+static int
+slot_fields(ApplyLayout *layout, TupleTableSlot *slot)
+{
+	return DatumGetInt32(slot->tts_values[layout->natts + 1]);
+}
+
 /* is_delete tells whether a staged version is a delete (-D) or a retraction (-R). */
 static bool
 is_delete(ApplyLayout *layout, TupleTableSlot *slot)
@@ -290,18 +298,19 @@ is_retraction(ApplyLayout *layout, TupleTableSlot *slot)
 /*
  * same_row tells whether two rows of a key (by change_desc column, or the
  * other by foreign table attnum when by_attnum) have equal non-key columns,
- * NULL matching NULL.
+ * NULL matching NULL, among the first fields staged columns: a column one
+ * of them was not staged with (an older layout) is not compared.
  */
 static bool
 same_row(ApplyLayout *layout, Datum *values, bool *nulls, Datum *other, bool *other_nulls,
-		 bool by_attnum)
+		 bool by_attnum, int fields)
 {
 	for (int c = 0; c < layout->columns; c++)
 	{
 		int o = by_attnum ? layout->change_attnums[c] - 1 : c;
 		Oid collation = TupleDescAttr(layout->change_desc, c)->attcollation;
 
-		if (layout->change_key_index[c] >= 0)
+		if (layout->change_key_index[c] >= 0 || layout->change_staged_index[c] >= fields)
 			continue;
 		if (nulls[c] || other_nulls[o])
 		{
@@ -348,9 +357,14 @@ wait_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 			group->waiting_nulls == NULL
 				? palloc(sizeof(bool *) * group->waiting_size)
 				: repalloc(group->waiting_nulls, sizeof(bool *) * group->waiting_size);
+		group->waiting_fields =
+			group->waiting_fields == NULL
+				? palloc(sizeof(int) * group->waiting_size)
+				: repalloc(group->waiting_fields, sizeof(int) * group->waiting_size);
 	}
 	group->waiting_values[group->waiting] = values;
 	group->waiting_nulls[group->waiting] = nulls;
+	group->waiting_fields[group->waiting] = slot_fields(layout, slot);
 	group->waiting++;
 	MemoryContextSwitchTo(old);
 }
@@ -361,11 +375,13 @@ cancel_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 {
 	for (int w = 0; w < group->waiting; w++)
 		if (same_row(layout, group->waiting_values[w], group->waiting_nulls[w], slot->tts_values,
-					 slot->tts_isnull, true))
+					 slot->tts_isnull, true,
+					 Min(group->waiting_fields[w], slot_fields(layout, slot))))
 		{
 			group->waiting--;
 			group->waiting_values[w] = group->waiting_values[group->waiting];
 			group->waiting_nulls[w] = group->waiting_nulls[group->waiting];
+			group->waiting_fields[w] = group->waiting_fields[group->waiting];
 			return true;
 		}
 	return false;
@@ -417,13 +433,6 @@ emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete
 	group->emitted = true;
 }
 
-/* slot_fields returns the staged fields of a sorted version: the layout it was written in. */
-static int
-slot_fields(ApplyLayout *layout, TupleTableSlot *slot)
-{
-	return DatumGetInt32(slot->tts_values[layout->natts + 1]);
-}
-
 /*
  * The newest version of a key opens its group.  A delete, or an upsert
  * without partial_update, decides at once; a partial row waits for older
@@ -443,6 +452,7 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 	group->waiting = group->waiting_size = 0;
 	group->waiting_values = NULL;
 	group->waiting_nulls = NULL;
+	group->waiting_fields = NULL;
 	group->upsert = !is_delete(layout, slot);
 	group->decided = !group->upsert || !layout->partial_update;
 	group->fields = slot_fields(layout, slot);
@@ -535,11 +545,13 @@ retract_target(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes)
 		for (int earlier = 0; earlier < w && !repeated; earlier++)
 			repeated =
 				same_row(layout, group->waiting_values[earlier], group->waiting_nulls[earlier],
-						 group->waiting_values[w], group->waiting_nulls[w], false);
+						 group->waiting_values[w], group->waiting_nulls[w], false,
+						 Min(group->waiting_fields[earlier], group->waiting_fields[w]));
 		if (repeated)
 			continue;
 		memcpy(group->values, group->waiting_values[w], sizeof(Datum) * layout->columns);
 		memcpy(group->nulls, group->waiting_nulls[w], sizeof(bool) * layout->columns);
+		group->fields = group->waiting_fields[w];
 		emit(layout, group, changes, true, false, true);
 	}
 	if (group->waiting > 0)

@@ -151,14 +151,18 @@ merge_statement(ApplyLayout *layout)
 		appendStringInfo(&values, "%sc.c%d", c > 0 ? ", " : "", c + 1);
 		/* the staged value of an identity column goes in as COPY puts it; it is never updated */
 		overriding |= identity_always;
+		/* a column the retracted row was not staged with (an older layout) is not compared */
 		if (layout->change_key_index[c] < 0 && layout->change_equal_operator[c] != NULL)
-			appendStringInfo(&same, " AND (t.%s IS NULL AND c.c%d IS NULL OR t.%s %s c.c%d)", name,
-							 c + 1, name, layout->change_equal_operator[c], c + 1);
+			appendStringInfo(&same,
+							 " AND (c.change_fields OPERATOR(pg_catalog.<=) %d OR t.%s IS NULL AND "
+							 "c.c%d IS NULL OR t.%s %s c.c%d)",
+							 layout->change_staged_index[c], name, c + 1, name,
+							 layout->change_equal_operator[c], c + 1);
 		else if (layout->change_key_index[c] < 0)
 			appendStringInfo(&same,
-							 " AND t.%s::pg_catalog.text IS NOT DISTINCT FROM "
-							 "c.c%d::pg_catalog.text",
-							 name, c + 1);
+							 " AND (c.change_fields OPERATOR(pg_catalog.<=) %d OR "
+							 "t.%s::pg_catalog.text IS NOT DISTINCT FROM c.c%d::pg_catalog.text)",
+							 layout->change_staged_index[c], name, c + 1);
 		if (layout->change_key_index[c] >= 0 || identity_always)
 			continue;
 		appendStringInfo(&replace, "%s%s = c.c%d", replace.len > 0 ? ", " : "", name, c + 1);
