@@ -436,9 +436,11 @@ refuse_layout_change(Oid relid, const char *what)
 			 errmsg("cannot %s foreign table %s of sink \"%s\"", what, qualified_name(relid), name),
 			 errdetail("Its columns are the layout the sink stages rows in, and its option sink_id "
 					   "ties it to the sink: rows already staged are loaded in that layout."),
-			 errhint("Commit what is staged and create a sink for the other layout with "
-					 "paimon_sink.create_sink(). The table's name, schema, owner, grants and "
-					 "defaults may change freely.")));
+			 errhint("To write a column added to the target, call paimon_sink.alter_sink(%s), "
+					 "which adds it here; for another layout, commit what is staged and create "
+					 "a sink for it with paimon_sink.create_sink(). The table's name, schema, "
+					 "owner, grants and defaults may change freely.",
+					 quote_literal_cstr(name))));
 }
 
 /*

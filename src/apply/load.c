@@ -9,7 +9,9 @@
  * source callback, so the target's defaults, constraints and triggers run
  * as for any COPY.  It runs as the sink's owner (security.c).  Upsert sinks
  * read the same bytes through upsert.c, which also asks for each row's
- * sequence number.  The load also keeps the progress of the commit for the
+ * sequence number and layout.  Each batch read goes through the load's
+ * layout (load_layout.c), which rewrites it when its rows are of an older
+ * layout than the sink's or the target changed since.  The load also keeps the progress of the commit for the
  * view commit_progress, as pg_stat_progress_copy does for a COPY.
  *
  *-------------------------------------------------------------------------

@@ -18,11 +18,22 @@
  * layout (the upsert apply, partition routing) cast the decoded values
  * instead (load_layout_cast_values).
  *
+ * The staged layout itself grows: alter_sink() adds columns at the end of
+ * the foreign table, and a row keeps the layout it was written in, its
+ * field count naming it (the first k columns).  A batch of an older layout
+ * is rewritten too: for COPY into the target, each column it lacks takes
+ * its target default (what COPY or INSERT give a column they leave out,
+ * an identity's next value included), and for the decoders each is NULL
+ * or that default (load_layout_transcode's modes); a batch of more fields
+ * than the sink has, or fewer than its first layout, is corrupt.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_attribute.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -32,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "apply/load_layout.h"
 
@@ -75,14 +87,50 @@ build_cast(LoadLayout *layout, int column)
 }
 
 /*
+ * check_not_altered raises ERRCODE_T_R_SERIALIZATION_FAILURE when the
+ * sink's foreign table has another number of columns than the sink as this
+ * load read it: alter_sink() committed after the load read the sink (the
+ * decoders read rows in the foreign table's row type, which would not be
+ * the layout's).  A commit again reads both anew.
+ */
+static void
+check_not_altered(const SinkInfo *sink)
+{
+	int columns = 0;
+
+	if (!OidIsValid(sink->foreign_table))
+		return;
+	for (AttrNumber attnum = 1;; attnum++)
+	{
+		HeapTuple tuple =
+			SearchSysCache2(ATTNUM, ObjectIdGetDatum(sink->foreign_table), Int16GetDatum(attnum));
+
+		if (!HeapTupleIsValid(tuple))
+			break;
+		if (!((Form_pg_attribute) GETSTRUCT(tuple))->attisdropped)
+			columns++;
+		ReleaseSysCache(tuple);
+	}
+	if (columns != 0 && columns != sink->column_count)
+		ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						errmsg("sink \"%s\" was altered while this commit began", sink->name),
+						errdetail("Nothing of the checkpoint was applied; it stays pending."),
+						errhint("Commit again: it reads the sink's new layout.")));
+}
+
+/*
  * load_layout_build maps the sink's staged layout onto target (the sink's
  * target, open) as it is now, in the current memory context, which must
- * last as long as the load.  Raises what column_follow raises.
+ * last as long as the load.  Raises what column_follow raises, and
+ * ERRCODE_T_R_SERIALIZATION_FAILURE when alter_sink() changed the sink
+ * after the load read it.
  */
 LoadLayout *
 load_layout_build(const SinkInfo *sink, Relation target)
 {
 	LoadLayout *layout = palloc0(sizeof(LoadLayout));
+
+	check_not_altered(sink);
 
 	layout->sink = sink;
 	layout->count = sink->column_count;

@@ -38,6 +38,13 @@
  * the target by someone else meanwhile fails the commit (23505); it is
  * retried whole, nothing lost.
  *
+ * A version staged before alter_sink() added columns (an older layout,
+ * decoded with NULL in them) carries its number of fields to the outcome:
+ * the MERGE leaves those columns to the target, its value on UPDATE and
+ * their default on INSERT, and a retraction compares only the columns it
+ * carries.  With partial_update a column counts as written when any version
+ * merged into the outcome was staged with it.
+ *
  * The MERGE, its reruns and the redo of a failed one are upsert_merge.c's;
  * this file derives the layout both read, and sorts and deduplicates.
  *
