@@ -195,6 +195,11 @@ like($err, qr/ERROR:  0A000: cannot add a column to foreign table/,
 # keep the old layout
 is(session_run($session, "BEGIN; INSERT INTO ap_sink (id, v) VALUES (1001, 'open-old');"), '',
 	'the session opens a transaction writing through ap_sink');
+($ret, $out, $err) = try_sql($node, "SET lock_timeout = '200ms';
+	SELECT * FROM paimon_sink.alter_sink('ap_sink')");
+like($err, qr/ERROR:  55P03: /, 'alter_sink() under lock_timeout gives up with 55P03');
+is(query_or_error($node, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'ap_sink'::regclass
+	AND attnum > 0"), '2', 'and changes nothing');
 my $altering = background_verbose($node,
 	"SELECT column_name || ' ' || data_type FROM paimon_sink.alter_sink('ap_sink')");
 ok($node->poll_query_until('postgres',
@@ -264,6 +269,56 @@ for my $case (@cases)
 is(query_or_error($node, "SELECT string_agg(id || ':' || v || ':' || c, ',' ORDER BY id)
 	FROM pu WHERE id IN (1, 6)"), '1:a:direct-1,6:a:dflt',
 	'pu: partial_update keeps the target\'s c, or inserts the default');
+
+# --- a row the target refuses, in a checkpoint of two layouts: the redo row by row gives the
+# old-layout rows the default of the column added since too; reject_failing_rows() commits them
+sql("ALTER TABLE ap ADD COLUMN e int DEFAULT 7");
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'ap-job';
+	INSERT INTO ap_sink (id, v, c) SELECT g, 'e', 'c-' || g FROM generate_series(51, 55) g;
+	INSERT INTO ap_sink (id, v, c) VALUES (1, 'dup', 'dup');");
+is($ret, 0, 'ap_sink: rows 51..55 and a duplicate key written before e reaches the sink')
+  or diag($err);
+is(query_or_error($node, "SELECT string_agg(column_name, ',') FROM paimon_sink.alter_sink('ap_sink')"),
+	'e', 'alter_sink() adds e');
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'ap-job';
+	INSERT INTO ap_sink (id, v, c, e) SELECT g, 'e', 'c-' || g, 8 FROM generate_series(56, 58) g;");
+is($ret, 0, 'ap_sink: rows 56..58 written with e') or diag($err);
+prepare($cases[0], 4);
+($ret, $out, $err) = try_sql($node, "SELECT count(*) FROM paimon_sink.commit('ap_sink', 'ap-job', 4)");
+like($err, qr/23505: .*the row with key \(id\)=\(1\)/s, 'the commit fails naming the refused row');
+is(query_or_error($node, "SELECT row_count FROM paimon_sink.reject_failing_rows('ap_sink', 4, 'ap-job')"),
+	'8', 'reject_failing_rows() commits the other rows');
+is(query_or_error($node, "SELECT string_agg(id || ':' || e, ',' ORDER BY id) FROM ap
+	WHERE id BETWEEN 51 AND 58"), '51:7,52:7,53:7,54:7,55:7,56:8,57:8,58:8',
+	'the old-layout rows took the default of e, the new ones their value');
+sql("INSERT INTO ledger_ap SELECT g, 'e', 'c-' || g FROM generate_series(51, 58) g");
+is(differs($cases[0]), $exact, 'ap: the target equals the ledger');
+
+# --- a dynamic-partition overwrite routes a checkpoint of both layouts to its partitions
+sql(q{
+	CREATE TABLE dp (day int, id int, v text, PRIMARY KEY (day, id)) PARTITION BY LIST (day);
+	CREATE TABLE dp1 PARTITION OF dp FOR VALUES IN (1);
+	CREATE TABLE dp2 PARTITION OF dp FOR VALUES IN (2);
+	INSERT INTO dp SELECT d, g, 'old' FROM generate_series(1, 2) d, generate_series(1, 3) g;
+	SELECT sink_name FROM paimon_sink.create_sink('dp_sink', 'dp', mode => 'overwrite',
+		dynamic_partition_overwrite => true);
+});
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'dp-job';
+	INSERT INTO dp_sink SELECT 1, g, 'new' FROM generate_series(2, 5) g;");
+is($ret, 0, 'dp_sink: a rebuild of day 1 written in the old layout') or diag($err);
+sql("ALTER TABLE dp ADD COLUMN c text DEFAULT 'dflt'");
+is(query_or_error($node, "SELECT string_agg(column_name, ',') FROM paimon_sink.alter_sink('dp_sink')"),
+	'c', 'alter_sink() adds c to dp_sink');
+($ret, $out, $err) = try_sql($node, "SET paimon_sink.commit_user = 'dp-job';
+	INSERT INTO dp_sink (day, id, v, c) VALUES (1, 6, 'new', 'c-6');");
+is($ret, 0, 'dp_sink: and the rest of it in the new layout') or diag($err);
+my $dp = { call => 'dp_sink', job => 'dp-job' };
+prepare($dp, 1);
+commit($dp, 1);
+is(query_or_error($node, "SELECT string_agg(day || ':' || id || ':' || v || ':' || c, ','
+	ORDER BY day, id) FROM dp"),
+	'1:2:new:dflt,1:3:new:dflt,1:4:new:dflt,1:5:new:dflt,1:6:new:c-6,2:1:old:dflt,2:2:old:dflt,2:3:old:dflt',
+	'day 1 replaced by rows of both layouts, day 2 as it was');
 
 $session->{in} .= "\\q\n";
 $session->{harness}->finish;
