@@ -15,7 +15,12 @@
 # transaction open during alter_sink() finishes in the old layout
 # (alter_sink() waits for it); the commit users' high-water marks go on
 # and a retry of an old checkpoint is skipped; the user's own ALTER FOREIGN
-# TABLE stays refused; a second alter_sink() adds nothing.
+# TABLE stays refused; a second alter_sink() adds nothing; lock_timeout ends
+# its wait (55P03); an old-layout retraction still deletes the target's row.
+# Then, checkpoints of both layouts through the other readers of staged
+# rows: the redo row by row of a load with a refused row (old-layout rows
+# get the default there too), a dynamic-partition overwrite's routing, and
+# loader workers loading shares of a large checkpoint.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -319,6 +324,33 @@ is(query_or_error($node, "SELECT string_agg(day || ':' || id || ':' || v || ':' 
 	ORDER BY day, id) FROM dp"),
 	'1:2:new:dflt,1:3:new:dflt,1:4:new:dflt,1:5:new:dflt,1:6:new:c-6,2:1:old:dflt,2:2:old:dflt,2:3:old:dflt',
 	'day 1 replaced by rows of both layouts, day 2 as it was');
+
+# --- loader workers load a large checkpoint of both layouts, in shares
+sql(q{
+	CREATE TABLE lp (id int PRIMARY KEY, v text);
+	SELECT sink_name FROM paimon_sink.create_sink('lp_sink', 'lp', buckets => 2);
+	INSERT INTO lp_sink SELECT g, 'old' FROM generate_series(1, 500) g;
+	ALTER TABLE lp ADD COLUMN c text DEFAULT 'dflt';
+	SELECT count(*) FROM paimon_sink.alter_sink('lp_sink');
+	INSERT INTO lp_sink (id, v, c) SELECT g, 'new', 'c-' || g FROM generate_series(501, 1000) g;
+	ALTER SYSTEM SET paimon_sink.parallel_load_rows = 100;
+	ALTER SYSTEM SET paimon_sink.nonatomic_parallel_load = on;
+	SELECT pg_reload_conf();
+});
+my $log_offset = -s $node->logfile;
+is(query_or_error($node, "SELECT row_count FROM paimon_sink.checkpoint('lp_sink')"), '1000',
+	'lp_sink: a checkpoint of 1000 rows of both layouts commits');
+like(slurp_file($node->logfile, $log_offset),
+	qr/committed snapshot \d+ of sink "lp_sink": .* [1-9]\d* loaders/,
+	'loaded by loader workers');
+is(query_or_error($node, "SELECT count(*) FILTER (WHERE v = 'old' AND c = 'dflt') || ' '
+	|| count(*) FILTER (WHERE v = 'new' AND c = 'c-' || id) FROM lp"), '500 500',
+	'each row once, the old ones with the default');
+sql(q{
+	ALTER SYSTEM RESET paimon_sink.parallel_load_rows;
+	ALTER SYSTEM RESET paimon_sink.nonatomic_parallel_load;
+	SELECT pg_reload_conf();
+});
 
 $session->{in} .= "\\q\n";
 $session->{harness}->finish;
