@@ -33,6 +33,12 @@ INSERT INTO alt_sink (id, v, c) VALUES (2, 'new', 'set');
 -- the user's own ALTER FOREIGN TABLE of the sink's columns stays refused
 ALTER FOREIGN TABLE alt_sink ADD COLUMN c text;
 \echo :LAST_ERROR_SQLSTATE
+-- so is alter_sink() in a transaction that wrote into the sink (its rows have one layout)
+BEGIN;
+INSERT INTO alt_sink VALUES (10, 'in the transaction', NULL);
+SELECT * FROM paimon_sink.alter_sink('alt_sink');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 SELECT * FROM paimon_sink.alter_sink('alt_sink');
 -- the foreign table: the new columns at the end, the dropped one kept
 SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type,
@@ -55,14 +61,27 @@ CREATE TABLE altp (id int PRIMARY KEY, v text);
 SELECT sink_name FROM paimon_sink.create_sink('altp_sink', 'altp', mode => 'upsert',
   partial_update => true);
 INSERT INTO altp_sink (id, v) VALUES (1, 'old');
+-- the target and the sink changed in one transaction
+BEGIN;
 ALTER TABLE altp ADD COLUMN c text DEFAULT 'dflt';
 SELECT * FROM paimon_sink.alter_sink('altp_sink');
+COMMIT;
 SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS default
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
  WHERE a.attrelid = 'altp_sink'::regclass AND a.attnum > 0 ORDER BY a.attnum;
 INSERT INTO altp_sink (id, v, c) VALUES (2, 'new', 'set');
 SELECT row_count FROM paimon_sink.checkpoint('altp_sink');
 SELECT * FROM altp ORDER BY id;
+
+-- a column dropped and added again under its name is another column: its name is taken
+CREATE TABLE altd (id int PRIMARY KEY, v text);
+SELECT sink_name FROM paimon_sink.create_sink('altd_sink', 'altd');
+ALTER TABLE altd DROP COLUMN v;
+ALTER TABLE altd ADD COLUMN v text;
+SELECT * FROM paimon_sink.alter_sink('altd_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('altd_sink');
+DROP TABLE altd;
 
 RESET ROLE;
 -- the layout recorded: names, types and target attribute numbers, grown at the end

@@ -45,6 +45,7 @@
 #include "metadata/catalog.h"
 #include "metadata/column_follow.h"
 #include "metadata/metadata.h"
+#include "session/handoff.h"
 
 PG_FUNCTION_INFO_V1(paimon_sink_alter_sink);
 
@@ -110,6 +111,13 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 	sink = catalog_require_sink(name);
 	PopActiveSnapshot();
 	catalog_check_owner(sink, "alter");
+	/* a transaction's rows are staged in one layout: its rows so far have the old one */
+	if (handoff_wrote_sink(sink->sink_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot alter sink \"%s\" in a transaction that wrote into it", sink->name),
+				 errdetail("The rows of one transaction are staged in one layout."),
+				 errhint("Commit the transaction first, then call alter_sink().")));
 	if (foreign_column_count(sink->foreign_table) != sink->column_count)
 		ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 						errmsg("sink \"%s\" was altered while this call waited", sink->name),
@@ -134,6 +142,20 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 		if (!attr->attisdropped && attr->attgenerated == '\0' &&
 			column_follow_staged_index(sink, attnum) < 0)
 		{
+			/* a column dropped from the target (or the row kind) holds the name */
+			if (get_attnum(sink->foreign_table, NameStr(attr->attname)) != InvalidAttrNumber)
+				ereport(
+					ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("cannot add column \"%s\" to sink \"%s\": it stages a column of "
+							"that name already",
+							NameStr(attr->attname), sink->name),
+					 errdetail("Its staged column \"%s\" is the row kind, or loads into a column "
+							   "dropped from the target since, not into this one.",
+							   NameStr(attr->attname)),
+					 errhint("Rename the target's column, call alter_sink() again, then "
+							 "rename it back; or commit what is staged and create the sink "
+							 "again.")));
 			names[added] = CStringGetTextDatum(NameStr(attr->attname));
 			types[added] = ObjectIdGetDatum(attr->atttypid);
 			attnums[sink->column_count + added] = Int16GetDatum(attnum);
