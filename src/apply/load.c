@@ -629,6 +629,13 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 
 	/* each staged column into the target's as it is now: renamed, widened, dropped since */
 	layout = load_layout_build(sink, rel);
+	/*
+	 * Loading ahead hands COPY the staged bytes as they are: a target changed
+	 * since stops it here, and a batch of another layout than the sink's
+	 * (alter_sink() ran since the loader read the sink) fails COPY's own
+	 * field count check.  Either way the loader gives up and the
+	 * checkpoint's commit loads the rows.
+	 */
 	if (!layout->same_bytes && source_override != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
