@@ -80,9 +80,11 @@ foreign_column_count(Oid relid)
  * owner, ERRCODE_UNDEFINED_TABLE for a sink without its foreign table or
  * target, ERRCODE_LOCK_NOT_AVAILABLE when lock_timeout ends the wait for
  * the transactions writing into the sink, ERRCODE_T_R_SERIALIZATION_FAILURE
- * when another alter_sink changed the sink meanwhile, and what ALTER
- * FOREIGN TABLE raises (42701 when the foreign table has a column of that
- * name already).
+ * when another alter_sink changed the sink meanwhile,
+ * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE in a transaction that wrote into
+ * the sink, ERRCODE_DUPLICATE_COLUMN when the sink stages a column of a new
+ * column's name (one dropped from the target since, or the row kind), and
+ * what ALTER FOREIGN TABLE raises.
  */
 Datum
 paimon_sink_alter_sink(PG_FUNCTION_ARGS)
@@ -95,7 +97,6 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 	Datum *attnums;
 	int added = 0;
 	int columns;
-
 	Relation target;
 
 	InitMaterializedSRF(fcinfo, 0);
