@@ -77,6 +77,7 @@ OBJS = \
 	src/committer/loader_ahead.o \
 	src/committer/load_ahead.o \
 	src/committer/barrier.o \
+	src/api/alter_sink.o \
 	src/api/api.o \
 	src/api/schema_change.o \
 	src/api/staged_types.o \
@@ -109,7 +110,7 @@ SHLIB_LINK = -luuid
 # in expected/: PGXS's own layout, pg_regress's default --inputdir.
 REGRESS = setup append errors upsert retract upgrade wal properties overwrite sink_groups \
 	commit_cost types entry_points unstaged_columns arguments job_identity \
-	failure_counts skipped_commits monitor_role sink_stats schema_refusals
+	failure_counts skipped_commits monitor_role sink_stats schema_refusals alter_sink
 # UTF8, so that the encoding tests mean the same everywhere
 REGRESS_OPTS = --temp-config=$(srcdir)/test/paimon_sink.conf \
 	--encoding=UTF8

@@ -1051,6 +1051,20 @@ $$Sets the counters of the view sink_stats (commits, rows_committed, bytes_commi
 REVOKE ALL ON FUNCTION paimon_sink.reset_sink_stats(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION paimon_sink.reset_sink_stats(text) TO PUBLIC;
 
+-- New columns of the target reach the writers (docs/schema-changes.md):
+-- alter_sink adds them at the end of the sink's foreign table, so each
+-- staged row's field count names the layout it was written in.
+CREATE FUNCTION paimon_sink.alter_sink(sink_name text, OUT column_name text, OUT data_type text)
+	RETURNS SETOF record AS 'MODULE_PATHNAME', 'paimon_sink_alter_sink' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION paimon_sink.alter_sink(text) IS
+$$Brings the sink's foreign table in line with its target, so that the columns added to the target since can be written through the sink: each column of the target that no staged column loads into and that is neither generated nor dropped is added at the end of the foreign table, with the target's type, type modifier, collation and default (none but a key's under partial_update), and recorded as the sink's layout in the same transaction. Returns one row (column_name text, data_type text) per column added, in the target's order; none when there is nothing to add, and then nothing changes. It never drops or retypes a column of the foreign table: a column dropped from the target since stays (its staged values are skipped at load), a widened one keeps its staged type (loads cast it). As Paimon's schema evolution (each data file keeps its schema id; the writer picks up the newest schema): each staged row keeps the layout it was written in (its number of fields: the layout only grows at its end), a commit loads rows of every layout, and a row of an older layout leaves the columns it does not have to the target: their default (or identity or generated value) when it inserts, the target's value when an upsert updates. Waits (up to lock_timeout) for the transactions writing into the sink to end: they finish in the layout they began with, and every session writes the new one from its next statement, without a restart; the commit users, their fence epochs and checkpoints are kept. Errors: 22004 NULL sink_name; 42704 unknown sink; 42501 not the sink's owner (or a member of it); 42P01 the sink's foreign table or target was dropped; 55P03 lock_timeout ended the wait; 40001 another alter_sink changed the sink meanwhile (call it again); 55000 the calling transaction wrote into the sink (commit it first: one transaction's rows have one layout); 42701 the sink stages a column of that name already (a target column dropped and added again under its name, or the row kind). Privileges: EXECUTE is granted to PUBLIC; the function itself refuses (42501, its hint giving the GRANT to run) a caller that is not the sink's owner or a member of that role. Also 55000 while the extension's version is not the library's (see library_version()).$$;
+REVOKE ALL ON FUNCTION paimon_sink.alter_sink(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION paimon_sink.alter_sink(text) TO PUBLIC;
+COMMENT ON COLUMN paimon_sink.sink_definition.column_names IS
+	'The layout rows are staged in (binary COPY): the foreign table''s columns, in order, made by create_sink. alter_sink adds columns only at its end, so a staged row''s number of fields names the layout it was written in (its first k columns); target_attnums grows with it.';
+COMMENT ON COLUMN paimon_sink.sink_definition.column_types IS
+	'The types of column_names, in order.';
+
 -- pg_monitor (the role PostgreSQL gives monitoring tools) reads the views
 -- that show no row data and no other role's error text, even where a site
 -- revokes them from PUBLIC: commit_stats' last_failure and commit_progress'

@@ -78,6 +78,9 @@ static List *dropped_tables = NIL;
 /* How deep utility statements nest now: 0 outside any. */
 static int statement_level = 0;
 
+/* alter_sink's own ALTER FOREIGN TABLE ... ADD COLUMN runs: the refusal lets it through. */
+static bool adding_columns = false;
+
 /* run_utility runs a utility statement as the caller, in an SPI connection of its own. */
 static void
 run_utility(const char *statement)
@@ -106,7 +109,8 @@ qualified_name(Oid relid)
  * Read from pg_catalog as the caller, with SPI.
  */
 static char *
-table_columns(const ForeignTableSpec *spec, Datum layout_names, Datum layout_types)
+table_columns(const ForeignTableSpec *spec, Datum layout_names, Datum layout_types,
+			  const char *separator)
 {
 	/*
 	 * With partial_update a column left out must read as NULL (keep the
@@ -133,7 +137,7 @@ table_columns(const ForeignTableSpec *spec, Datum layout_names, Datum layout_typ
 		"WHEN d.adbin IS NOT NULL AND NOT ($2 AND a.attname::pg_catalog.text "
 		"OPERATOR(pg_catalog.<>) ALL ($3)) "
 		"THEN ' DEFAULT ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(d.adbin, d.adrelid) "
-		"ELSE '' END), ', ' ORDER BY l.ord) AS columns "
+		"ELSE '' END), $6 ORDER BY l.ord) AS columns "
 		"FROM l JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) l.type "
 		"LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) $1 "
 		"AND a.attname::pg_catalog.text OPERATOR(pg_catalog.=) l.name "
@@ -142,10 +146,12 @@ table_columns(const ForeignTableSpec *spec, Datum layout_names, Datum layout_typ
 		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
 		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum",
 		SPI_OK_SELECT};
-	Arg args[] = {ARG_OID(spec->target), ARG_BOOL(spec->partial_update),
+	Arg args[] = {ARG_OID(spec->target),
+				  ARG_BOOL(spec->partial_update),
 				  ARG_DATUM(TEXTARRAYOID, spec->key_names, spec->key_names == (Datum) 0),
 				  ARG_DATUM(TEXTARRAYOID, layout_names, layout_names == (Datum) 0),
-				  ARG_DATUM(OIDARRAYOID, layout_types, layout_names == (Datum) 0)};
+				  ARG_DATUM(OIDARRAYOID, layout_types, layout_names == (Datum) 0),
+				  ARG_TEXT(separator)};
 	List *found = statement_texts(&statement, args, lengthof(args), 0, "columns");
 	char *columns = found == NIL ? NULL : linitial(found);
 
@@ -200,7 +206,7 @@ make_foreign_table(const ForeignTableSpec *spec, const char *columns)
 Oid
 foreign_table_create(const ForeignTableSpec *spec)
 {
-	return make_foreign_table(spec, table_columns(spec, (Datum) 0, (Datum) 0));
+	return make_foreign_table(spec, table_columns(spec, (Datum) 0, (Datum) 0, ", "));
 }
 
 /* foreign_table_drop drops a sink's foreign table (drop_sink), if it still exists. */
@@ -430,9 +436,11 @@ refuse_layout_change(Oid relid, const char *what)
 			 errmsg("cannot %s foreign table %s of sink \"%s\"", what, qualified_name(relid), name),
 			 errdetail("Its columns are the layout the sink stages rows in, and its option sink_id "
 					   "ties it to the sink: rows already staged are loaded in that layout."),
-			 errhint("Commit what is staged and create a sink for the other layout with "
-					 "paimon_sink.create_sink(). The table's name, schema, owner, grants and "
-					 "defaults may change freely.")));
+			 errhint("To write a column added to the target, call paimon_sink.alter_sink(%s), "
+					 "which adds it here; for another layout, commit what is staged and create "
+					 "a sink for it with paimon_sink.create_sink(). The table's name, schema, "
+					 "owner, grants and defaults may change freely.",
+					 quote_literal_cstr(name))));
 }
 
 /*
@@ -451,7 +459,7 @@ foreign_table_refuse_alter(Node *statement)
 	Oid relid;
 	ListCell *lc;
 
-	if (!OidIsValid(get_extension_oid("paimon_sink", true)))
+	if (adding_columns || !OidIsValid(get_extension_oid("paimon_sink", true)))
 		return;
 	if (IsA(statement, RenameStmt))
 	{
@@ -572,6 +580,45 @@ layout_array(const SinkInfo *sink, bool types)
 }
 
 /*
+ * foreign_table_add_columns adds to the end of a sink's foreign table the
+ * target's columns named in names (text[]) with their types (oid[]), in
+ * that order: each with the target column's type modifier, collation and
+ * default (an identity column's sequence; none but a key's under
+ * partial_update), as create_sink makes them.  The one ALTER FOREIGN TABLE
+ * of a sink's columns that foreign_table_refuse_alter lets through; it
+ * takes AccessExclusiveLock on the foreign table, waiting (up to
+ * lock_timeout) for the transactions that write into it.  Raises what
+ * ALTER FOREIGN TABLE raises.
+ */
+void
+foreign_table_add_columns(const SinkInfo *sink, Datum names, Datum types)
+{
+	ForeignTableSpec spec;
+	char *columns;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.sink_name = sink->name;
+	spec.sink_id = sink->sink_id;
+	spec.target = sink->target;
+	spec.partial_update = sink->partial_update;
+	if (sink->key_columns != NIL)
+		spec.key_names = PointerGetDatum(strlist_to_textarray(sink->key_columns));
+	columns = table_columns(&spec, names, types, ", ADD COLUMN ");
+	adding_columns = true;
+	PG_TRY();
+	{
+		run_utility(psprintf("ALTER FOREIGN TABLE %s ADD COLUMN %s",
+							 qualified_name(sink->foreign_table), columns));
+	}
+	PG_FINALLY();
+	{
+		adding_columns = false;
+	}
+	PG_END_TRY();
+	CommandCounterIncrement();
+}
+
+/*
  * restore_foreign_table(sink_name text, owner regrole) gives a sink whose
  * foreign table was dropped a new one, and so an owner again, and returns
  * it (regclass): named after the sink, in the target's schema, with the
@@ -636,7 +683,7 @@ paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS)
 	if (sink->key_columns != NIL)
 		spec.key_names = PointerGetDatum(strlist_to_textarray(sink->key_columns));
 	relid = make_foreign_table(
-		&spec, table_columns(&spec, layout_array(sink, false), layout_array(sink, true)));
+		&spec, table_columns(&spec, layout_array(sink, false), layout_array(sink, true), ", "));
 	/* created by an extension script (the update), it would be the extension's */
 	if (creating_extension)
 		deleteDependencyRecordsForClass(RelationRelationId, relid, ExtensionRelationId,

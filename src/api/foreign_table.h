@@ -12,6 +12,8 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 
+#include "metadata/catalog.h"
+
 /* What a new sink's foreign table is made of (create_sink's options). */
 typedef struct ForeignTableSpec
 {
@@ -31,6 +33,7 @@ extern void foreign_table_end_statement(Node *statement, int level);
 extern void foreign_table_abort_statement(int level);
 extern void foreign_table_refuse_drop_role(DropRoleStmt *statement);
 extern void foreign_table_refuse_alter(Node *statement);
+extern void foreign_table_add_columns(const SinkInfo *sink, Datum names, Datum types);
 extern Datum paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_FOREIGN_TABLE_H */

@@ -9,7 +9,9 @@
  * source callback, so the target's defaults, constraints and triggers run
  * as for any COPY.  It runs as the sink's owner (security.c).  Upsert sinks
  * read the same bytes through upsert.c, which also asks for each row's
- * sequence number.  The load also keeps the progress of the commit for the
+ * sequence number and layout.  Each batch read goes through the load's
+ * layout (load_layout.c), which rewrites it when its rows are of an older
+ * layout than the sink's or the target changed since.  The load also keeps the progress of the commit for the
  * view commit_progress, as pg_stat_progress_copy does for a COPY.
  *
  *-------------------------------------------------------------------------
@@ -65,8 +67,9 @@ static struct
 	/* the share loaded: batches whose position (LoadFile.position + offset) lies in it */
 	int64 share_begin;
 	int64 share_end;
-	/* COPY into a target changed since the rows were staged: each batch rewritten, or NULL */
-	LoadLayout *transcode;
+	/* the staged layout mapped onto the target: batches rewritten by mode when needed, or NULL */
+	LoadLayout *layout;
+	LayoutMode mode;
 } load = {.file = -1};
 
 /*
@@ -113,10 +116,14 @@ check_batch_read(void)
 						errdetail("Nothing of this checkpoint is applied.")));
 }
 
-/* The sequence number of the row COPY returned last (upsert sinks). */
+/*
+ * The sequence number of the row COPY returned last (upsert sinks), and
+ * into *fields the number of fields it was staged with (its layout).
+ */
 static uint64
-load_row_sequence(void)
+load_row_sequence(int *fields)
 {
+	*fields = load.layout != NULL ? load.layout->batch_fields : -1;
 	if (load.batch_rows_read >= load.batch_rows)
 		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
 						errmsg("a staged batch of %u rows gave more rows", load.batch_rows),
@@ -312,8 +319,13 @@ load_read(void *outbuf, int minread, int maxread)
 			load.batch_first_sequence = header.first_sequence;
 			load.batch_rows = header.row_count;
 			load.batch_rows_read = 0;
-			if (load.transcode != NULL)
-				load_layout_transcode(load.transcode, &load.batch);
+			/* rows of an older layout, or of a target changed since: rewritten */
+			if (load.layout != NULL)
+			{
+				load_layout_batch_fields(load.layout, &load.batch, file->path, load.offset);
+				if (load_layout_needs_transcode(load.layout, load.mode))
+					load_layout_transcode(load.layout, &load.batch, load.mode);
+			}
 		}
 		load.offset += sizeof(header) + header.payload_length;
 	}
@@ -336,14 +348,14 @@ start_load(List *files, bool numbered)
 	load.batch_position = 0;
 	load.batch_rows = 0;
 	load.batch_rows_read = 0;
-	load.transcode = NULL;
+	load.layout = NULL;
 }
 
 /* end_load closes the file the data source had open, if any. */
 static void
 end_load(void)
 {
-	load.transcode = NULL;
+	load.layout = NULL;
 	if (load.file >= 0)
 		FileClose(load.file);
 	load.file = -1;
@@ -363,10 +375,16 @@ progress_applying(void)
 uint64
 load_apply_files(SinkInfo *sink, List *files, UpsertCounts *counts)
 {
+	Relation target = catalog_open_target(sink, false, RowExclusiveLock);
+
 	start_load(files, true);
+	/* rows of an older layout decoded with NULL in the columns they lack; upsert.c knows which */
+	load.layout = load_layout_build(sink, target);
+	load.mode = LAYOUT_PAD_NULLS;
 	upsert_apply(sink, load_read, load_row_sequence, progress_applying, counts);
 	check_batch_read();
 	end_load();
+	table_close(target, NoLock);
 	return counts->versions;
 }
 
@@ -515,6 +533,9 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 	start_load(files, false);
 	load.share_begin = share_begin;
 	load.share_end = share_end;
+	/* a row of an older layout: the columns it lacks by their defaults, as the COPY had them */
+	load.layout = layout;
+	load.mode = LAYOUT_PAD_DEFAULTS;
 	redo.cstate =
 		BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
 					  list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
@@ -530,13 +551,14 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
  * of its own: one for the whole load, nothing per row.  When it fails on
  * what a row can cause (rejects_row_error), the subtransaction rolls back
  * and the load is redone to find the refused rows (redo_append); any other
- * error is raised as it is.  transcode, when not NULL, rewrites each batch
- * into the target's layout now (load_layout.c).  Returns the rows loaded.
+ * error is raised as it is.  layout rewrites each batch into the target's
+ * layout now when it must (load_layout.c: a target changed since, rows of
+ * an older layout).  Returns the rows loaded.
  */
 static uint64
 copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *columns,
 					   List *options, List *files, int64 share_begin, int64 share_end,
-					   LoadLayout *transcode)
+					   LoadLayout *layout)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -552,7 +574,8 @@ copy_in_subtransaction(SinkInfo *sink, Relation rel, ParseState *pstate, List *c
 		start_load(files, false);
 		load.share_begin = share_begin;
 		load.share_end = share_end;
-		load.transcode = transcode;
+		load.layout = layout;
+		load.mode = LAYOUT_TO_TARGET;
 		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false,
 							   source_override ? source_override : load_read, columns, options);
 		rows = CopyFrom(cstate);
@@ -606,6 +629,13 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 
 	/* each staged column into the target's as it is now: renamed, widened, dropped since */
 	layout = load_layout_build(sink, rel);
+	/*
+	 * Loading ahead hands COPY the staged bytes as they are: a target changed
+	 * since stops it here, and a batch of another layout than the sink's
+	 * (alter_sink() ran since the loader read the sink) fails COPY's own
+	 * field count check.  Either way the loader gives up and the
+	 * checkpoint's commit loads the rows.
+	 */
 	if (!layout->same_bytes && source_override != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -634,7 +664,7 @@ load_files_share(SinkInfo *sink, List *files, int64 share_begin, int64 share_end
 
 	options = list_make1(makeDefElem("format", (Node *) makeString("binary"), -1));
 	rows = copy_in_subtransaction(sink, rel, pstate, columns, options, files, share_begin,
-								  share_end, layout->same_bytes ? NULL : layout);
+								  share_end, layout);
 	load_layout_warn_dropped(layout, rows);
 
 	security_restore_role(&saved);
@@ -655,6 +685,7 @@ void
 load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg)
 {
 	Relation foreign = catalog_open_target(sink, true, AccessShareLock);
+	Relation target = catalog_open_target(sink, false, AccessShareLock);
 	TupleDesc desc = RelationGetDescr(foreign);
 	Datum *values = palloc(sizeof(Datum) * desc->natts);
 	bool *nulls = palloc(sizeof(bool) * desc->natts);
@@ -664,6 +695,9 @@ load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg)
 
 	start_load(files, false);
 	load.scan = true;
+	/* a row of an older layout: NULL in the columns it lacks (none is a partition key) */
+	load.layout = load_layout_build(sink, target);
+	load.mode = LAYOUT_PAD_NULLS;
 	cstate = BeginCopyFrom(NULL, foreign, NULL, NULL, false, load_read, NIL,
 						   list_make1(makeDefElem("format", (Node *) makeString("binary"), -1)));
 	for (;;)
@@ -683,6 +717,7 @@ load_scan_files(SinkInfo *sink, List *files, LoadRowCallback row, void *arg)
 	EndCopyFrom(cstate);
 	end_load();
 	MemoryContextDelete(row_context);
+	table_close(target, NoLock);
 	table_close(foreign, NoLock);
 }
 

@@ -38,6 +38,13 @@
  * the target by someone else meanwhile fails the commit (23505); it is
  * retried whole, nothing lost.
  *
+ * A version staged before alter_sink() added columns (an older layout,
+ * decoded with NULL in them) carries its number of fields to the outcome:
+ * the MERGE leaves those columns to the target, its value on UPDATE and
+ * their default on INSERT, and a retraction compares only the columns it
+ * carries.  With partial_update a column counts as written when any version
+ * merged into the outcome was staged with it.
+ *
  * The MERGE, its reruns and the redo of a failed one are upsert_merge.c's;
  * this file derives the layout both read, and sorts and deduplicates.
  *
@@ -84,10 +91,12 @@ typedef struct KeyGroup
 	int waiting_size;
 	Datum **waiting_values; /* each by change_desc column, in context */
 	bool **waiting_nulls;
+	int *waiting_fields; /* each one's staged fields (its layout) */
 	Datum *key;
 	Datum *values; /* by change_desc column */
 	bool *nulls;
 	int missing; /* partial_update: NULL columns not yet filled */
+	int fields;	 /* the staged fields of the outcome's row: its version's layout */
 	MemoryContext context;
 } KeyGroup;
 
@@ -209,20 +218,28 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follo
 								index_rel->rd_opcintype[k], BTLessStrategyNumber);
 	}
 
-	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 1);
+	layout->sort_desc = CreateTemplateTupleDesc(desc->natts + 2);
 	for (int a = 1; a <= desc->natts; a++)
 		TupleDescCopyEntry(layout->sort_desc, a, desc, a);
 	TupleDescInitEntry(layout->sort_desc, desc->natts + 1, "sequence", INT8OID, -1, 0);
+	TupleDescInitEntry(layout->sort_desc, desc->natts + 2, "fields", INT4OID, -1, 0);
+	layout->staged_count = sink->column_count;
+	layout->layouts_read = palloc0(sizeof(bool) * (sink->column_count + 1));
 
 	layout->change_attnums = palloc(sizeof(AttrNumber) * desc->natts);
 	layout->change_key_index = palloc(sizeof(int) * desc->natts);
 	for (int a = 1; a <= desc->natts; a++)
 		if (a != layout->row_kind_attnum && !TupleDescAttr(desc, a - 1)->attisdropped)
 			layout->change_attnums[layout->columns++] = a;
-	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 3);
+	layout->change_desc = CreateTemplateTupleDesc(layout->columns + 4);
+	layout->change_staged_index = palloc(sizeof(int) * Max(1, layout->columns));
 	for (int c = 0; c < layout->columns; c++)
 	{
 		TupleDescCopyEntry(layout->change_desc, c + 1, desc, layout->change_attnums[c]);
+		layout->change_staged_index[c] = -1;
+		for (int i = 0; i < follow->count; i++)
+			if (follow->columns[i].staged_attnum == layout->change_attnums[c])
+				layout->change_staged_index[c] = i;
 		layout->change_key_index[c] = -1;
 		for (int k = 0; k < layout->key_count; k++)
 			if (layout->key_attnums[k] == layout->change_attnums[c])
@@ -231,6 +248,7 @@ derive_apply_layout(ApplyLayout *layout, const SinkInfo *sink, LoadLayout *follo
 	TupleDescInitEntry(layout->change_desc, layout->columns + 1, "delete", BOOLOID, -1, 0);
 	TupleDescInitEntry(layout->change_desc, layout->columns + 2, "replace", BOOLOID, -1, 0);
 	TupleDescInitEntry(layout->change_desc, layout->columns + 3, "retract", BOOLOID, -1, 0);
+	TupleDescInitEntry(layout->change_desc, layout->columns + 4, "fields", INT4OID, -1, 0);
 	derive_row_equality(layout);
 	index_close(index_rel, AccessShareLock);
 }
@@ -258,6 +276,13 @@ begin_sort(ApplyLayout *layout)
 								nulls_first, maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
+/* slot_fields returns the staged fields of a sorted version: the layout it was written in. */
+static int
+slot_fields(ApplyLayout *layout, TupleTableSlot *slot)
+{
+	return DatumGetInt32(slot->tts_values[layout->natts + 1]);
+}
+
 /* is_delete tells whether a staged version is a delete (-D) or a retraction (-R). */
 static bool
 is_delete(ApplyLayout *layout, TupleTableSlot *slot)
@@ -280,18 +305,19 @@ is_retraction(ApplyLayout *layout, TupleTableSlot *slot)
 /*
  * same_row tells whether two rows of a key (by change_desc column, or the
  * other by foreign table attnum when by_attnum) have equal non-key columns,
- * NULL matching NULL.
+ * NULL matching NULL, among the first fields staged columns: a column one
+ * of them was not staged with (an older layout) is not compared.
  */
 static bool
 same_row(ApplyLayout *layout, Datum *values, bool *nulls, Datum *other, bool *other_nulls,
-		 bool by_attnum)
+		 bool by_attnum, int fields)
 {
 	for (int c = 0; c < layout->columns; c++)
 	{
 		int o = by_attnum ? layout->change_attnums[c] - 1 : c;
 		Oid collation = TupleDescAttr(layout->change_desc, c)->attcollation;
 
-		if (layout->change_key_index[c] >= 0)
+		if (layout->change_key_index[c] >= 0 || layout->change_staged_index[c] >= fields)
 			continue;
 		if (nulls[c] || other_nulls[o])
 		{
@@ -338,9 +364,14 @@ wait_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 			group->waiting_nulls == NULL
 				? palloc(sizeof(bool *) * group->waiting_size)
 				: repalloc(group->waiting_nulls, sizeof(bool *) * group->waiting_size);
+		group->waiting_fields =
+			group->waiting_fields == NULL
+				? palloc(sizeof(int) * group->waiting_size)
+				: repalloc(group->waiting_fields, sizeof(int) * group->waiting_size);
 	}
 	group->waiting_values[group->waiting] = values;
 	group->waiting_nulls[group->waiting] = nulls;
+	group->waiting_fields[group->waiting] = slot_fields(layout, slot);
 	group->waiting++;
 	MemoryContextSwitchTo(old);
 }
@@ -351,11 +382,13 @@ cancel_retraction(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 {
 	for (int w = 0; w < group->waiting; w++)
 		if (same_row(layout, group->waiting_values[w], group->waiting_nulls[w], slot->tts_values,
-					 slot->tts_isnull, true))
+					 slot->tts_isnull, true,
+					 Min(group->waiting_fields[w], slot_fields(layout, slot))))
 		{
 			group->waiting--;
 			group->waiting_values[w] = group->waiting_values[group->waiting];
 			group->waiting_nulls[w] = group->waiting_nulls[group->waiting];
+			group->waiting_fields[w] = group->waiting_fields[group->waiting];
 			return true;
 		}
 	return false;
@@ -400,7 +433,9 @@ emit(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes, bool delete
 	group->values[columns] = BoolGetDatum(delete);
 	group->values[columns + 1] = BoolGetDatum(replace);
 	group->values[columns + 2] = BoolGetDatum(retract);
+	group->values[columns + 3] = Int32GetDatum(group->fields);
 	group->nulls[columns] = group->nulls[columns + 1] = group->nulls[columns + 2] = false;
+	group->nulls[columns + 3] = false;
 	tuplestore_putvalues(changes, layout->change_desc, group->values, group->nulls);
 	group->emitted = true;
 }
@@ -424,8 +459,10 @@ open_group(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuplestor
 	group->waiting = group->waiting_size = 0;
 	group->waiting_values = NULL;
 	group->waiting_nulls = NULL;
+	group->waiting_fields = NULL;
 	group->upsert = !is_delete(layout, slot);
 	group->decided = !group->upsert || !layout->partial_update;
+	group->fields = slot_fields(layout, slot);
 	for (int k = 0; k < layout->key_count; k++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(layout->sort_desc, layout->key_attnums[k] - 1);
@@ -492,6 +529,7 @@ retract_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot, Tuples
 			group->nulls[c] = slot->tts_isnull[attnum - 1];
 			group->values[c] = slot->tts_values[attnum - 1];
 		}
+		group->fields = slot_fields(layout, slot);
 		group->decided = true;
 		group->upsert = true;
 		emit(layout, group, changes, false, false, false);
@@ -514,11 +552,13 @@ retract_target(ApplyLayout *layout, KeyGroup *group, Tuplestorestate *changes)
 		for (int earlier = 0; earlier < w && !repeated; earlier++)
 			repeated =
 				same_row(layout, group->waiting_values[earlier], group->waiting_nulls[earlier],
-						 group->waiting_values[w], group->waiting_nulls[w], false);
+						 group->waiting_values[w], group->waiting_nulls[w], false,
+						 Min(group->waiting_fields[earlier], group->waiting_fields[w]));
 		if (repeated)
 			continue;
 		memcpy(group->values, group->waiting_values[w], sizeof(Datum) * layout->columns);
 		memcpy(group->nulls, group->waiting_nulls[w], sizeof(bool) * layout->columns);
+		group->fields = group->waiting_fields[w];
 		emit(layout, group, changes, true, false, true);
 	}
 	if (group->waiting > 0)
@@ -539,6 +579,8 @@ merge_older(ApplyLayout *layout, KeyGroup *group, TupleTableSlot *slot)
 	}
 	else
 	{
+		/* a column that some merged version had counts as written (NULL or not) */
+		group->fields = Max(group->fields, slot_fields(layout, slot));
 		for (int c = 0; c < layout->columns; c++)
 		{
 			AttrNumber attnum = layout->change_attnums[c];
@@ -633,6 +675,7 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	for (;;)
 	{
 		bool more;
+		int fields;
 
 		MemoryContextReset(row_context);
 		MemoryContextSwitchTo(row_context);
@@ -643,8 +686,14 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 		MemoryContextSwitchTo(apply_context);
 		if (!more)
 			break;
-		sort_slot->tts_values[layout.natts] = Int64GetDatum((int64) row_sequence());
+		sort_slot->tts_values[layout.natts] = Int64GetDatum((int64) row_sequence(&fields));
 		sort_slot->tts_isnull[layout.natts] = false;
+		/* the layout it was staged in: a row of an older one lacks the columns added since */
+		if (fields < 0 || fields > layout.staged_count)
+			fields = layout.staged_count;
+		layout.layouts_read[fields] = true;
+		sort_slot->tts_values[layout.natts + 1] = Int32GetDatum(fields);
+		sort_slot->tts_isnull[layout.natts + 1] = false;
 		for (int k = 0; k < layout.key_count; k++)
 			if (sort_slot->tts_isnull[layout.key_attnums[k] - 1])
 				ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
@@ -674,8 +723,8 @@ upsert_apply(const SinkInfo *sink, copy_data_source_cb read, row_sequence_cb row
 	group.context =
 		AllocSetContextCreate(apply_context, "paimon_sink upsert key", ALLOCSET_SMALL_SIZES);
 	group.key = palloc(sizeof(Datum) * layout.key_count);
-	group.values = palloc(sizeof(Datum) * (layout.columns + 3));
-	group.nulls = palloc(sizeof(bool) * (layout.columns + 3));
+	group.values = palloc(sizeof(Datum) * (layout.columns + 4));
+	group.nulls = palloc(sizeof(bool) * (layout.columns + 4));
 	while (tuplesort_gettupleslot(sort, true, false, read_slot, NULL))
 	{
 		slot_getallattrs(read_slot);

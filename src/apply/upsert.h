@@ -25,8 +25,11 @@ typedef struct UpsertCounts
 	uint64 retries;	 /* MERGE runs again after a concurrent insert */
 } UpsertCounts;
 
-/* The sequence number of the row COPY returned last (see committer.c). */
-typedef uint64 (*row_sequence_cb)(void);
+/*
+ * The sequence number of the row COPY returned last (see committer.c), and
+ * into *fields the fields it was staged with (-1: the layout now).
+ */
+typedef uint64 (*row_sequence_cb)(int *fields);
 
 /* Called when every version is read and the apply begins. */
 typedef void (*apply_phase_cb)(void);

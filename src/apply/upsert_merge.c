@@ -31,10 +31,85 @@
 #define MERGE_ATTEMPTS 10
 
 /*
+ * older_layout_clauses appends to query the clauses of a MERGE for the
+ * outcomes whose row was staged in an older layout, of fields fields
+ * (alter_sink added the columns after them since): those columns are left
+ * as a statement that does not name them leaves them, the target's value
+ * on UPDATE, the default on INSERT (and on the UPDATE that replaces a row
+ * deleted before it in the checkpoint).  kind: 'r' the replacing UPDATE,
+ * 'u' the UPDATE, 'i' the INSERT.
+ */
+static void
+older_layout_clauses(ApplyLayout *layout, StringInfo query, char kind, bool overriding)
+{
+	for (int fields = layout->staged_count - 1; fields >= 0; fields--)
+	{
+		StringInfoData set;
+		StringInfoData insert;
+		StringInfoData values;
+
+		if (!layout->layouts_read[fields])
+			continue;
+		initStringInfo(&set);
+		initStringInfo(&insert);
+		initStringInfo(&values);
+		for (int c = 0; c < layout->columns; c++)
+		{
+			const char *name =
+				quote_identifier(NameStr(TupleDescAttr(layout->change_desc, c)->attname));
+			bool has = layout->change_staged_index[c] < fields;
+			AttrNumber target_attnum =
+				get_attnum(RelationGetRelid(layout->target),
+						   NameStr(TupleDescAttr(layout->change_desc, c)->attname));
+			bool identity_always =
+				target_attnum != InvalidAttrNumber &&
+				TupleDescAttr(RelationGetDescr(layout->target), target_attnum - 1)->attidentity ==
+					ATTRIBUTE_IDENTITY_ALWAYS;
+
+			if (has)
+			{
+				appendStringInfo(&insert, "%s%s", insert.len > 0 ? ", " : "", name);
+				appendStringInfo(&values, "%sc.c%d", values.len > 0 ? ", " : "", c + 1);
+			}
+			if (layout->change_key_index[c] >= 0 || identity_always)
+				continue;
+			if (kind == 'r')
+				appendStringInfo(&set, "%s%s = %s", set.len > 0 ? ", " : "", name,
+								 has ? psprintf("c.c%d", c + 1) : "DEFAULT");
+			else if (kind == 'u' && has && layout->partial_update)
+				appendStringInfo(&set, "%s%s = coalesce(c.c%d, t.%s)", set.len > 0 ? ", " : "",
+								 name, c + 1, name);
+			else if (kind == 'u' && has)
+				appendStringInfo(&set, "%s%s = c.c%d", set.len > 0 ? ", " : "", name, c + 1);
+		}
+		if (kind == 'r' && set.len > 0)
+			appendStringInfo(query,
+							 " WHEN MATCHED AND c.change_replace AND c.change_fields "
+							 "OPERATOR(pg_catalog.=) %d THEN "
+							 "UPDATE SET %s",
+							 fields, set.data);
+		else if (kind == 'u')
+			appendStringInfo(
+				query, " WHEN MATCHED AND c.change_fields OPERATOR(pg_catalog.=) %d THEN %s%s",
+				fields, set.len > 0 ? "UPDATE SET " : "DO NOTHING", set.data);
+		else if (kind == 'i')
+			appendStringInfo(query,
+							 " WHEN NOT MATCHED AND NOT c.change_delete AND c.change_fields "
+							 "OPERATOR(pg_catalog.=) %d "
+							 "THEN INSERT (%s)%s VALUES (%s)",
+							 fields, insert.data, overriding ? " OVERRIDING SYSTEM VALUE" : "",
+							 values.data);
+	}
+}
+
+/*
  * The MERGE applying the changes.  The changes' columns are renamed by
- * position (c1, c2, ..., then the delete, replace and retract flags), so no
- * target column name can clash with the flags.  A retraction deletes the
- * target's row only when its non-key columns are the retracted row's.
+ * position (c1, c2, ..., then the delete, replace and retract flags and
+ * the fields of the row's layout), so no target column name can clash
+ * with them.  A retraction deletes the target's row only when its non-key
+ * columns are the retracted row's.  An outcome whose row was staged in an
+ * older layout has clauses of its own (older_layout_clauses) before the
+ * others, one set per such layout read.
  */
 static char *
 merge_statement(ApplyLayout *layout)
@@ -76,14 +151,18 @@ merge_statement(ApplyLayout *layout)
 		appendStringInfo(&values, "%sc.c%d", c > 0 ? ", " : "", c + 1);
 		/* the staged value of an identity column goes in as COPY puts it; it is never updated */
 		overriding |= identity_always;
+		/* a column the retracted row was not staged with (an older layout) is not compared */
 		if (layout->change_key_index[c] < 0 && layout->change_equal_operator[c] != NULL)
-			appendStringInfo(&same, " AND (t.%s IS NULL AND c.c%d IS NULL OR t.%s %s c.c%d)", name,
-							 c + 1, name, layout->change_equal_operator[c], c + 1);
+			appendStringInfo(&same,
+							 " AND (c.change_fields OPERATOR(pg_catalog.<=) %d OR t.%s IS NULL AND "
+							 "c.c%d IS NULL OR t.%s %s c.c%d)",
+							 layout->change_staged_index[c], name, c + 1, name,
+							 layout->change_equal_operator[c], c + 1);
 		else if (layout->change_key_index[c] < 0)
 			appendStringInfo(&same,
-							 " AND t.%s::pg_catalog.text IS NOT DISTINCT FROM "
-							 "c.c%d::pg_catalog.text",
-							 name, c + 1);
+							 " AND (c.change_fields OPERATOR(pg_catalog.<=) %d OR "
+							 "t.%s::pg_catalog.text IS NOT DISTINCT FROM c.c%d::pg_catalog.text)",
+							 layout->change_staged_index[c], name, c + 1);
 		if (layout->change_key_index[c] >= 0 || identity_always)
 			continue;
 		appendStringInfo(&replace, "%s%s = c.c%d", replace.len > 0 ? ", " : "", name, c + 1);
@@ -93,7 +172,8 @@ merge_statement(ApplyLayout *layout)
 		else
 			appendStringInfo(&update, "%s%s = c.c%d", update.len > 0 ? ", " : "", name, c + 1);
 	}
-	appendStringInfoString(&query, "change_delete, change_replace, change_retract) ON ");
+	appendStringInfoString(&query,
+						   "change_delete, change_replace, change_retract, change_fields) ON ");
 	for (int c = 0; c < layout->columns; c++)
 	{
 		if (layout->change_key_index[c] < 0)
@@ -113,10 +193,15 @@ merge_statement(ApplyLayout *layout)
 	else
 	{
 		if (layout->partial_update)
+		{
+			older_layout_clauses(layout, &query, 'r', overriding);
 			appendStringInfo(&query, " WHEN MATCHED AND c.change_replace THEN UPDATE SET %s",
 							 replace.data);
+		}
+		older_layout_clauses(layout, &query, 'u', overriding);
 		appendStringInfo(&query, " WHEN MATCHED THEN UPDATE SET %s", update.data);
 	}
+	older_layout_clauses(layout, &query, 'i', overriding);
 	appendStringInfo(&query,
 					 " WHEN NOT MATCHED AND NOT c.change_delete THEN INSERT (%s)%s VALUES (%s)",
 					 insert.data, overriding ? " OVERRIDING SYSTEM VALUE" : "", values.data);

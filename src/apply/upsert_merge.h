@@ -29,8 +29,8 @@ typedef struct ApplyLayout
 	Oid *key_less; /* the index's "<" of each key column */
 	FmgrInfo *key_equal;
 	char **key_equal_operator;	/* its "=", schema-qualified, for the MERGE */
-	TupleDesc sort_desc;		/* the foreign table's columns, then the sequence */
-	TupleDesc change_desc;		/* the row, then "delete" and "replace" flags */
+	TupleDesc sort_desc;		/* the foreign table's columns, then the sequence and fields */
+	TupleDesc change_desc;		/* the row, then "delete", "replace", "retract", "fields" */
 	int columns;				/* of the row: the staged ones but the row kind */
 	AttrNumber *change_attnums; /* foreign table attnum of each */
 	int *change_key_index;		/* its place in the primary key, or -1 */
@@ -38,8 +38,11 @@ typedef struct ApplyLayout
 	char **change_equal_operator; /* the same, schema-qualified, or NULL */
 	FmgrInfo *change_output;	  /* without "=": the output function */
 	bool partial_update;
-	char *key_constraint; /* the primary key's index, as errors name it */
-	uint64 upserts;		  /* keys in the changes */
+	int staged_count;		  /* the sink's staged columns now (the newest layout) */
+	int *change_staged_index; /* each change column's place in the staged layout */
+	bool *layouts_read;		  /* [fields]: rows staged with that many fields were read */
+	char *key_constraint;	  /* the primary key's index, as errors name it */
+	uint64 upserts;			  /* keys in the changes */
 	uint64 deletes;
 } ApplyLayout;
 

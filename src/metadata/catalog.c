@@ -195,8 +195,8 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 							 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-							 errdetail("Rows are staged in the column layout fixed when the sink "
-									   "was created."),
+							 errdetail("Rows are staged in the column layout the sink records "
+									   "(made by create_sink, grown by alter_sink)."),
 							 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and "
 									 "re-create the sink.")));
 				}
@@ -209,7 +209,8 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 				ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-				 errdetail("Rows are staged in the column layout fixed when the sink was created."),
+				 errdetail("Rows are staged in the column layout the sink records (made by "
+						   "create_sink, grown by alter_sink)."),
 				 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the "
 						 "sink.")));
 		return;

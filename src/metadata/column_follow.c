@@ -3,8 +3,9 @@
  * column_follow.c
  *	  How a sink's staged columns follow its target's schema changes.
  *
- * Rows are staged in the layout of the sink's foreign table, fixed when the
- * sink was created; the target may change while rows wait.  Each staged
+ * Rows are staged in the layout of the sink's foreign table, made when the
+ * sink was created (alter_sink() adds columns at its end: column_count is
+ * the newest layout's); the target may change while rows wait.  Each staged
  * column records the attribute number of the target's column it loads
  * into (sink_definition.target_attnums), so a load follows a column
  * renamed since by that number; a column dropped since is skipped (the

@@ -190,6 +190,7 @@ extern bool metadata_sink_exists(int32 sink_id);
 extern List *metadata_sink_ownership(Datum relids, Datum roles);
 extern int32 metadata_insert_sink(const SinkDefinition *definition);
 extern void metadata_set_sink_layout(int32 sink_id, Oid foreign_table);
+extern void metadata_extend_sink_layout(int32 sink_id, Oid foreign_table, Datum target_attnums);
 extern void metadata_read_target_attnums(uint64 row, SinkInfo *info);
 extern char *metadata_add_default_commit_user(int32 sink_id);
 extern void metadata_drop_sink(int32 sink_id);

@@ -89,3 +89,33 @@ metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 
 	(void) statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER);
 }
+
+/*
+ * metadata_extend_sink_layout records a sink's layout after alter_sink
+ * added columns at the end of its foreign table: the column names and
+ * types read from the foreign table again, and target_attnums (int2[],
+ * one per column, the old ones first) for its target, as the extension's
+ * owner.  Raises what the UPDATE raises.
+ */
+void
+metadata_extend_sink_layout(int32 sink_id, Oid foreign_table, Datum target_attnums)
+{
+	static Statement statement = {
+		"UPDATE paimon_sink.sink_definition d SET "
+		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
+		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
+		"a.attnum) "
+		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
+		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"target_attnums_relid = d.target_table::pg_catalog.oid, target_attnums = $3 "
+		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 AND d.foreign_table::pg_catalog.oid "
+		"OPERATOR(pg_catalog.=) $2",
+		SPI_OK_UPDATE};
+	Arg args[] = {ARG_INT4(sink_id), ARG_OID(foreign_table),
+				  ARG_DATUM(INT2ARRAYOID, target_attnums, false)};
+
+	if (statement_execute(&statement, args, lengthof(args), RUN_AS_OWNER) != 1)
+		elog(ERROR, "sink %d lost its foreign table while its layout was recorded", sink_id);
+}

@@ -227,7 +227,7 @@ fdw_sink_of_foreign_table(Oid relid, Relation rel, Relation target)
 			entry->layout.sink.foreign_table == relid;
 	if (found && rel != NULL)
 	{
-		/* rows are staged in the layout fixed at create_sink, checked both ways */
+		/* rows are staged in the layout the sink records (create_sink, alter_sink), checked both ways */
 		catalog_check_layout(&entry->layout.sink, relid, true);
 		catalog_check_layout(&entry->layout.sink, RelationGetRelid(target), false);
 		derive_layout(&entry->layout, rel, target);

@@ -188,6 +188,22 @@ handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoc
 }
 
 /*
+ * handoff_wrote_sink tells whether this transaction has written rows into
+ * the sink sink_id (they wait to be handed to its writers at commit).
+ * Raises nothing.
+ */
+bool
+handoff_wrote_sink(int32 sink_id)
+{
+	ListCell *lc;
+
+	foreach (lc, pending_streams)
+		if (((PendingStream *) lfirst(lc))->id.sink_id == sink_id)
+			return true;
+	return false;
+}
+
+/*
  * Move a full chunk to the transaction's temporary file.  The file belongs
  * to the top transaction's resource owner: a subtransaction that rolls back
  * must not close it under chunks its parent keeps.

@@ -35,6 +35,7 @@ extern void handoff_register_callbacks(void);
 extern PendingStream *handoff_stream(const StreamIdentity *stream, int writer_index,
 									 uint64 fence_epoch, int32 route_buckets);
 extern void handoff_append_row(PendingStream *stream, const char *row, int length);
+extern bool handoff_wrote_sink(int32 sink_id);
 extern int handoff_database_index(bool wait_for_writers);
 extern bool handoff_wait_for_workers(long timeout_ms);
 extern void handoff_wake_committer_at_commit(void);

@@ -37,7 +37,11 @@ sql('source_db', q{
 	ALTER TABLE shifted DROP COLUMN gone;
 	SELECT sink_name FROM paimon_sink.create_sink('shifted_sink', 'shifted');
 	INSERT INTO events_sink VALUES (1, 'one');
-	INSERT INTO accounts_sink VALUES (1, 10), (1, 11);
+	INSERT INTO accounts_sink VALUES (1, 10);
+	-- a column added to the target and to the sink (alter_sink): its layout grew
+	ALTER TABLE accounts ADD COLUMN note text DEFAULT 'none';
+	SELECT count(*) FROM paimon_sink.alter_sink('accounts_sink');
+	INSERT INTO accounts_sink (id, balance, note) VALUES (1, 11, 'eleven');
 	SELECT paimon_sink.checkpoint('events_sink');
 	SELECT paimon_sink.checkpoint('accounts_sink');
 });
@@ -64,14 +68,14 @@ ok($node->poll_query_until('restored_db', "SELECT count(*) = 2 FROM paimon_sink.
 	'the restored database gets its writers');
 sql('restored_db', q{
 	INSERT INTO events_sink VALUES (2, 'two');
-	INSERT INTO accounts_sink VALUES (1, 12), (2, 20);
+	INSERT INTO accounts_sink (id, balance, note) VALUES (1, 12, 'twelve'), (2, 20, DEFAULT);
 	SELECT paimon_sink.checkpoint('events_sink');
 	SELECT paimon_sink.checkpoint('accounts_sink');
 });
 is(sql('restored_db', "SELECT string_agg(id || '=' || note, ',' ORDER BY id) FROM events"), '1=one,2=two',
 	'a restored append sink commits');
-is(sql('restored_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=12,2=20',
-	'a restored upsert sink commits, keyed as before');
+is(sql('restored_db', "SELECT string_agg(id || '=' || balance || '=' || note, ',' ORDER BY id) FROM accounts"),
+	'1=12=twelve,2=20=none', 'a restored upsert sink commits, keyed as before, with the column alter_sink() added');
 # the restored target lost its dropped column, and its columns' numbers moved: the sink
 # matches its staged columns by name again (the numbers were the old relation's)
 sql('restored_db', q{
@@ -83,8 +87,8 @@ is(sql('restored_db', "SELECT string_agg(id || '=' || note, ',' ORDER BY id) FRO
 sql('restored_db', "CREATE TABLE more (id int)");
 is(sql('restored_db', "SELECT sink_name FROM paimon_sink.create_sink('more_sink', 'more')"), 'more_sink',
 	'a new sink gets an id of its own');
-is(sql('source_db', "SELECT string_agg(id || '=' || balance, ',' ORDER BY id) FROM accounts"), '1=11',
-	'the source database is untouched');
+is(sql('source_db', "SELECT string_agg(id || '=' || balance || '=' || note, ',' ORDER BY id) FROM accounts"),
+	'1=11=eleven', 'the source database is untouched');
 
 # CREATE EXTENSION starts the workers from inside its own transaction: the
 # committer may look before that commits, and must look again after

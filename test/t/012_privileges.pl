@@ -92,6 +92,7 @@ my %script = (
 	'the table `rejected_row`' => ['SELECT count(*) FROM paimon_sink.rejected_row'],
 	'`restore_foreign_table`' => ["SELECT paimon_sink.restore_foreign_table('%S', 'postgres')"],
 	'`reset_sink_stats` (also a member of `pg_monitor`)' => ["SELECT paimon_sink.reset_sink_stats('%S')"],
+	'`alter_sink`' => ["SELECT count(*) FROM paimon_sink.alter_sink('%S')"],
 	'`drop_sink`' => ["SELECT paimon_sink.drop_sink('%S', true)"],
 	'the views (`sinks`, `snapshots`, `pending_checkpoints`, `in_doubt`, `writers`, `commit_stats`, `commit_progress`, `checkpoint_schedule`, `faults`, `rejects`, `sink_groups`, `sink_stats`)'
 	  => [ map { "SELECT count(*) FROM paimon_sink.$_" }
