@@ -188,9 +188,11 @@ handoff_stream(const StreamIdentity *stream, int writer_index, uint64 fence_epoc
 }
 
 /*
- * handoff_wrote_sink tells whether this transaction has written rows into
- * the sink sink_id (they wait to be handed to its writers at commit).
- * Raises nothing.
+ * handoff_wrote_sink tells whether this transaction holds rows written into
+ * the sink sink_id (they wait to be handed to its writers at commit, or
+ * were streamed to them already).  Rows a rolled back savepoint took back
+ * do not count: the subtransaction callback took them off the stream's
+ * count.  Raises nothing.
  */
 bool
 handoff_wrote_sink(int32 sink_id)
@@ -198,8 +200,12 @@ handoff_wrote_sink(int32 sink_id)
 	ListCell *lc;
 
 	foreach (lc, pending_streams)
-		if (((PendingStream *) lfirst(lc))->id.sink_id == sink_id)
+	{
+		PendingStream *stream = lfirst(lc);
+
+		if (stream->id.sink_id == sink_id && stream->rows > 0)
 			return true;
+	}
 	return false;
 }
 
