@@ -160,12 +160,67 @@ catalog_open_target(const SinkInfo *sink, bool foreign, LOCKMODE lockmode)
 }
 
 /*
+ * same_layout tells whether two reads of a sink record the same layout (the
+ * same column names and types, in order).
+ */
+static bool
+same_layout(const SinkInfo *a, const SinkInfo *b)
+{
+	if (a->column_count != b->column_count)
+		return false;
+	for (int i = 0; i < a->column_count; i++)
+		if (a->column_types[i] != b->column_types[i] ||
+			strcmp(a->column_names[i], b->column_names[i]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * refuse_altered_table refuses a foreign table whose columns are not the
+ * layout sink (as read under the caller's snapshot) records.  When the
+ * layout recorded now differs, the sink was altered (alter_sink) after that
+ * snapshot was taken, while the catalog already shows the new columns: a
+ * REPEATABLE READ or SERIALIZABLE transaction older than the alter_sink(), or
+ * a statement whose snapshot predates its lock wait, which a retry mends
+ * (ERRCODE_T_R_SERIALIZATION_FAILURE).  Otherwise the foreign table was
+ * changed behind the sink's back (ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE).
+ */
+static void
+refuse_altered_table(const SinkInfo *sink)
+{
+	ListCell *lc;
+
+	foreach (lc, metadata_sinks_of_target(sink->target))
+	{
+		SinkInfo *now = lfirst(lc);
+
+		if (now->sink_id == sink->sink_id && !same_layout(sink, now))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to a change of the layout of sink "
+							"\"%s\"",
+							sink->name),
+					 errdetail("alter_sink() changed the columns the sink stages after this "
+							   "transaction's snapshot was taken."),
+					 errhint("Retry the transaction: it will write in the new layout.")));
+	}
+	ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("the foreign table of sink \"%s\" was altered", sink->name),
+					errdetail("Rows are staged in the column layout the sink records (made by "
+							  "create_sink, grown by alter_sink)."),
+					errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create "
+							"the sink.")));
+}
+
+/*
  * catalog_check_layout checks a relation against the layout the sink stages
  * rows in.  exact: the relation is the sink's foreign table, whose columns
  * must be the layout, in order; otherwise it is the target, into which
  * each staged column must load as column_follow follows it (renamed,
  * widened, dropped since).  Raises ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
- * or what column_follow raises (ERRCODE_DATATYPE_MISMATCH /
+ * (ERRCODE_T_R_SERIALIZATION_FAILURE when the sink's layout was changed by
+ * alter_sink after the snapshot sink was read under) or what column_follow
+ * raises (ERRCODE_DATATYPE_MISMATCH /
  * ERRCODE_UNDEFINED_COLUMN / ERRCODE_INVALID_COLUMN_REFERENCE).
  */
 void
@@ -192,27 +247,14 @@ catalog_check_layout(const SinkInfo *sink, Oid relid, bool exact)
 					attr->atttypid != sink->column_types[column])
 				{
 					ReleaseSysCache(tuple);
-					ereport(ERROR,
-							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-							 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-							 errdetail("Rows are staged in the column layout the sink records "
-									   "(made by create_sink, grown by alter_sink)."),
-							 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and "
-									 "re-create the sink.")));
+					refuse_altered_table(sink);
 				}
 				column++;
 			}
 			ReleaseSysCache(tuple);
 		}
 		if (column != sink->column_count)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the foreign table of sink \"%s\" was altered", sink->name),
-				 errdetail("Rows are staged in the column layout the sink records (made by "
-						   "create_sink, grown by alter_sink)."),
-				 errhint("Undo the ALTER FOREIGN TABLE, or commit what is staged and re-create the "
-						 "sink.")));
+			refuse_altered_table(sink);
 		return;
 	}
 	for (column = 0; column < sink->column_count; column++)
