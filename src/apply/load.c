@@ -526,6 +526,7 @@ redo_append(SinkInfo *sink, Relation rel, List *files, int64 share_begin, int64 
 	source.desc = redo.desc;
 	source.columns = redo.desc->natts;
 	source.delete_index = -1;
+	source.fields_index = -1;
 	source.next = append_redo_next;
 	source.apply = append_redo_apply;
 	source.arg = &redo;

@@ -172,18 +172,30 @@ describe_key(RedoSource *source, Datum *values, bool *nulls, int64 ordinal)
 	return psprintf("the row with key (%s)=(%s)", names.data, shown.data);
 }
 
-/* row_json is the row as a JSON object: column name -> text value, or null. */
+/*
+ * row_json is the row as a JSON object: column name -> text value, or null.
+ * A column an upsert row did not carry (staged in an older layout, or not
+ * staged at all) is left out: its insert would take the target's default,
+ * its update keep the target's value, so no one value is the row's.
+ */
 static char *
 row_json(RedoSource *source, Datum *values, bool *nulls)
 {
 	StringInfoData json;
+	int fields = source->fields_index >= 0 && !nulls[source->fields_index]
+					 ? DatumGetInt32(values[source->fields_index])
+					 : -1;
+	bool first = true;
 
 	initStringInfo(&json);
 	appendStringInfoChar(&json, '{');
 	for (int c = 0; c < source->columns; c++)
 	{
-		if (c > 0)
+		if (fields >= 0 && (source->staged_index[c] < 0 || source->staged_index[c] >= fields))
+			continue;
+		if (!first)
 			appendStringInfoString(&json, ", ");
+		first = false;
 		escape_json(&json, NameStr(TupleDescAttr(source->desc, c)->attname));
 		appendStringInfoString(&json, ": ");
 		if (nulls[c])

@@ -24,6 +24,9 @@ typedef struct RedoSource
 	int *key_index;				  /* their attribute numbers in desc, from 0 */
 	int delete_index;			  /* the attribute saying "a delete" (upsert), or -1 */
 	const char *retry_constraint; /* its unique violation is raised, never a refusal */
+	/* upsert: each column's staged index (-1: none), and the attribute of the row's fields */
+	const int *staged_index;
+	int fields_index; /* -1: every row carries every column */
 	/* the next row, or false at the end */
 	bool (*next)(void *arg, Datum *values, bool *nulls);
 	/* applies the rows in store to the target; returns the target rows changed */

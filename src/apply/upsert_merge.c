@@ -287,6 +287,8 @@ redo_merge(ApplyLayout *layout, Tuplestorestate *changes, const char *query, Err
 	source.key_count = layout->key_count;
 	source.delete_index = layout->columns;
 	source.retry_constraint = layout->key_constraint;
+	source.staged_index = layout->change_staged_index;
+	source.fields_index = layout->columns + 3;
 	source.next = merge_redo_next;
 	source.apply = merge_redo_apply;
 	source.arg = &redo;
