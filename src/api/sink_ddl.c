@@ -469,13 +469,14 @@ check_bucket_key(const SinkOptions *options)
 }
 
 /*
- * type_without_binary_io returns the type that has no binary send or
- * receive function among type and the types its values are made of (a
+ * sink_ddl_type_without_binary_io returns the type that has no binary send
+ * or receive function among type and the types its values are made of (a
  * domain's base, an array's element, a composite's columns, a range's
  * subtype, a multirange's range), or InvalidOid when every one has both.
+ * Raises nothing (an unknown type is an internal error).
  */
-static Oid
-type_without_binary_io(Oid type)
+Oid
+sink_ddl_type_without_binary_io(Oid type)
 {
 	HeapTuple tuple;
 	Form_pg_type form;
@@ -496,25 +497,44 @@ type_without_binary_io(Oid type)
 
 		for (int i = 0; i < desc->natts && !OidIsValid(missing); i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
-				missing = type_without_binary_io(TupleDescAttr(desc, i)->atttypid);
+				missing = sink_ddl_type_without_binary_io(TupleDescAttr(desc, i)->atttypid);
 		ReleaseTupleDesc(desc);
 	}
 	else if (OidIsValid(inner = get_element_type(type)) ||
 			 (form->typtype == TYPTYPE_RANGE && OidIsValid(inner = get_range_subtype(type))) ||
 			 (form->typtype == TYPTYPE_MULTIRANGE &&
 			  OidIsValid(inner = get_multirange_range(type))))
-		missing = type_without_binary_io(inner);
+		missing = sink_ddl_type_without_binary_io(inner);
 	ReleaseSysCache(tuple);
 	return missing;
 }
 
 /*
- * check_binary_io refuses (ERRCODE_FEATURE_NOT_SUPPORTED) a target column
- * that a sink could not stage: staged rows are in COPY's binary format, so
- * every column's type (and each type inside it) needs a binary send and
- * receive function.  Without the check the sink was created and every
- * write failed ("no binary output function available for type aclitem").
+ * sink_ddl_check_binary_io refuses (ERRCODE_FEATURE_NOT_SUPPORTED) a column
+ * of table table_name that a sink could not stage: staged rows are in
+ * COPY's binary format, so the column's type (and each type inside it)
+ * needs a binary send and receive function.  Without the check the sink was
+ * created (or the column added by alter_sink) and every write failed ("no
+ * binary output function available for type aclitem").  Returns nothing.
  */
+void
+sink_ddl_check_binary_io(const char *table_name, Form_pg_attribute attr)
+{
+	Oid missing = sink_ddl_type_without_binary_io(attr->atttypid);
+
+	if (OidIsValid(missing))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" of table \"%s\" has type %s, which a sink cannot stage",
+						NameStr(attr->attname), table_name, format_type_be(attr->atttypid)),
+				 errdetail("Staged rows are in COPY's binary format, and type %s has no binary "
+						   "send or receive function.",
+						   format_type_be(missing)),
+				 errhint("Give the column a type with binary input and output, or write "
+						 "through a sink into a table without it.")));
+}
+
+/* check_binary_io applies sink_ddl_check_binary_io to each column a new sink would stage. */
 static void
 check_binary_io(Oid target)
 {
@@ -524,22 +544,9 @@ check_binary_io(Oid target)
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(desc, i);
-		Oid missing;
 
-		if (attr->attisdropped || attr->attgenerated != '\0')
-			continue;
-		missing = type_without_binary_io(attr->atttypid);
-		if (OidIsValid(missing))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("column \"%s\" of table \"%s\" has type %s, which a sink cannot stage",
-							NameStr(attr->attname), RelationGetRelationName(rel),
-							format_type_be(attr->atttypid)),
-					 errdetail("Staged rows are in COPY's binary format, and type %s has no binary "
-							   "send or receive function.",
-							   format_type_be(missing)),
-					 errhint("Give the column a type with binary input and output, or write "
-							 "through a sink into a table without it.")));
+		if (!attr->attisdropped && attr->attgenerated == '\0')
+			sink_ddl_check_binary_io(RelationGetRelationName(rel), attr);
 	}
 	table_close(rel, AccessShareLock);
 }
