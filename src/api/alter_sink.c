@@ -41,6 +41,7 @@
 
 #include "api/alter_sink.h"
 #include "api/foreign_table.h"
+#include "api/sink_ddl.h"
 #include "api/sql_call.h"
 #include "metadata/catalog.h"
 #include "metadata/column_follow.h"
@@ -72,8 +73,10 @@ foreign_column_count(Oid relid)
  * alter_sink(sink_name text) adds at the end of the sink's foreign table
  * each column of its target that no staged column loads into and that is
  * neither generated nor dropped, in the target's order, and records the
- * layout; returns one row (column_name text, data_type text) per column
- * added, none when there was nothing to add (nothing changes then).  For
+ * layout, and sets the default of each staged column to its target
+ * column's default now (foreign_table_sync_defaults); returns one row
+ * (column_name text, data_type text) per column added, none when there was
+ * nothing to add.  For
  * the sink's owner.  Raises ERRCODE_NULL_VALUE_NOT_ALLOWED for a NULL
  * name, ERRCODE_UNDEFINED_OBJECT for an unknown sink,
  * ERRCODE_INSUFFICIENT_PRIVILEGE for a caller that is not the sink's
@@ -83,8 +86,10 @@ foreign_column_count(Oid relid)
  * when another alter_sink changed the sink meanwhile,
  * ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE in a transaction that wrote into
  * the sink, ERRCODE_DUPLICATE_COLUMN when the sink stages a column of a new
- * column's name (one dropped from the target since, or the row kind), and
- * what ALTER FOREIGN TABLE raises.
+ * column's name (one dropped from the target since, or the row kind),
+ * ERRCODE_FEATURE_NOT_SUPPORTED for a new column whose type has no binary
+ * send or receive (as create_sink; nothing is added), and what ALTER
+ * FOREIGN TABLE raises.
  */
 Datum
 paimon_sink_alter_sink(PG_FUNCTION_ARGS)
@@ -157,6 +162,8 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 					 errhint("Rename the target's column, call alter_sink() again, then "
 							 "rename it back; or commit what is staged and create the sink "
 							 "again.")));
+			/* staged in COPY's binary format, as create_sink checks it: nothing is added */
+			sink_ddl_check_binary_io(get_rel_name(sink->target), attr);
 			names[added] = CStringGetTextDatum(NameStr(attr->attname));
 			types[added] = ObjectIdGetDatum(attr->atttypid);
 			attnums[sink->column_count + added] = Int16GetDatum(attnum);
@@ -164,6 +171,8 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 		}
 		ReleaseSysCache(tuple);
 	}
+	/* the defaults of the columns staged so far follow the target's too */
+	foreign_table_sync_defaults(sink, (Datum) 0);
 	if (added == 0)
 		return (Datum) 0;
 

@@ -55,6 +55,7 @@
 
 #include "api/foreign_table.h"
 #include "api/sql_call.h"
+#include "core/security.h"
 #include "metadata/catalog.h"
 #include "metadata/metadata.h"
 #include "metadata/statement.h"
@@ -615,6 +616,90 @@ foreign_table_add_columns(const SinkInfo *sink, Datum names, Datum types)
 		adding_columns = false;
 	}
 	PG_END_TRY();
+	CommandCounterIncrement();
+}
+
+/*
+ * foreign_table_sync_defaults sets the default of each column of a sink's
+ * foreign table that loads into a column of its target to that column's
+ * default now (an identity column's sequence; under partial_update none but
+ * a key's or an identity's, as create_sink makes them; none when the target
+ * has none), so that a row written without the column stages what an
+ * INSERT into the target would take.  only (text[], or (Datum) 0 for all)
+ * names the target's columns to follow; a column whose staged type is no
+ * longer the target's (widened since) keeps its default.  It runs as the
+ * sink's owner (the foreign table's), whoever changed the target, with the
+ * search_path pinned, and alters only the columns whose default differs.
+ * Raises what ALTER FOREIGN TABLE raises (ERRCODE_LOCK_NOT_AVAILABLE when
+ * lock_timeout ends its wait for the transactions writing into the sink).
+ */
+void
+foreign_table_sync_defaults(const SinkInfo *sink, Datum only)
+{
+	static Statement statement = {
+		"WITH s AS (SELECT s.name, s.target_attnum FROM ROWS FROM "
+		"(pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.int2[])) "
+		"AS s (name, target_attnum)), "
+		"w AS (SELECT f.attnum, f.attname, "
+		"CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) '' "
+		"THEN pg_catalog.format('pg_catalog.nextval(%L::pg_catalog.regclass)', "
+		"pg_catalog.pg_get_serial_sequence(a.attrelid::pg_catalog.regclass::pg_catalog.text, "
+		"a.attname::pg_catalog.text)) "
+		"WHEN $5 AND a.attname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ($6) THEN NULL "
+		"ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END AS want, "
+		"pg_catalog.pg_get_expr(fd.adbin, fd.adrelid) AS have "
+		"FROM s JOIN pg_catalog.pg_attribute f ON f.attrelid OPERATOR(pg_catalog.=) $1 "
+		"AND f.attname::pg_catalog.text OPERATOR(pg_catalog.=) s.name AND NOT f.attisdropped "
+		"JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) $4 "
+		"AND a.attnum OPERATOR(pg_catalog.=) s.target_attnum AND NOT a.attisdropped "
+		"AND a.attgenerated OPERATOR(pg_catalog.=) '' "
+		"AND a.atttypid OPERATOR(pg_catalog.=) f.atttypid "
+		"LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid "
+		"AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
+		"LEFT JOIN pg_catalog.pg_attrdef fd ON fd.adrelid OPERATOR(pg_catalog.=) f.attrelid "
+		"AND fd.adnum OPERATOR(pg_catalog.=) f.attnum "
+		"WHERE $7::pg_catalog.text[] IS NULL "
+		"OR a.attname::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($7)) "
+		"SELECT pg_catalog.string_agg(pg_catalog.format('ALTER COLUMN %I %s', w.attname, "
+		"CASE WHEN w.want IS NULL THEN 'DROP DEFAULT' "
+		"ELSE 'SET DEFAULT ' OPERATOR(pg_catalog.||) w.want END), ', ' ORDER BY w.attnum) "
+		"AS commands FROM w WHERE (w.want IS NULL) OPERATOR(pg_catalog.<>) (w.have IS NULL) "
+		"OR w.want OPERATOR(pg_catalog.<>) w.have",
+		SPI_OK_SELECT};
+	Datum *attnums = palloc(sizeof(Datum) * Max(1, sink->column_count));
+	Datum key_names = sink->key_columns != NIL
+						  ? PointerGetDatum(strlist_to_textarray(sink->key_columns))
+						  : (Datum) 0;
+	RoleSwitch saved;
+	List *found;
+	char *commands;
+
+	if (!OidIsValid(sink->owner) || get_rel_name(sink->foreign_table) == NULL)
+		return;
+	for (int i = 0; i < sink->column_count; i++)
+		attnums[i] = Int16GetDatum(sink->target_attnums[i]);
+	{
+		Arg args[] = {
+			ARG_OID(sink->foreign_table),
+			ARG_DATUM(TEXTARRAYOID, layout_array(sink, false), false),
+			ARG_DATUM(INT2ARRAYOID,
+					  PointerGetDatum(construct_array(attnums, sink->column_count, INT2OID,
+													  sizeof(int16), true, TYPALIGN_SHORT)),
+					  false),
+			ARG_OID(sink->target),
+			ARG_BOOL(sink->partial_update),
+			ARG_DATUM(TEXTARRAYOID, key_names, key_names == (Datum) 0),
+			ARG_DATUM(TEXTARRAYOID, only, only == (Datum) 0)};
+
+		/* the owner may alter its foreign table; the pinned path qualifies what the defaults name */
+		security_switch_role(sink->owner, &saved);
+		found = statement_texts(&statement, args, lengthof(args), 0, "commands");
+		commands = found == NIL ? NULL : linitial(found);
+		if (commands != NULL)
+			run_utility(psprintf("ALTER FOREIGN TABLE %s %s", qualified_name(sink->foreign_table),
+								 commands));
+		security_restore_role(&saved);
+	}
 	CommandCounterIncrement();
 }
 

@@ -34,6 +34,7 @@ extern void foreign_table_abort_statement(int level);
 extern void foreign_table_refuse_drop_role(DropRoleStmt *statement);
 extern void foreign_table_refuse_alter(Node *statement);
 extern void foreign_table_add_columns(const SinkInfo *sink, Datum names, Datum types);
+extern void foreign_table_sync_defaults(const SinkInfo *sink, Datum only);
 extern Datum paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS);
 
 #endif /* PAIMON_SINK_FOREIGN_TABLE_H */

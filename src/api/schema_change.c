@@ -2,7 +2,8 @@
  *
  * schema_change.c
  *	  ALTER TABLE on a sink's target: the changes a sink cannot follow are
- *	  refused as they are made.
+ *	  refused as they are made, and a changed default is followed into the
+ *	  sinks' foreign tables.
  *
  * A sink follows its target's schema changes while rows wait
  * (column_follow.c): a renamed column, a type changed by a cast that keeps
@@ -31,12 +32,19 @@
  * on other relations, of an extension's script, or while the extension's
  * catalog is not the library's version, pass untouched.
  *
+ * After PostgreSQL ran an ALTER TABLE that set or dropped a default, the
+ * foreign table of each sink of the table (or of a table it recursed to)
+ * takes the new default of its staged column (foreign_table.c, as the
+ * sink's owner): a row written through the sink without the column stages
+ * what an INSERT into the target takes.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
 #include "catalog/partition.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
@@ -50,7 +58,9 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "api/foreign_table.h"
 #include "api/schema_change.h"
+#include "api/sink_ddl.h"
 #include "api/staged_types.h"
 #include "metadata/column_follow.h"
 #include "metadata/extension.h"
@@ -704,6 +714,33 @@ refuse_for_targets(Oid relid, AlterTableStmt *alter)
 }
 
 /*
+ * refuse_without_binary_io refuses (ERRCODE_FEATURE_NOT_SUPPORTED) a column
+ * added to relid (name NULL), or column name retyped, of a type without
+ * binary send or receive: a load's binary COPY needs them for every column
+ * of the table, so no checkpoint of sink could commit (as create_sink).
+ */
+static void
+refuse_without_binary_io(Oid relid, SinkInfo *sink, ColumnDef *def, const char *name)
+{
+	Oid type = column_type(def);
+	Oid missing = OidIsValid(type) ? sink_ddl_type_without_binary_io(type) : InvalidOid;
+
+	if (OidIsValid(missing))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s column \"%s\" of table \"%s\" type %s: sink \"%s\" loads "
+						"into it",
+						name == NULL ? "give new" : "change", name == NULL ? def->colname : name,
+						get_rel_name(relid), format_type_be(type), sink->name),
+				 errdetail("A load copies rows into the table in COPY's binary format, which "
+						   "needs a binary send and receive function for each of its columns, "
+						   "and type %s has none.",
+						   format_type_be(missing)),
+				 errhint("Give the column a type with binary input and output, or drop the sink "
+						 "first.")));
+}
+
+/*
  * refuse_on refuses the subcommands of alter that a sink of relid (the
  * relation named, or a partition or child the statement recurses to)
  * could not follow.
@@ -725,6 +762,10 @@ refuse_on(Oid relid, AlterTableStmt *alter)
 
 		if (command->subtype == AT_AlterColumnType)
 			refuse_type_change(relid, sinks, command->name, (ColumnDef *) command->def);
+		if ((command->subtype == AT_AlterColumnType || command->subtype == AT_AddColumn) &&
+			command->def != NULL && IsA(command->def, ColumnDef))
+			refuse_without_binary_io(relid, linitial(sinks), (ColumnDef *) command->def,
+									 command->subtype == AT_AddColumn ? NULL : command->name);
 	}
 	fates = column_fates(relid, alter);
 	refuse_drops(relid, sinks, fates);
@@ -806,4 +847,54 @@ schema_change_refuse(Node *statement)
 	foreach (lc, relids)
 		refuse_on(lfirst_oid(lc), alter);
 	refuse_for_targets(relid, alter);
+}
+
+/*
+ * schema_change_follow_defaults keeps the defaults of sinks' foreign tables
+ * in step after an ALTER TABLE that set or dropped the default of columns
+ * of a sink's target (or of a table it recurses to): a row written through
+ * the sink without such a column then stages the target's new default, as
+ * an INSERT into the target would take it.  Called after PostgreSQL ran the
+ * statement; each foreign table is altered as its sink's owner
+ * (foreign_table_sync_defaults).  Other statements, and all while the
+ * extension's catalog is not the library's version, pass.  Raises what
+ * ALTER FOREIGN TABLE raises.
+ */
+void
+schema_change_follow_defaults(Node *statement)
+{
+	AlterTableStmt *alter;
+	List *columns = NIL;
+	Oid relid;
+	List *relids;
+	ListCell *lc;
+
+	if (!IsA(statement, AlterTableStmt))
+		return;
+	alter = (AlterTableStmt *) statement;
+	if (alter->relation == NULL || alter->objtype != OBJECT_TABLE)
+		return;
+	foreach (lc, alter->cmds)
+	{
+		AlterTableCmd *command = lfirst(lc);
+
+		if (command->subtype == AT_ColumnDefault && command->name != NULL)
+			columns = lappend(columns, command->name);
+	}
+	if (columns == NIL || !extension_ready())
+		return;
+	/* the statement holds its lock on the table and those it recursed to */
+	relid = RangeVarGetRelid(alter->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return;
+	relids =
+		alter->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	foreach (lc, relids)
+	{
+		ListCell *sink_cell;
+
+		foreach (sink_cell, metadata_sinks_of_target(lfirst_oid(lc)))
+			foreign_table_sync_defaults(lfirst(sink_cell),
+										PointerGetDatum(strlist_to_textarray(columns)));
+	}
 }

@@ -315,6 +315,8 @@ paimon_sink_process_utility(PlannedStmt *pstmt, const char *queryString, bool re
 		/* a sink's foreign table dropped without its sink refuses the statement */
 		foreign_table_end_statement(statement, level);
 		level = 0;
+		/* a target's default changed: the sinks' foreign tables take it too */
+		schema_change_follow_defaults(statement);
 		in_create_extension = outer_create_extension;
 		/* the extension may be gone with what this dropped: the commit looks */
 		if ((IsA(statement, DropStmt) || IsA(statement, DropOwnedStmt)) && PaimonSinkState != NULL)
