@@ -82,6 +82,15 @@ SELECT * FROM paimon_sink.alter_sink('altd_sink');
 \echo :LAST_ERROR_SQLSTATE
 SELECT paimon_sink.drop_sink('altd_sink');
 DROP TABLE altd;
+-- a column renamed and its old name given to a new one: the detail names where it loads
+CREATE TABLE altr (id int PRIMARY KEY, v text);
+SELECT sink_name FROM paimon_sink.create_sink('altr_sink', 'altr');
+ALTER TABLE altr RENAME COLUMN v TO v_old;
+ALTER TABLE altr ADD COLUMN v text;
+SELECT * FROM paimon_sink.alter_sink('altr_sink');
+\echo :LAST_ERROR_SQLSTATE
+SELECT paimon_sink.drop_sink('altr_sink');
+DROP TABLE altr;
 
 RESET ROLE;
 -- the layout recorded: names, types and target attribute numbers, grown at the end

@@ -70,6 +70,48 @@ foreign_column_count(Oid relid)
 }
 
 /*
+ * refuse_taken_name raises ERRCODE_DUPLICATE_COLUMN for a target column
+ * whose name a staged column of the sink already has, saying where that
+ * staged column loads: the target's column it was renamed to, or none
+ * (the row kind, or a column dropped since).  The foreign table's names
+ * cannot change, so the way forward is another name, not a rename there.
+ */
+static void
+refuse_taken_name(const SinkInfo *sink, const char *name)
+{
+	char *loads_into = NULL;
+
+	for (int i = 0; i < sink->column_count; i++)
+	{
+		HeapTuple tuple;
+
+		if (strcmp(sink->column_names[i], name) != 0 || sink->target_attnums[i] <= 0)
+			continue;
+		tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(sink->target),
+								Int16GetDatum(sink->target_attnums[i]));
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		if (!((Form_pg_attribute) GETSTRUCT(tuple))->attisdropped)
+			loads_into = pstrdup(NameStr(((Form_pg_attribute) GETSTRUCT(tuple))->attname));
+		ReleaseSysCache(tuple);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DUPLICATE_COLUMN),
+			 errmsg("cannot add column \"%s\" to sink \"%s\": it stages a column of that name "
+					"already",
+					name, sink->name),
+			 loads_into != NULL
+				 ? errdetail("Its staged column \"%s\" loads into the target's column \"%s\", "
+							 "renamed since.",
+							 name, loads_into)
+				 : errdetail("Its staged column \"%s\" is the row kind, or loads into a column "
+							 "dropped from the target since.",
+							 name),
+			 errhint("Give the target's new column another name and call alter_sink() again; or "
+					 "commit what is staged and create the sink again.")));
+}
+
+/*
  * alter_sink(sink_name text) adds at the end of the sink's foreign table
  * each column of its target that no staged column loads into and that is
  * neither generated nor dropped, in the target's order, and records the
@@ -148,22 +190,9 @@ paimon_sink_alter_sink(PG_FUNCTION_ARGS)
 		if (!attr->attisdropped && attr->attgenerated == '\0' &&
 			column_follow_staged_index(sink, attnum) < 0)
 		{
-			/* a column dropped from the target (or the row kind) holds the name */
+			/* a staged column of that name loads elsewhere: renamed, dropped, the row kind */
 			if (get_attnum(sink->foreign_table, NameStr(attr->attname)) != InvalidAttrNumber)
-				ereport(
-					ERROR,
-					(errcode(ERRCODE_DUPLICATE_COLUMN),
-					 errmsg("cannot add column \"%s\" to sink \"%s\": it stages a column of "
-							"that name already",
-							NameStr(attr->attname), sink->name),
-					 errdetail("Its staged column \"%s\" is the row kind, or loads into a column "
-							   "dropped from the target since, not into this one.",
-							   NameStr(attr->attname)),
-					 errhint("Rename the target's column, call alter_sink() again, then "
-							 "rename it back; or commit what is staged and create the sink "
-							 "again.")));
-			/* staged in COPY's binary format, as create_sink checks it: nothing is added */
-			sink_ddl_check_binary_io(get_rel_name(sink->target), attr);
+				refuse_taken_name(sink, NameStr(attr->attname));
 			names[added] = CStringGetTextDatum(NameStr(attr->attname));
 			types[added] = ObjectIdGetDatum(attr->atttypid);
 			attnums[sink->column_count + added] = Int16GetDatum(attnum);
