@@ -581,6 +581,22 @@ layout_array(const SinkInfo *sink, bool types)
 }
 
 /*
+ * spec_of_sink fills a foreign table's spec from an existing sink: its
+ * name, id, target, partial_update and upsert key columns.
+ */
+static void
+spec_of_sink(ForeignTableSpec *spec, const SinkInfo *sink)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->sink_name = sink->name;
+	spec->sink_id = sink->sink_id;
+	spec->target = sink->target;
+	spec->partial_update = sink->partial_update;
+	if (sink->key_columns != NIL)
+		spec->key_names = PointerGetDatum(strlist_to_textarray(sink->key_columns));
+}
+
+/*
  * foreign_table_add_columns adds to the end of a sink's foreign table the
  * target's columns named in names (text[]) with their types (oid[]), in
  * that order: each with the target column's type modifier, collation and
@@ -597,13 +613,7 @@ foreign_table_add_columns(const SinkInfo *sink, Datum names, Datum types)
 	ForeignTableSpec spec;
 	char *columns;
 
-	memset(&spec, 0, sizeof(spec));
-	spec.sink_name = sink->name;
-	spec.sink_id = sink->sink_id;
-	spec.target = sink->target;
-	spec.partial_update = sink->partial_update;
-	if (sink->key_columns != NIL)
-		spec.key_names = PointerGetDatum(strlist_to_textarray(sink->key_columns));
+	spec_of_sink(&spec, sink);
 	columns = table_columns(&spec, names, types, ", ADD COLUMN ");
 	adding_columns = true;
 	PG_TRY();
@@ -760,13 +770,7 @@ paimon_sink_restore_foreign_table(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("role with OID %u does not exist", owner)));
 
-	memset(&spec, 0, sizeof(spec));
-	spec.sink_name = sink->name;
-	spec.sink_id = sink->sink_id;
-	spec.target = sink->target;
-	spec.partial_update = sink->partial_update;
-	if (sink->key_columns != NIL)
-		spec.key_names = PointerGetDatum(strlist_to_textarray(sink->key_columns));
+	spec_of_sink(&spec, sink);
 	relid = make_foreign_table(
 		&spec, table_columns(&spec, layout_array(sink, false), layout_array(sink, true), ", "));
 	/* created by an extension script (the update), it would be the extension's */

@@ -56,6 +56,19 @@ metadata_read_target_attnums(uint64 row, SinkInfo *info)
 }
 
 /*
+ * The SET items of an UPDATE of sink_definition that record the column
+ * names and types of the foreign table $2, in its order.
+ */
+#define LAYOUT_FROM_FOREIGN_TABLE                                                                  \
+	"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "   \
+	"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "                 \
+	"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "                            \
+	"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "         \
+	"a.attnum) "                                                                                   \
+	"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "                 \
+	"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+
+/*
  * metadata_set_sink_layout records a new sink's foreign table and the row
  * layout its staged files carry (the foreign table's column names and
  * types, and the target attribute number of each, unless recorded
@@ -66,14 +79,7 @@ void
 metadata_set_sink_layout(int32 sink_id, Oid foreign_table)
 {
 	static Statement statement = {
-		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, "
-		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
-		"a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"UPDATE paimon_sink.sink_definition d SET foreign_table = $2, " LAYOUT_FROM_FOREIGN_TABLE
 		"target_attnums_relid = d.target_table::pg_catalog.oid, "
 		"target_attnums = coalesce(CASE WHEN d.target_attnums_relid OPERATOR(pg_catalog.=) "
 		"d.target_table::pg_catalog.oid THEN d.target_attnums END, (SELECT "
@@ -101,14 +107,7 @@ void
 metadata_extend_sink_layout(int32 sink_id, Oid foreign_table, Datum target_attnums)
 {
 	static Statement statement = {
-		"UPDATE paimon_sink.sink_definition d SET "
-		"column_names = (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
-		"column_types = (SELECT pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY "
-		"a.attnum) "
-		"  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $2 "
-		"  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), "
+		"UPDATE paimon_sink.sink_definition d SET " LAYOUT_FROM_FOREIGN_TABLE
 		"target_attnums_relid = d.target_table::pg_catalog.oid, target_attnums = $3 "
 		"WHERE d.sink_id OPERATOR(pg_catalog.=) $1 AND d.foreign_table::pg_catalog.oid "
 		"OPERATOR(pg_catalog.=) $2",
